@@ -1,0 +1,56 @@
+# FSA: make targets. The first run of any target creates .venv and installs
+# everything (see scripts/setup_venv.sh).
+#
+#   make                 = make test (SIM=verilator by default)
+#   make test SIM=icarus the same tests on Icarus Verilog
+#   make verilog CONFIG=FSA8X8Fp16Config
+#   make run             generate the default config and run it on the simulator
+#   make lint            Verilator lint (-Wall) of the generated Verilog
+#   make bench           benchmarks (print tables, write bench/results/*.json)
+#   make clean           remove gen/ and sims/
+SHELL    := /bin/bash
+SIM      ?= verilator
+CONFIG   ?= FSA4X4Fp16Config
+JOBS     ?= 2
+PY       := .venv/bin/python
+STAMP    := .venv/.installed
+PYTEST_ARGS ?=
+export SIM
+
+.PHONY: all test verilog run lint bench clean distclean venv sim-tools
+
+all: test
+
+$(STAMP): pyproject.toml scripts/setup_venv.sh
+	@bash scripts/setup_venv.sh
+	@touch $@
+
+venv: $(STAMP)
+
+sim-tools: $(STAMP)
+ifeq ($(SIM),icarus)
+	@bash scripts/need_iverilog.sh
+else ifneq ($(SIM),verilator)
+	$(error SIM must be verilator or icarus, got '$(SIM)')
+endif
+
+test: sim-tools
+	$(PY) -m pytest -n $(JOBS) --durations=10 -q $(PYTEST_ARGS)
+
+verilog: $(STAMP)
+	$(PY) -m rtl.generate $(CONFIG)
+
+run: sim-tools
+	$(PY) -m fsa.cli run --config $(CONFIG) --sim $(SIM)
+
+lint: $(STAMP)
+	$(PY) -m rtl.lint $(CONFIG)
+
+bench: $(STAMP)
+	$(PY) bench/numerics.py $(if $(QUICK),--quick,)
+
+clean:
+	rm -rf gen sims
+
+distclean: clean
+	rm -rf .venv

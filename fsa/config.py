@@ -1,0 +1,273 @@
+"""FSA hardware configurations: one frozen dataclass and its named presets.
+
+The single source of truth read by both the generator (``rtl/generate.py``
+writes it to ``gen/<name>/FSAConfig.json``) and the software (which reads it
+back with :func:`FSAConfig.from_json`).
+
+Example::
+
+    >>> from fsa import config
+    >>> cfg = config.get("FSA8X8Fp16Config")
+    >>> cfg.sa_rows, cfg.e_type, cfg.a_type
+    (8, 'fp16', 'fp32')
+"""
+from __future__ import annotations
+
+import difflib
+import json
+import math
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from .formats import FORMATS, FPFormat, get_format
+
+__all__ = ["FSAConfig", "PRESETS", "get", "names", "DEFAULT"]
+
+#: (element, accumulate) format pairs the hardware supports.
+FORMAT_PAIRS = {("fp16", "fp32"), ("bf16", "fp32"), ("fp32", "fp32"),
+                ("fp16", "fp16"), ("bf16", "bf16")}
+
+DEFAULT = "FSA4X4Fp16Config"
+
+
+@dataclass(frozen=True)
+class FSAConfig:
+    """One FSA hardware configuration.
+
+    Attributes:
+        name: preset name (also the folder under ``gen/``).
+        sa_rows: systolic array rows R (= head dimension d = key block Bc).
+        sa_cols: systolic array columns C (= query block Br).
+        e_type: element (multiply) format, "fp16" | "bf16" | "fp32".
+        a_type: accumulate format, "fp32" | "fp16" | "bf16".
+        spad_rows: scratchpad rows of R elements; 0 means the reference size
+            ``2*C + 4*R`` (Q, K and V double-buffered).
+        acc_rows: accumulator rows of C elements; 0 means the reference size
+            ``1 + R`` (running sum l plus R rows of O transposed).
+        spad_banks, acc_banks: SRAM banks (power of two).
+        inst_queue_size: instruction queue depth in 32-bit words.
+        mem_ports: number of AXI4 memory master ports.
+        axi_data_bits: AXI4 data width (a beat) in bits.
+        axi_addr_bits: AXI4 address width in bits.
+        mem_base, mem_size: the memory window the DMA may touch (bytes).
+        exp2_pieces: P, pieces of the exp2 piecewise-linear approximation.
+        div_bits_per_cycle: quotient bits per cycle of the ACC divider.
+        ctrl_base: base address of the AXI4-Lite control registers.
+    """
+
+    name: str
+    sa_rows: int
+    sa_cols: int
+    e_type: str = "fp16"
+    a_type: str = "fp32"
+    spad_rows: int = 0
+    acc_rows: int = 0
+    spad_banks: int = 1
+    acc_banks: int = 1
+    inst_queue_size: int = 256
+    mem_ports: int = 1
+    axi_data_bits: int = 64
+    axi_addr_bits: int = 39
+    mem_base: int = 0x8000_0000
+    mem_size: int = 0x1000_0000
+    exp2_pieces: int = 8
+    div_bits_per_cycle: int = 2
+    ctrl_base: int = 0x8000
+
+    def __post_init__(self) -> None:
+        if self.spad_rows == 0:
+            object.__setattr__(self, "spad_rows", 2 * self.sa_cols + 4 * self.sa_rows)
+        if self.acc_rows == 0:
+            object.__setattr__(self, "acc_rows", 1 + self.sa_rows)
+        self.validate()
+
+    # ------------------------------------------------------------------ checks
+    def validate(self) -> None:
+        """Raise ValueError naming the field and what to change."""
+        def need(cond: bool, msg: str) -> None:
+            if not cond:
+                raise ValueError(f"{self.name}: {msg}")
+
+        def pow2(v: int) -> bool:
+            return isinstance(v, int) and v >= 1 and (v & (v - 1)) == 0
+
+        need(isinstance(self.name, str) and self.name.isidentifier(),
+             f"name must be an identifier (letters, digits, _), got {self.name!r}")
+        for f in ("sa_rows", "sa_cols"):
+            v = getattr(self, f)
+            need(isinstance(v, int) and 2 <= v <= 256, f"{f} must be an integer in 2..256, got {v!r}")
+        need(self.e_type in FORMATS, f"e_type must be one of {sorted(FORMATS)}, got {self.e_type!r}")
+        need(self.a_type in FORMATS, f"a_type must be one of {sorted(FORMATS)}, got {self.a_type!r}")
+        need((self.e_type, self.a_type) in FORMAT_PAIRS,
+             f"(e_type, a_type) = ({self.e_type}, {self.a_type}) is not supported; "
+             f"use one of {sorted(FORMAT_PAIRS)}")
+        need(get_format(self.a_type).width >= get_format(self.e_type).width,
+             "a_type must be at least as wide as e_type")
+        need(self.spad_rows >= self.sa_cols + 2 * self.sa_rows,
+             f"spad_rows must hold at least one Q tile and one K and V tile "
+             f"(>= {self.sa_cols + 2 * self.sa_rows}), got {self.spad_rows}")
+        need(self.acc_rows >= 1 + self.sa_rows,
+             f"acc_rows must be >= 1 + sa_rows = {1 + self.sa_rows}, got {self.acc_rows}")
+        need(self.spad_rows < (1 << 20) and self.acc_rows < (1 << 20),
+             "spad_rows and acc_rows must fit the 20-bit row address of the ISA")
+        for f in ("spad_banks", "acc_banks"):
+            v = getattr(self, f)
+            need(pow2(v) and v <= 16, f"{f} must be a power of two in 1..16, got {v!r}")
+        need(pow2(self.inst_queue_size) and 4 <= self.inst_queue_size <= 4096,
+             f"inst_queue_size must be a power of two in 4..4096, got {self.inst_queue_size!r}")
+        need(isinstance(self.mem_ports, int) and 1 <= self.mem_ports <= 8,
+             f"mem_ports must be in 1..8, got {self.mem_ports!r}")
+        need(self.axi_data_bits in (32, 64, 128, 256, 512),
+             f"axi_data_bits must be one of 32, 64, 128, 256, 512, got {self.axi_data_bits!r}")
+        need(isinstance(self.axi_addr_bits, int) and 32 <= self.axi_addr_bits <= 39,
+             f"axi_addr_bits must be in 32..39 (the ISA carries 39-bit addresses), got {self.axi_addr_bits!r}")
+        need(self.mem_size > 0 and self.mem_base >= 0
+             and self.mem_base + self.mem_size <= (1 << self.axi_addr_bits),
+             f"memory window [0x{self.mem_base:x}, +0x{self.mem_size:x}) must fit in "
+             f"{self.axi_addr_bits} address bits")
+        need(self.mem_base % self.mem_align == 0 and self.mem_size % self.mem_align == 0,
+             f"mem_base and mem_size must be multiples of mem_align = {self.mem_align}")
+        max_pieces = 32 if get_format(self.a_type).exp_max >= 32 else 16
+        need(pow2(self.exp2_pieces) and 2 <= self.exp2_pieces <= max_pieces,
+             f"exp2_pieces must be a power of two in 2..{max_pieces} (the piece index "
+             f"travels in the {self.a_type} exponent field), got {self.exp2_pieces!r}")
+        need(self.div_bits_per_cycle in (1, 2, 4),
+             f"div_bits_per_cycle must be 1, 2 or 4, got {self.div_bits_per_cycle!r}")
+
+    # --------------------------------------------------------------- derived
+    @property
+    def e_fmt(self) -> FPFormat:
+        return get_format(self.e_type)
+
+    @property
+    def a_fmt(self) -> FPFormat:
+        return get_format(self.a_type)
+
+    @property
+    def mem_align(self) -> int:
+        """Byte alignment of DMA rows in memory (one AXI beat)."""
+        return self.axi_data_bits // 8
+
+    @property
+    def spad_row_bytes(self) -> int:
+        return self.sa_rows * self.e_fmt.bytes
+
+    @property
+    def acc_row_bytes(self) -> int:
+        return self.sa_cols * self.a_fmt.bytes
+
+    @property
+    def spad_size(self) -> int:
+        """Scratchpad size in bytes."""
+        return self.spad_rows * self.spad_row_bytes
+
+    @property
+    def acc_size(self) -> int:
+        """Accumulator size in bytes."""
+        return self.acc_rows * self.acc_row_bytes
+
+    @property
+    def attention_scale(self) -> float:
+        """log2(e) / sqrt(d) with d = sa_rows (before rounding to E or A)."""
+        return math.log2(math.e) / math.sqrt(self.sa_rows)
+
+    # ----------------------------------------------------------------- JSON
+    def to_dict(self) -> dict[str, Any]:
+        """The reference's FSAConfig.json fields plus ours."""
+        d = {
+            # reference fields (architecture.md section 10)
+            "sa_rows": self.sa_rows, "sa_cols": self.sa_cols,
+            "inst_queue_size": self.inst_queue_size,
+            "e_type": self.e_type, "a_type": self.a_type,
+            "mem_base": self.mem_base, "mem_size": self.mem_size,
+            "mem_align": self.mem_align,
+            "spad_base": 0, "spad_size": self.spad_size,
+            "acc_base": 0, "acc_size": self.acc_size,
+        }
+        d["fsa"] = asdict(self)
+        return d
+
+    def to_json(self, path: "str | Path | None" = None) -> str:
+        text = json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n"
+        if path is not None:
+            Path(path).write_text(text)
+        return text
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "FSAConfig":
+        """Rebuild a config from :meth:`to_dict` output (or a reference-style
+        FSAConfig.json, which lacks our extra fields)."""
+        if "fsa" in d:
+            known = {f.name for f in fields(cls)}
+            return cls(**{k: v for k, v in d["fsa"].items() if k in known})
+        r, c = int(d["sa_rows"]), int(d["sa_cols"])
+        e, a = d["e_type"], d["a_type"]
+        return cls(name=f"FSA{r}X{c}Imported", sa_rows=r, sa_cols=c, e_type=e, a_type=a,
+                   inst_queue_size=int(d.get("inst_queue_size", 256)),
+                   mem_base=int(d.get("mem_base", 0x8000_0000)),
+                   mem_size=int(d.get("mem_size", 0x1000_0000)))
+
+    @classmethod
+    def from_json(cls, path: "str | Path") -> "FSAConfig":
+        return cls.from_dict(json.loads(Path(path).read_text()))
+
+    def replace(self, **changes: Any) -> "FSAConfig":
+        """A copy with some fields changed (validated)."""
+        return replace(self, **changes)
+
+
+# ---------------------------------------------------------------- presets
+_SUFFIX = {"Fp16": ("fp16", "fp32"), "Bf16": ("bf16", "fp32"), "Fp32": ("fp32", "fp32"),
+           "Fp16Only": ("fp16", "fp16"), "Bf16Only": ("bf16", "bf16")}
+
+
+def _build_presets() -> dict[str, FSAConfig]:
+    out: dict[str, FSAConfig] = {}
+
+    def add(cfg: FSAConfig) -> None:
+        out[cfg.name] = cfg
+
+    for n in (4, 8, 16, 32, 64, 128):
+        for suf in ("Fp16", "Bf16", "Fp32"):
+            e, a = _SUFFIX[suf]
+            add(FSAConfig(f"FSA{n}X{n}{suf}Config", n, n, e, a))
+    for n in (4, 8):
+        for suf in ("Fp16Only", "Bf16Only"):
+            e, a = _SUFFIX[suf]
+            add(FSAConfig(f"FSA{n}X{n}{suf}Config", n, n, e, a))
+    # non-square arrays
+    for r, c in ((16, 8), (8, 16), (8, 4), (4, 8)):
+        add(FSAConfig(f"FSA{r}X{c}Fp16Config", r, c))
+    # two AXI memory ports
+    add(FSAConfig("FSA4X4Fp16TwoPortConfig", 4, 4, mem_ports=2))
+    add(FSAConfig("FSA8X8Fp16TwoPortConfig", 8, 8, mem_ports=2))
+    return out
+
+
+PRESETS: dict[str, FSAConfig] = _build_presets()
+
+
+def names() -> list[str]:
+    """All preset names."""
+    return list(PRESETS)
+
+
+def get(name: "str | FSAConfig") -> FSAConfig:
+    """Return the preset called `name` (or a config unchanged).
+
+    Also accepts a path to an ``FSAConfig.json``.
+
+    Raises:
+        ValueError: unknown name; the message lists the closest preset names.
+    """
+    if isinstance(name, FSAConfig):
+        return name
+    if name in PRESETS:
+        return PRESETS[name]
+    p = Path(name)
+    if p.suffix == ".json" and p.is_file():
+        return FSAConfig.from_json(p)
+    close = difflib.get_close_matches(name, PRESETS, n=4, cutoff=0.5)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    raise ValueError(f"unknown config {name!r}{hint} (`fsa configs` lists all {len(PRESETS)})")

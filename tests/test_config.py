@@ -1,0 +1,82 @@
+"""Config presets: validation, lookup, JSON round trip."""
+import json
+
+import pytest
+
+from fsa import config
+from fsa.config import FSAConfig
+
+
+def test_required_presets_exist():
+    for n in (4, 8, 16, 32, 64, 128):
+        for suf, (e, a) in {"Fp16": ("fp16", "fp32"), "Bf16": ("bf16", "fp32"),
+                            "Fp32": ("fp32", "fp32")}.items():
+            cfg = config.get(f"FSA{n}X{n}{suf}Config")
+            assert (cfg.sa_rows, cfg.sa_cols, cfg.e_type, cfg.a_type) == (n, n, e, a)
+    nonsq = config.get("FSA16X8Fp16Config")
+    assert (nonsq.sa_rows, nonsq.sa_cols) == (16, 8)
+    assert config.get("FSA4X4Fp16TwoPortConfig").mem_ports == 2
+
+
+def test_reference_sizes():
+    cfg = config.get("FSA8X4Fp16Config")  # R=8, C=4
+    assert cfg.spad_rows == 2 * 4 + 4 * 8
+    assert cfg.acc_rows == 1 + 8
+    assert cfg.spad_size == cfg.spad_rows * 8 * 2
+    assert cfg.acc_size == cfg.acc_rows * 4 * 4
+
+
+def test_unknown_name_suggests_close_ones():
+    with pytest.raises(ValueError, match="did you mean FSA8X8Fp16Config"):
+        config.get("FSA8x8Fp16Config")
+    with pytest.raises(ValueError, match="unknown config"):
+        config.get("NoSuchThing")
+
+
+@pytest.mark.parametrize("field,value,msg", [
+    ("sa_rows", 1, "sa_rows must be an integer in 2..256"),
+    ("sa_cols", 300, "sa_cols must be an integer in 2..256"),
+    ("e_type", "fp8", "e_type must be one of"),
+    ("a_type", "fp16", r"\(e_type, a_type\) = \(bf16, fp16\) is not supported"),
+    ("exp2_pieces", 6, "exp2_pieces must be a power of two"),
+    ("exp2_pieces", 64, "exp2_pieces must be a power of two in 2..32"),
+    ("div_bits_per_cycle", 3, "div_bits_per_cycle must be 1, 2 or 4"),
+    ("acc_rows", 3, "acc_rows must be >= 1 \\+ sa_rows"),
+    ("spad_banks", 3, "spad_banks must be a power of two"),
+    ("axi_data_bits", 48, "axi_data_bits must be one of"),
+    ("mem_ports", 0, "mem_ports must be in 1..8"),
+    ("inst_queue_size", 100, "inst_queue_size must be a power of two"),
+    ("mem_base", 3, "multiples of mem_align"),
+])
+def test_validation_says_what_to_change(field, value, msg):
+    base = config.get("FSA4X4Bf16Config")
+    with pytest.raises(ValueError, match=msg):
+        base.replace(**{field: value})
+
+
+def test_fp16_accumulate_limits_pieces():
+    with pytest.raises(ValueError, match="2..16"):
+        config.get("FSA4X4Fp16OnlyConfig").replace(exp2_pieces=32)
+
+
+def test_json_round_trip(tmp_path):
+    for name in config.names():
+        cfg = config.get(name)
+        p = tmp_path / f"{name}.json"
+        cfg.to_json(p)
+        d = json.loads(p.read_text())
+        for key in ("sa_rows", "sa_cols", "inst_queue_size", "e_type", "a_type", "mem_base",
+                    "mem_size", "mem_align", "spad_base", "spad_size", "acc_base", "acc_size"):
+            assert key in d, key
+        assert FSAConfig.from_json(p) == cfg
+        assert config.get(str(p)) == cfg
+
+
+def test_reference_style_json_is_accepted(tmp_path):
+    p = tmp_path / "ref.json"
+    p.write_text(json.dumps({"sa_rows": 8, "sa_cols": 8, "inst_queue_size": 256, "e_type": "bf16",
+                             "a_type": "fp32", "mem_base": 0x80000000, "mem_size": 0x10000000,
+                             "mem_align": 8, "spad_base": 0, "spad_size": 768,
+                             "acc_base": 0, "acc_size": 288}))
+    cfg = FSAConfig.from_json(p)
+    assert (cfg.sa_rows, cfg.e_type, cfg.a_type) == (8, "bf16", "fp32")

@@ -1,0 +1,29 @@
+"""cocotb side of tb/test_simrun.py: a tiny combinational adder."""
+import os
+
+import cocotb
+from cocotb.triggers import Timer
+
+
+@cocotb.test()
+async def adds_one(dut):
+    """y == a + 1 (mod 256) for every input."""
+    for v in range(256):
+        dut.a.value = v
+        await Timer(1, unit="ns")
+        assert int(dut.y.value) == (v + 1) % 256, f"a={v}: y={int(dut.y.value)}"
+
+
+@cocotb.test(skip=os.environ.get("SMOKE_EXPECT_FAIL") != "1")
+async def expects_wrong_value(dut):
+    """Deliberately failing check, used to prove failures are reported."""
+    dut.a.value = 3
+    await Timer(1, unit="ns")
+    assert int(dut.y.value) == 5, "smoke: deliberate failure"
+
+
+@cocotb.test(skip=os.environ.get("SMOKE_HANG") != "1")
+async def hangs(dut):
+    """Never finishes on its own: the wall-clock timeout must stop it."""
+    while True:
+        await Timer(1, unit="us")

@@ -1,0 +1,58 @@
+"""The simulator runner: builds are cached by content, failures and hangs are reported."""
+import time
+
+import pytest
+from myhdl import always_comb, block
+
+from fsa import simrun
+from rtl.convert import convert_block, sig
+
+pytestmark = pytest.mark.sim
+
+
+@block
+def addone(a, y):
+    @always_comb
+    def comb():
+        y.next = (a + 1) % 256
+    return comb
+
+
+@pytest.fixture(scope="module")
+def verilog(tmp_path_factory):
+    d = tmp_path_factory.mktemp("smoke")
+    a, y = sig(8), sig(8)
+    return convert_block(lambda: addone(a, y), "addone", d)
+
+
+def test_passing_bench_and_cached_build(verilog):
+    sim = simrun.get_sim()
+    tdir = simrun.run("addone", [verilog], "tb_smoke", sim=sim, name="pass")
+    assert (tdir / "results.xml").exists()
+    t0 = time.perf_counter()
+    bdir1 = simrun.build(sim, "addone", [verilog])
+    bdir2 = simrun.build(sim, "addone", [verilog])
+    assert bdir1 == bdir2 and (bdir1 / ".built").exists()
+    assert time.perf_counter() - t0 < 5, "a cached build must not rebuild"
+
+
+def test_changed_source_gets_new_build(verilog, tmp_path):
+    sim = simrun.get_sim()
+    other = tmp_path / "addone.v"
+    other.write_text(verilog.read_text() + "\n// changed\n")
+    assert simrun.build(sim, "addone", [verilog]) != simrun.build(sim, "addone", [other])
+
+
+def test_failure_is_reported_with_rerun_hint(verilog):
+    with pytest.raises(simrun.SimulationError, match="1 failing cocotb tests") as e:
+        simrun.run("addone", [verilog], "tb_smoke", name="fail",
+                   extra_env={"SMOKE_EXPECT_FAIL": "1"})
+    assert "re-run:" in str(e.value) and "deliberate failure" in str(e.value)
+
+
+def test_hang_is_stopped_by_wall_clock_timeout(verilog):
+    t0 = time.perf_counter()
+    with pytest.raises(simrun.SimulationError, match="wall-clock timeout"):
+        simrun.run("addone", [verilog], "tb_smoke", name="hang", testcase="hangs",
+                   extra_env={"SMOKE_HANG": "1"}, timeout_s=8)
+    assert time.perf_counter() - t0 < 60

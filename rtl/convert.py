@@ -14,7 +14,7 @@ from typing import Callable
 
 from myhdl import Signal, intbv, block
 
-__all__ = ["convert_block", "sig", "instance_text"]
+__all__ = ["convert_block", "sig", "instance_text", "submodule"]
 
 
 def sig(width: int, init: int = 0) -> Signal:
@@ -50,3 +50,47 @@ def instance_text(module: str, inst_name: str, ports: dict[str, str]) -> str:
     (for a parent block's ``verilog_code``)."""
     conns = ",\n".join(f"    .{p}({s})" for p, s in ports.items())
     return f"{module} {inst_name} (\n{conns}\n);\n"
+
+
+class _InstanceText:
+    """Verilog instance text, rendered at conversion time (when the parent's
+    signals have their final names)."""
+
+    def __init__(self, module: str, inst_name: str, ports: dict):
+        self.module, self.inst_name, self.ports = module, inst_name, ports
+
+    def __str__(self) -> str:
+        conns = ",\n".join(f"    .{p}({s})" for p, s in self.ports.items())
+        return f"{self.module} {self.inst_name} (\n{conns}\n);"
+
+
+@block
+def submodule(blockfunc, args: tuple, kwargs: dict, module: str, inst_name: str,
+              ports: dict, outputs):
+    """Instantiate a separately converted module inside a parent block.
+
+    In MyHDL simulation the instance behaves as ``blockfunc(*args, **kwargs)``
+    (the unit's real MyHDL code); in conversion it becomes the Verilog
+    instance ``module inst_name (.port(signal), ...)``, so the parent keeps
+    hierarchy. Call it from the parent's @block function.
+
+    Args:
+        blockfunc, args, kwargs: the unit's @block function and its arguments.
+        module: the unit's Verilog module name (converted on its own with
+            :func:`convert_block`).
+        inst_name: instance name, unique in the parent.
+        ports: port name -> the parent's Signal connected to it.
+        outputs: the port names the unit drives.
+    """
+    # must exist before `sub` is created: MyHDL snapshots this frame's locals then
+    fsa_instance_text = _InstanceText(module, inst_name, ports)  # noqa: F841 (used by verilog_code)
+    sub = blockfunc(*args, **kwargs)
+    for p, s in ports.items():
+        if p in outputs:
+            s.driven = "wire"
+        else:
+            s.read = True
+    return sub
+
+
+submodule.verilog_code = "$fsa_instance_text"

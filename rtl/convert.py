@@ -14,7 +14,7 @@ from typing import Callable
 
 from myhdl import Signal, intbv, block
 
-__all__ = ["convert_block", "sig", "instance_text", "submodule"]
+__all__ = ["convert_block", "sig", "instance_text", "submodule", "Const"]
 
 
 def sig(width: int, init: int = 0) -> Signal:
@@ -31,9 +31,14 @@ def convert_block(factory: Callable[[], object], name: str, outdir: "str | Path"
     Returns:
         The path of the written Verilog file.
     """
+    global _converting
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
-    inst = factory()
+    _converting = True     # submodules elaborate as stubs: their insides are other modules
+    try:
+        inst = factory()
+    finally:
+        _converting = False
     inst.convert(hdl="Verilog", path=str(outdir), name=name, testbench=False,
                  initial_values=False, timescale="1ns/1ps")
     path = outdir / f"{name}.v"
@@ -52,6 +57,52 @@ def instance_text(module: str, inst_name: str, ports: dict[str, str]) -> str:
     return f"{module} {inst_name} (\n{conns}\n);\n"
 
 
+_converting = False
+
+
+_stubs: dict = {}
+
+
+def _stub_for(names: tuple):
+    """A @block taking the given port names, standing in for a submodule's
+    contents while its parent is converted: it holds the port signals as
+    locals (so MyHDL names the parent's wires after the ports) and nothing
+    else (the unit's insides are its own module)."""
+    if names not in _stubs:
+        from myhdl import delay, instance
+        src = (f"def fsa_stub({', '.join(names)}):\n"
+               f"    @instance\n"
+               f"    def idle():\n"
+               f"        yield delay(1)\n"
+               f"    return idle\n")
+        import linecache
+        fname = f"<fsa_stub_{len(_stubs)}>"
+        # MyHDL reads a block's source with inspect: register it in linecache
+        linecache.cache[fname] = (len(src), None, src.splitlines(True), fname)
+        ns = {"instance": instance, "delay": delay}
+        exec(compile(src, fname, "exec"), ns)  # noqa: S102 (generated from port names only)
+        _stubs[names] = block(ns["fsa_stub"])
+    return _stubs[names]
+
+
+class Const:
+    """A constant tied to a submodule port (``Const(width, value)``)."""
+
+    def __init__(self, width: int, value: int):
+        if not 0 <= value < (1 << width):
+            raise ValueError(f"constant {value} does not fit {width} bits")
+        self.width, self.value = width, value
+
+    def signal(self):
+        return sig(self.width, self.value)
+
+
+def _port_text(s) -> str:
+    if isinstance(s, Const):
+        return f"{s.width}'d{s.value}"
+    return str(s)
+
+
 class _InstanceText:
     """Verilog instance text, rendered at conversion time (when the parent's
     signals have their final names)."""
@@ -60,7 +111,7 @@ class _InstanceText:
         self.module, self.inst_name, self.ports = module, inst_name, ports
 
     def __str__(self) -> str:
-        conns = ",\n".join(f"    .{p}({s})" for p, s in self.ports.items())
+        conns = ",\n".join(f"    .{p}({_port_text(s)})" for p, s in self.ports.items())
         return f"{self.module} {self.inst_name} (\n{conns}\n);"
 
 
@@ -84,8 +135,17 @@ def submodule(blockfunc, args: tuple, kwargs: dict, module: str, inst_name: str,
     """
     # must exist before `sub` is created: MyHDL snapshots this frame's locals then
     fsa_instance_text = _InstanceText(module, inst_name, ports)  # noqa: F841 (used by verilog_code)
-    sub = blockfunc(*args, **kwargs)
+    # constants: the simulation model gets a constant signal
+    args = tuple(a.signal() if isinstance(a, Const) else a for a in args)
+    kwargs = {k: (v.signal() if isinstance(v, Const) else v) for k, v in kwargs.items()}
+    if _converting:
+        sigs = {p: s for p, s in ports.items() if not isinstance(s, Const)}
+        sub = _stub_for(tuple(sigs))(**sigs)
+    else:
+        sub = blockfunc(*args, **kwargs)
     for p, s in ports.items():
+        if isinstance(s, Const):
+            continue
         if p in outputs:
             s.driven = "wire"
         else:

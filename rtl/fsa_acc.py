@@ -1,0 +1,145 @@
+"""Accumulator unit ACC(c) (architecture.md section 4, docs/array.md).
+
+Ports::
+
+    cmd  (3)  command, the same for all columns (after the output delayer)
+    sa   (A)  column c's value from the array bottom (via the output delayer)
+    sram (A)  the acc SRAM word read the cycle before (or +0: `zero` bit)
+    wb   (A)  write-back value fma(scale, sram, ACC_SA ? sa : +0); combinational,
+              the controller writes it in the cycle of ACC_SA / ACC
+
+Commands (``CMD_*``): NOP, EXP_S1 (scale <- sa * scaleA), EXP_S2
+(scale <- 2^scale, one cycle, in-unit PWL constants), ACC_SA, ACC,
+SET_SCALE (scale <- sram), RECIPROCAL (scale <- 1/scale with the divider:
+the first RECIPROCAL cycle starts it, ``scale`` is written when it is done;
+the plan keeps RECIPROCAL for :func:`reciprocal_cycles` cycles).
+
+Units inside: ``fsa_fma`` (A x A + A, exp2 mode) and ``fsa_div``.
+Latency: ``wb`` is combinational; ``scale`` updates at the edge of the
+command's cycle (RECIPROCAL: ``latency + 1`` cycles after the first one).
+"""
+from __future__ import annotations
+
+import math
+
+from myhdl import always_comb, always_seq, block
+
+from fsa.formats import get_format
+from rtl.convert import convert_block, sig, submodule
+from rtl.fp import fsa_div, fsa_fma
+
+MODULE = "fsa_acc"
+CMD_BITS = 3
+(CMD_NOP, CMD_EXP_S1, CMD_EXP_S2, CMD_ACC_SA, CMD_ACC, CMD_SET_SCALE,
+ CMD_RECIPROCAL) = range(7)
+
+
+def reciprocal_cycles(a_type: str, bits_per_cycle: int) -> int:
+    """RECIPROCAL commands the plan must issue: start cycle, the divider's
+    latency, and the cycle in which ``done`` is seen and ``scale`` written."""
+    return fsa_div.latency(a_type, bits_per_cycle) + 2
+
+
+def attention_scale_bits(sa_rows: int, fmt: str) -> int:
+    """log2(e)/sqrt(R), computed in float64 and rounded (RNE) to `fmt`."""
+    from fsa import numerics
+
+    return int(numerics.from_float64(math.log2(math.e) / math.sqrt(sa_rows), fmt))
+
+
+def acc_constants(a_type: str, pieces: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(slopes, encoded intercepts) of the ACC's A-format exp2."""
+    import numpy as np
+
+    from fsa import numerics
+
+    slopes, icpt = numerics.pwl_constants(pieces, a_type, a_type)
+    enc = numerics.encode_intercept(icpt, np.arange(pieces, dtype=np.int64), a_type)
+    return tuple(int(v) for v in slopes), tuple(int(v) for v in enc)
+
+
+@block
+def fsa_acc(clk, rst, cmd, sa, sram, wb, a_type="fp32", pieces=8, sa_rows=4,
+            div_bits_per_cycle=2):
+    """One accumulator unit; see the module docstring."""
+    fa = get_format(a_type)
+    aw = fa.width
+    slopes, icpts = acc_constants(a_type, pieces)
+    scale_a = attention_scale_bits(sa_rows, a_type)
+    pbits = max(1, (pieces - 1).bit_length())
+
+    scale = sig(aw, fa.one)
+    op_a, op_b, op_c = sig(aw), sig(aw), sig(aw)
+    f_a, f_e = sig(aw), sig(aw)
+    piece = sig(pbits)
+    match = sig(1)
+    exp2 = sig(1)
+    div_start, div_ready, div_done = sig(1), sig(1), sig(1)
+    div_y = sig(aw)
+    prev_recip = sig(1)
+
+    u_fma = submodule(fsa_fma.fsa_fma, (op_a, op_b, op_c, exp2, f_a, f_e, piece, match),
+                      dict(mul=a_type, add=a_type, pieces=pieces),
+                      fsa_fma.module_name(a_type, a_type, pieces), "u_fma",
+                      {"a": op_a, "b": op_b, "c": op_c, "exp2": exp2, "out_a": f_a,
+                       "out_e": f_e, "piece": piece, "match": match},
+                      {"out_a", "out_e", "piece", "match"})
+    u_div = submodule(fsa_div.fsa_div, (clk, rst, div_start, scale, div_ready, div_done, div_y),
+                      dict(fmt=a_type, bits_per_cycle=div_bits_per_cycle),
+                      fsa_div.module_name(a_type, div_bits_per_cycle), "u_div",
+                      {"clk": clk, "rst": rst, "start": div_start, "x": scale,
+                       "ready": div_ready, "done": div_done, "y": div_y},
+                      {"ready", "done", "y"})
+
+    @always_comb
+    def operands():
+        exp2.next = cmd == CMD_EXP_S2
+        div_start.next = (cmd == CMD_RECIPROCAL) and not prev_recip
+        if cmd == CMD_EXP_S1:
+            op_a.next = sa
+            op_b.next = scale_a
+            op_c.next = 0
+        elif cmd == CMD_EXP_S2:
+            op_a.next = scale
+            op_b.next = slopes[piece]
+            op_c.next = icpts[piece]
+        elif cmd == CMD_ACC_SA:
+            op_a.next = scale
+            op_b.next = sram
+            op_c.next = sa
+        else:
+            op_a.next = scale
+            op_b.next = sram
+            op_c.next = 0
+
+    @always_comb
+    def output():
+        wb.next = f_a
+
+    @always_seq(clk.posedge, reset=rst)
+    def step():
+        prev_recip.next = cmd == CMD_RECIPROCAL
+        if cmd == CMD_EXP_S1 or cmd == CMD_EXP_S2:
+            scale.next = f_a
+        elif cmd == CMD_SET_SCALE:
+            scale.next = sram
+        elif div_done:
+            scale.next = div_y
+
+    return u_fma, u_div, operands, output, step
+
+
+def ports(a_type: str = "fp32") -> dict:
+    from myhdl import ResetSignal
+
+    aw = get_format(a_type).width
+    return dict(clk=sig(1), rst=ResetSignal(0, active=1, isasync=False), cmd=sig(CMD_BITS),
+                sa=sig(aw), sram=sig(aw), wb=sig(aw))
+
+
+def convert(outdir, a_type: str = "fp32", pieces: int = 8, sa_rows: int = 4,
+            div_bits_per_cycle: int = 2):
+    """Write ``<outdir>/fsa_acc.v`` (instantiates fsa_fma and fsa_div modules)."""
+    p = ports(a_type)
+    return convert_block(lambda: fsa_acc(**p, a_type=a_type, pieces=pieces, sa_rows=sa_rows,
+                                         div_bits_per_cycle=div_bits_per_cycle), MODULE, outdir)

@@ -1,0 +1,115 @@
+"""The systolic array: R x C PEs, the CMP row above, the ACC row below, the
+input and output delayers (architecture.md section 2, docs/array.md).
+
+Ports (the controller, or a testbench, drives everything per cycle)::
+
+    ctrl       R*9   row r's PE control bits at column 0 (bits [9r +: 9])
+    cmp_cmd    3     CMP command entering CMP(0); cmp_causal its causal bit
+    id_data    R*E   scratchpad row (or broadcast constant) entering the input
+                     delayer, with id_valid, id_rev_in, id_rev_out, id_delay;
+                     it is the SRAM's output: a read issued at cycle t is
+                     presented here at t+1
+    acc_cmd    3     ACC command (all columns)
+    acc_sram   C*A   acc SRAM words read the cycle before (or zeros)
+    acc_wb     C*A   write-back values of the ACC row (combinational)
+
+Hierarchy: ``fsa_pe`` x R*C, ``fsa_cmp`` x C, ``fsa_acc`` x C, one
+``fsa_idelay`` and one ``fsa_odelay``; each is its own Verilog module.
+"""
+from __future__ import annotations
+
+from myhdl import ConcatSignal, ResetSignal, always_comb, block
+
+from rtl.convert import Const, convert_block, sig, submodule
+from rtl import fsa_acc, fsa_cmp, fsa_delay, fsa_pe
+
+MODULE = "fsa_array"
+
+
+@block
+def fsa_array(clk, rst, ctrl, cmp_cmd, cmp_causal, id_data, id_valid, id_rev_in, id_rev_out,
+              id_delay, acc_cmd, acc_sram, acc_wb, cfg=None):
+    """The array; see the module docstring. `cfg` is an FSAConfig."""
+    R, C, P = cfg.sa_rows, cfg.sa_cols, cfg.exp2_pieces
+    e, a = cfg.e_type, cfg.a_type
+    EW, AW = cfg.e_fmt.width, cfg.a_fmt.width
+    NB = fsa_pe.CTRL_BITS
+    checks = (("ctrl", ctrl, R * NB), ("id_data", id_data, R * EW), ("acc_sram", acc_sram, C * AW),
+              ("acc_wb", acc_wb, C * AW), ("cmp_cmd", cmp_cmd, fsa_cmp.CMD_BITS),
+              ("acc_cmd", acc_cmd, fsa_acc.CMD_BITS))
+    for name, s, w in checks:
+        if len(s) != w:
+            raise ValueError(f"fsa_array: port {name} must be {w} bits wide, got {len(s)}")
+
+    insts = []
+    # input delayer -> lanes (row r's l_in at column 0)
+    id_out = sig(R * EW)
+    insts.append(submodule(fsa_delay.fsa_idelay,
+                           (clk, rst, id_data, id_valid, id_rev_in, id_rev_out, id_delay, id_out),
+                           dict(R=R, e_type=e), "fsa_idelay", "u_idelay",
+                           {"clk": clk, "rst": rst, "din": id_data, "valid": id_valid,
+                            "rev_in": id_rev_in, "rev_out": id_rev_out, "delay": id_delay,
+                            "dout": id_out}, {"dout"}))
+
+    h = [[id_out((r + 1) * EW, r * EW)] + [sig(EW) for _ in range(C)] for r in range(R)]
+    ct = [[ctrl((r + 1) * NB, r * NB)] + [sig(NB) for _ in range(C)] for r in range(R)]
+    down = [[sig(AW) for _ in range(C)] for _ in range(R + 1)]   # down[r][c] = PE(r,c).u_in
+    up = [[sig(AW) for _ in range(C)] for _ in range(R)]         # up[r][c] = PE(r,c).u_out
+    cc = [cmp_cmd] + [sig(fsa_cmp.CMD_BITS) for _ in range(C)]
+    cz = [cmp_causal] + [sig(1) for _ in range(C)]
+    zero = Const(AW, 0)
+
+    for r in range(R):
+        for c in range(C):
+            d_in = up[r + 1][c] if r + 1 < R else zero
+            port = {"clk": clk, "rst": rst, "l_in": h[r][c], "u_in": down[r][c], "d_in": d_in,
+                    "ctrl_in": ct[r][c], "r_out": h[r][c + 1], "d_out": down[r + 1][c],
+                    "u_out": up[r][c], "ctrl_out": ct[r][c + 1]}
+            insts.append(submodule(fsa_pe.fsa_pe, (), dict(port, e_type=e, a_type=a, pieces=P),
+                                   fsa_pe.MODULE, f"u_pe_{r}_{c}", port,
+                                   {"r_out", "d_out", "u_out", "ctrl_out"}))
+    for c in range(C):
+        port = {"clk": clk, "rst": rst, "cmd_in": cc[c], "causal_in": cz[c], "s_in": up[0][c],
+                "col": Const(fsa_cmp.COL_BITS, c), "out": down[0][c], "cmd_out": cc[c + 1],
+                "causal_out": cz[c + 1]}
+        insts.append(submodule(fsa_cmp.fsa_cmp, (), dict(port, e_type=e, a_type=a, pieces=P),
+                               fsa_cmp.MODULE, f"u_cmp_{c}", port,
+                               {"out", "cmd_out", "causal_out"}))
+
+    # output delayer: bottom d_out of every column -> aligned
+    od_in = ConcatSignal(*reversed(down[R]))
+    od_out = sig(C * AW)
+    insts.append(submodule(fsa_delay.fsa_odelay, (clk, rst, od_in, od_out), dict(C=C, a_type=a),
+                           "fsa_odelay", "u_odelay",
+                           {"clk": clk, "rst": rst, "din": od_in, "dout": od_out}, {"dout"}))
+    wbs = [sig(AW) for _ in range(C)]
+    for c in range(C):
+        port = {"clk": clk, "rst": rst, "cmd": acc_cmd, "sa": od_out((c + 1) * AW, c * AW),
+                "sram": acc_sram((c + 1) * AW, c * AW), "wb": wbs[c]}
+        insts.append(submodule(fsa_acc.fsa_acc, (), dict(port, a_type=a, pieces=P, sa_rows=R,
+                                                         div_bits_per_cycle=cfg.div_bits_per_cycle),
+                               fsa_acc.MODULE, f"u_acc_{c}", port, {"wb"}))
+    all_wb = ConcatSignal(*reversed(wbs))
+
+    @always_comb
+    def pack():
+        acc_wb.next = all_wb
+    insts.append(pack)
+    return insts
+
+
+def ports(cfg) -> dict:
+    R, C = cfg.sa_rows, cfg.sa_cols
+    EW, AW = cfg.e_fmt.width, cfg.a_fmt.width
+    return dict(clk=sig(1), rst=ResetSignal(0, active=1, isasync=False),
+                ctrl=sig(R * fsa_pe.CTRL_BITS), cmp_cmd=sig(fsa_cmp.CMD_BITS), cmp_causal=sig(1),
+                id_data=sig(R * EW), id_valid=sig(1), id_rev_in=sig(1), id_rev_out=sig(1),
+                id_delay=sig(1), acc_cmd=sig(fsa_acc.CMD_BITS), acc_sram=sig(C * AW),
+                acc_wb=sig(C * AW))
+
+
+def convert(outdir, cfg):
+    """Write ``<outdir>/fsa_array.v`` (instances only; the units are converted
+    separately by rtl.generate)."""
+    p = ports(cfg)
+    return convert_block(lambda: fsa_array(**p, cfg=cfg), MODULE, outdir)

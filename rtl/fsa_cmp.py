@@ -1,0 +1,153 @@
+"""Comparator unit CMP(c): running max, max difference, exp2 intercepts
+(architecture.md section 4, docs/array.md "Comparator unit").
+
+Ports::
+
+    cmd_in (3), causal_in  ->  [ CMP(c) ]  -> cmd_out, causal_out  (to CMP(c+1), 1 cycle)
+    s_in (A)  from PE(0,c).u_out
+    out  (A)  to   PE(0,c).u_in   (register, held when not written)
+    col       constant: this unit's column index (causal masking)
+
+Commands (``CMD_*``): NOP, UPDATE, PROP_MAX, PROP_MAX_DIFF,
+PROP_EXP2_INTERCEPTS, PROP_ZERO, RESET.  State: ``new_max``, ``old_max``
+(reset to -inf), the UPDATE counter (causal mask) and the intercept index.
+
+Latency: one cycle (``out`` and the state are registers written at the edge
+of the cycle holding the command).  The running max is kept over the
+E-rounded scores; ``PROP_MAX`` never folds 0 into it.
+"""
+from __future__ import annotations
+
+from myhdl import always_comb, always_seq, block, intbv
+
+from fsa.formats import get_format
+from rtl.convert import convert_block, sig, submodule
+from rtl.fp import fsa_cvt, fsa_fcmp
+
+MODULE = "fsa_cmp"
+CMD_BITS = 3
+(CMD_NOP, CMD_UPDATE, CMD_PROP_MAX, CMD_PROP_MAX_DIFF, CMD_PROP_EXP2_INTERCEPTS,
+ CMD_PROP_ZERO, CMD_RESET) = range(7)
+COL_BITS = 8
+
+
+def encoded_intercepts(e_type: str, a_type: str, pieces: int) -> tuple[int, ...]:
+    """The P encoded intercept words (A format) the CMP sends in exp2 phase."""
+    import numpy as np
+
+    from fsa import numerics
+
+    _, icpt = numerics.pwl_constants(pieces, e_type, a_type)
+    enc = numerics.encode_intercept(icpt, np.arange(pieces, dtype=np.int64), a_type)
+    return tuple(int(v) for v in enc)
+
+
+@block
+def fsa_cmp(clk, rst, cmd_in, causal_in, s_in, col, out, cmd_out, causal_out,
+            e_type="fp16", a_type="fp32", pieces=8):
+    """One comparator unit; see the module docstring."""
+    fe, fa = get_format(e_type), get_format(a_type)
+    ew, aw = fe.width, fa.width
+    a_neg_inf = fa.sign_mask | fa.pos_inf
+    e_neg_inf = fe.sign_mask | fe.pos_inf
+    a_nan = fa.canonical_nan
+    a_exp_mask = fa.pos_inf
+    a_man_mask = (1 << fa.man_bits) - 1
+    icpts = encoded_intercepts(e_type, a_type, pieces)
+    kbits = max(1, (pieces - 1).bit_length())
+    last_k = pieces - 1
+
+    new_max = sig(aw, a_neg_inf)
+    old_max = sig(aw, a_neg_inf)
+    cnt = sig(COL_BITS + 1)
+    k = sig(kbits)
+    s_e = sig(ew)           # score rounded to E
+    s_e_m = sig(ew)         # ... or -inf when masked
+    s_e_a = sig(aw)         # ... widened back to A (exact)
+    op_a, op_b = sig(aw), sig(aw)
+    diff, mx = sig(aw), sig(aw)
+    icpt = sig(aw)
+
+    insts = []
+    if e_type != a_type:
+        insts.append(submodule(fsa_cvt.fsa_cvt, (s_in, s_e), dict(src=a_type, dst=e_type),
+                               fsa_cvt.module_name(a_type, e_type), "u_round",
+                               {"x": s_in, "y": s_e}, {"y"}))
+        insts.append(submodule(fsa_cvt.fsa_cvt, (s_e_m, s_e_a), dict(src=e_type, dst=a_type),
+                               fsa_cvt.module_name(e_type, a_type), "u_widen",
+                               {"x": s_e_m, "y": s_e_a}, {"y"}))
+    insts.append(submodule(fsa_fcmp.fsa_fcmp, (op_a, op_b, diff, mx), dict(fmt=a_type),
+                           fsa_fcmp.module_name(a_type), "u_fcmp",
+                           {"a": op_a, "b": op_b, "diff": diff, "mx": mx}, {"diff", "mx"}))
+
+    if e_type == a_type:
+        @always_comb
+        def same_fmt():
+            s_e.next = s_in
+            s_e_a.next = s_e_m
+        insts.append(same_fmt)
+
+    @always_comb
+    def operands():
+        if causal_in and (cnt > col):
+            s_e_m.next = e_neg_inf
+        else:
+            s_e_m.next = s_e
+        if cmd_in == CMD_PROP_MAX_DIFF:
+            op_a.next = old_max
+            op_b.next = new_max
+        else:
+            op_a.next = new_max
+            op_b.next = s_e_a
+        icpt.next = icpts[k]
+
+    @always_seq(clk.posedge, reset=rst)
+    def step():
+        cmd_out.next = cmd_in
+        causal_out.next = causal_in
+        if cmd_in == CMD_UPDATE:
+            out.next = s_e_m
+            new_max.next = mx
+            cnt.next = cnt + 1
+        else:
+            cnt.next = 0
+        if cmd_in == CMD_PROP_EXP2_INTERCEPTS:
+            out.next = icpt
+            if k == last_k:
+                k.next = 0
+            else:
+                k.next = k + 1
+        else:
+            k.next = 0
+        if cmd_in == CMD_PROP_MAX:
+            if (new_max & a_exp_mask) == a_exp_mask and (new_max & a_man_mask) != 0:
+                out.next = a_nan
+            else:
+                out.next = new_max ^ fa.sign_mask
+        elif cmd_in == CMD_PROP_MAX_DIFF:
+            out.next = diff
+            old_max.next = new_max
+        elif cmd_in == CMD_PROP_ZERO:
+            out.next = 0
+        elif cmd_in == CMD_RESET:
+            old_max.next = a_neg_inf
+            new_max.next = a_neg_inf
+
+    insts += [operands, step]
+    return insts
+
+
+def ports(e_type: str = "fp16", a_type: str = "fp32") -> dict:
+    from myhdl import ResetSignal
+
+    aw = get_format(a_type).width
+    return dict(clk=sig(1), rst=ResetSignal(0, active=1, isasync=False), cmd_in=sig(CMD_BITS),
+                causal_in=sig(1), s_in=sig(aw), col=sig(COL_BITS), out=sig(aw),
+                cmd_out=sig(CMD_BITS), causal_out=sig(1))
+
+
+def convert(outdir, e_type: str = "fp16", a_type: str = "fp32", pieces: int = 8):
+    """Write ``<outdir>/fsa_cmp.v`` (instantiates fsa_cvt and fsa_fcmp modules)."""
+    p = ports(e_type, a_type)
+    return convert_block(lambda: fsa_cmp(**p, e_type=e_type, a_type=a_type, pieces=pieces),
+                         MODULE, outdir)

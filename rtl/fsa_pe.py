@@ -1,0 +1,131 @@
+"""The FSA processing element (architecture.md section 3, docs/array.md).
+
+Ports (all registered outputs, one hop per direction)::
+
+              u_in (A)    u_out (A)
+                 |            ^
+    l_in (E) -> [    PE: reg (E)   ] -> r_out (E)
+    ctrl_in  -> [  FMA reg*l_in+c  ] -> ctrl_out
+                 v            |
+              d_out (A)   d_in (A)
+
+* ``ctrl_in``: 9 control bits, bit i = ``fsa.plan.PE_BITS[i]``
+  (mac, acc_ui, load_reg_li, load_reg_ui, flow_lr, flow_ud, flow_du,
+  update_reg, exp2).  ``ctrl_out`` is ``ctrl_in`` one cycle later (control
+  moves one column right per cycle).
+* FMA: ``f = reg * l_in + (acc_ui ? u_in : d_in)`` (``fsa_fma``, E x E + A,
+  exp2 mode with ``exp2``); a separate module instance ``u_fma``.
+
+Latency: every output is a register written at the clock edge; everything is
+held when not written.  Synchronous active-high reset clears all registers.
+
+Timing (one PE, ``mac`` with ``acc_ui``)::
+
+    clk      _/~\\_/~\\_/~\\_
+    ctrl_in   | mac |     |
+    l_in,u_in |  x  |     |
+    d_out     |     | f.A |      (f = reg*l_in + u_in, rounded to A)
+"""
+from __future__ import annotations
+
+from myhdl import always_comb, always_seq, block
+
+from fsa.formats import get_format
+from rtl.convert import convert_block, sig, submodule
+from rtl.fp import fsa_fma
+
+#: Control bit positions in ``ctrl_in`` (same order as fsa.plan.PE_BITS).
+MAC, ACC_UI, LOAD_REG_LI, LOAD_REG_UI, FLOW_LR, FLOW_UD, FLOW_DU, UPDATE_REG, EXP2 = range(9)
+CTRL_BITS = 9
+
+
+#: One Verilog tree per configuration (gen/<config>/), so the PE module is
+#: simply ``fsa_pe`` there.
+MODULE = "fsa_pe"
+
+
+@block
+def fsa_pe(clk, rst, l_in, u_in, d_in, ctrl_in, r_out, d_out, u_out, ctrl_out,
+           e_type="fp16", a_type="fp32", pieces=8):
+    """One processing element; see the module docstring for ports and timing."""
+    fe, fa = get_format(e_type), get_format(a_type)
+    ew, aw = fe.width, fa.width
+    for name, s, w in (("l_in", l_in, ew), ("r_out", r_out, ew), ("u_in", u_in, aw),
+                       ("d_in", d_in, aw), ("d_out", d_out, aw), ("u_out", u_out, aw),
+                       ("ctrl_in", ctrl_in, CTRL_BITS), ("ctrl_out", ctrl_out, CTRL_BITS)):
+        if len(s) != w:
+            raise ValueError(f"fsa_pe: port {name} must be {w} bits wide, got {len(s)}")
+
+    sreg = sig(ew)          # the PE register ("reg" is a Verilog keyword)
+    addend = sig(aw)
+    f_a, f_e = sig(aw), sig(ew)
+    pbits = max(1, (pieces - 1).bit_length())
+    piece = sig(pbits)
+    match = sig(1)
+    exp2 = sig(1)
+
+    u_fma = submodule(fsa_fma.fsa_fma, (sreg, l_in, addend, exp2, f_a, f_e, piece, match),
+                      dict(mul=e_type, add=a_type, pieces=pieces),
+                      fsa_fma.module_name(e_type, a_type, pieces), "u_fma",
+                      {"a": sreg, "b": l_in, "c": addend, "exp2": exp2, "out_a": f_a,
+                       "out_e": f_e, "piece": piece, "match": match},
+                      {"out_a", "out_e", "piece", "match"})
+
+    @always_comb
+    def select():
+        exp2.next = ctrl_in[EXP2]
+        if ctrl_in[ACC_UI]:
+            addend.next = u_in
+        else:
+            addend.next = d_in
+
+    @always_seq(clk.posedge, reset=rst)
+    def step():
+        ctrl_out.next = ctrl_in
+        # d_out: mac (sum goes down) or flow_ud
+        if ctrl_in[MAC] and ctrl_in[ACC_UI]:
+            d_out.next = f_a
+        elif ctrl_in[FLOW_UD]:
+            d_out.next = u_in
+        # u_out: mac (sum goes up) or flow_du
+        if ctrl_in[MAC] and not ctrl_in[ACC_UI]:
+            u_out.next = f_a
+        elif ctrl_in[FLOW_DU]:
+            u_out.next = d_in
+        # r_out: Q shifts like a chain, or data passes right
+        if ctrl_in[LOAD_REG_LI]:
+            r_out.next = sreg
+        elif ctrl_in[FLOW_LR]:
+            r_out.next = l_in
+        # the register
+        if ctrl_in[LOAD_REG_LI]:
+            sreg.next = l_in
+        elif ctrl_in[LOAD_REG_UI]:
+            sreg.next = u_in[ew:]
+        elif ctrl_in[UPDATE_REG]:
+            sreg.next = f_e
+        elif ctrl_in[EXP2] and match:
+            sreg.next = f_e
+
+    return u_fma, select, step
+
+
+def ports(e_type: str = "fp16", a_type: str = "fp32") -> dict:
+    """Fresh signals for every port of fsa_pe."""
+    ew, aw = get_format(e_type).width, get_format(a_type).width
+    return dict(clk=sig(1), rst=sig(1), l_in=sig(ew), u_in=sig(aw), d_in=sig(aw),
+                ctrl_in=sig(CTRL_BITS), r_out=sig(ew), d_out=sig(aw), u_out=sig(aw),
+                ctrl_out=sig(CTRL_BITS))
+
+
+def make_reset(p: dict) -> dict:
+    from myhdl import ResetSignal
+    p["rst"] = ResetSignal(0, active=1, isasync=False)
+    return p
+
+
+def convert(outdir, e_type: str = "fp16", a_type: str = "fp32", pieces: int = 8):
+    """Write ``<outdir>/<module_name>.v`` (instantiates the fsa_fma module)."""
+    p = make_reset(ports(e_type, a_type))
+    return convert_block(lambda: fsa_pe(**p, e_type=e_type, a_type=a_type, pieces=pieces),
+                         MODULE, outdir)

@@ -172,6 +172,11 @@ class FSAConfig:
         """log2(e) / sqrt(d) with d = sa_rows (before rounding to E or A)."""
         return math.log2(math.e) / math.sqrt(self.sa_rows)
 
+    def attention_scale_bits(self, fmt: str) -> int:
+        """The attention scale rounded to `fmt`: the spad constant
+        (fmt = e_type) and the ACC constant (fmt = a_type)."""
+        return attention_scale_bits(self.sa_rows, fmt)
+
     # ----------------------------------------------------------------- JSON
     def to_dict(self) -> dict[str, Any]:
         """The reference's FSAConfig.json fields plus ours."""
@@ -215,6 +220,13 @@ class FSAConfig:
     def replace(self, **changes: Any) -> "FSAConfig":
         """A copy with some fields changed (validated)."""
         return replace(self, **changes)
+
+
+def attention_scale_bits(sa_rows: int, fmt: str) -> int:
+    """log2(e)/sqrt(sa_rows) computed in float64, rounded (RNE) to `fmt`."""
+    from .numerics import from_float64
+
+    return int(from_float64(math.log2(math.e) / math.sqrt(sa_rows), fmt))
 
 
 # ---------------------------------------------------------------- presets

@@ -37,10 +37,11 @@ def convert_block(factory: Callable[[], object], name: str, outdir: "str | Path"
     _converting = True     # submodules elaborate as stubs: their insides are other modules
     try:
         inst = factory()
+        # (convert() elaborates the design once more; keep the stubs for that too)
+        inst.convert(hdl="Verilog", path=str(outdir), name=name, testbench=False,
+                     initial_values=False, timescale="1ns/1ps")
     finally:
         _converting = False
-    inst.convert(hdl="Verilog", path=str(outdir), name=name, testbench=False,
-                 initial_values=False, timescale="1ns/1ps")
     path = outdir / f"{name}.v"
     # MyHDL stamps the conversion date into the header: strip it so the file
     # content depends only on the design.

@@ -20,10 +20,9 @@ command's cycle (RECIPROCAL: ``latency + 1`` cycles after the first one).
 """
 from __future__ import annotations
 
-import math
-
 from myhdl import always_comb, always_seq, block
 
+from fsa.config import attention_scale_bits
 from fsa.formats import get_format
 from rtl.convert import convert_block, sig, submodule
 from rtl.fp import fsa_div, fsa_fma
@@ -38,13 +37,6 @@ def reciprocal_cycles(a_type: str, bits_per_cycle: int) -> int:
     """RECIPROCAL commands the plan must issue: start cycle, the divider's
     latency, and the cycle in which ``done`` is seen and ``scale`` written."""
     return fsa_div.latency(a_type, bits_per_cycle) + 2
-
-
-def attention_scale_bits(sa_rows: int, fmt: str) -> int:
-    """log2(e)/sqrt(R), computed in float64 and rounded (RNE) to `fmt`."""
-    from fsa import numerics
-
-    return int(numerics.from_float64(math.log2(math.e) / math.sqrt(sa_rows), fmt))
 
 
 def acc_constants(a_type: str, pieces: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -65,7 +57,7 @@ def fsa_acc(clk, rst, cmd, sa, sram, wb, a_type="fp32", pieces=8, sa_rows=4,
     fa = get_format(a_type)
     aw = fa.width
     slopes, icpts = acc_constants(a_type, pieces)
-    scale_a = attention_scale_bits(sa_rows, a_type)
+    scale_a = attention_scale_bits(sa_rows, a_type)   # the constant the model uses
     pbits = max(1, (pieces - 1).bit_length())
 
     scale = sig(aw, fa.one)

@@ -40,6 +40,7 @@ class Unit:
 
 def units_for(cfg) -> list[Unit]:
     """The modules a configuration needs, leaves first."""
+    from rtl import fsa_acc, fsa_array, fsa_cmp, fsa_delay, fsa_pe
     from rtl.fp import fsa_cvt, fsa_div, fsa_fcmp, fsa_fma
 
     e, a, p = cfg.e_type, cfg.a_type, cfg.exp2_pieces
@@ -51,11 +52,25 @@ def units_for(cfg) -> list[Unit]:
             out[name] = Unit(name, lambda d, mod=mod, kw=kw: mod.convert(d, **kw), role,
                              tuple(getattr(mod, "LINT_WAIVERS", ())))
 
+    def add_fixed(name: str, conv, role: str) -> None:
+        out[name] = Unit(name, conv, role)
+
+    # floating-point leaves
     add(fsa_fma, "PE multiply-add (E x E + A) with exp2 mode", mul=e, add=a, pieces=p)
     add(fsa_fma, "ACC multiply-add (A x A + A) with exp2 mode", mul=a, add=a, pieces=p)
     add(fsa_fcmp, "CMP subtract / maximum", fmt=a)
-    add(fsa_cvt, "CMP rounding A -> E", src=a, dst=e)
+    if e != a:
+        add(fsa_cvt, "CMP rounding A -> E", src=a, dst=e)
+        add(fsa_cvt, "CMP widening E -> A", src=e, dst=a)
     add(fsa_div, "ACC reciprocal", fmt=a, bits_per_cycle=cfg.div_bits_per_cycle)
+    # array units
+    add_fixed(fsa_pe.MODULE, lambda d: fsa_pe.convert(d, e, a, p), f"processing element (x{cfg.sa_rows * cfg.sa_cols})")
+    add_fixed(fsa_cmp.MODULE, lambda d: fsa_cmp.convert(d, e, a, p), f"comparator unit (x{cfg.sa_cols})")
+    add_fixed(fsa_acc.MODULE, lambda d: fsa_acc.convert(d, a, p, cfg.sa_rows, cfg.div_bits_per_cycle),
+              f"accumulator unit (x{cfg.sa_cols})")
+    add_fixed("fsa_idelay", lambda d: fsa_delay.convert_idelay(d, cfg.sa_rows, e), "input delayer")
+    add_fixed("fsa_odelay", lambda d: fsa_delay.convert_odelay(d, cfg.sa_cols, a), "output delayer")
+    add_fixed(fsa_array.MODULE, lambda d: fsa_array.convert(d, cfg), "systolic array")
     return list(out.values())
 
 

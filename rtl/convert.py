@@ -71,10 +71,13 @@ def _stub_for(names: tuple):
     else (the unit's insides are its own module)."""
     if names not in _stubs:
         from myhdl import delay, instance
+        # the generator mentions every port so that the converter marks the
+        # parent's signals as used (and declares them)
         src = (f"def fsa_stub({', '.join(names)}):\n"
                f"    @instance\n"
                f"    def idle():\n"
-               f"        yield delay(1)\n"
+               f"        while True:\n"
+               f"            yield {', '.join(names)}\n"
                f"    return idle\n")
         import linecache
         fname = f"<fsa_stub_{len(_stubs)}>"

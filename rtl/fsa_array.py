@@ -77,7 +77,14 @@ def fsa_array(clk, rst, ctrl, cmp_cmd, cmp_causal, id_data, id_valid, id_rev_in,
                                {"out", "cmd_out", "causal_out"}))
 
     # output delayer: bottom d_out of every column -> aligned
-    od_in = ConcatSignal(*reversed(down[R]))
+    # (a ConcatSignal cannot be a submodule port directly: copy it to a wire)
+    bottom = ConcatSignal(*reversed(down[R]))
+    od_in = sig(C * AW)
+
+    @always_comb
+    def gather():
+        od_in.next = bottom
+    insts.append(gather)
     od_out = sig(C * AW)
     insts.append(submodule(fsa_delay.fsa_odelay, (clk, rst, od_in, od_out), dict(C=C, a_type=a),
                            "fsa_odelay", "u_odelay",

@@ -132,6 +132,13 @@ class FSAConfig:
         need(pow2(self.exp2_pieces) and 2 <= self.exp2_pieces <= max_pieces,
              f"exp2_pieces must be a power of two in 2..{max_pieces} (the piece index "
              f"travels in the {self.a_type} exponent field), got {self.exp2_pieces!r}")
+        from .numerics import pwl_constants
+        for fmts in ((self.e_type, self.a_type), (self.a_type, self.a_type)):
+            try:
+                pwl_constants(self.exp2_pieces, *fmts)
+            except ValueError as err:
+                need(False, f"exp2_pieces = {self.exp2_pieces} does not work with "
+                            f"{self.a_type} intercepts ({err})")
         need(self.div_bits_per_cycle in (1, 2, 4),
              f"div_bits_per_cycle must be 1, 2 or 4, got {self.div_bits_per_cycle!r}")
 

@@ -80,3 +80,10 @@ def test_reference_style_json_is_accepted(tmp_path):
                              "acc_base": 0, "acc_size": 288}))
     cfg = FSAConfig.from_json(p)
     assert (cfg.sa_rows, cfg.e_type, cfg.a_type) == (8, "bf16", "fp32")
+
+
+def test_bf16_intercepts_limit_pieces_to_8():
+    cfg = config.get("FSA4X4Bf16OnlyConfig")
+    assert cfg.replace(exp2_pieces=8).exp2_pieces == 8
+    with pytest.raises(ValueError, match="does not work with bf16 intercepts"):
+        cfg.replace(exp2_pieces=16)

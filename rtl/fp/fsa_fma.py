@@ -1,0 +1,551 @@
+"""Fused multiply-add unit of the FSA processing element (MyHDL).
+
+``fsa_fma`` computes ``a*b + c`` exactly and rounds the exact value once,
+round-to-nearest-even, to two formats at the same time: the add format A
+(``out_a``) and the multiply format M (``out_e``).  An exp2 mode reuses the
+same datapath for one step of the piecewise-linear ``2^x`` of
+``docs/numerics.md`` (the PE runs it for ``P`` cycles, one per piece).
+
+Ports (all combinational; the PE registers around the unit)::
+
+    a      in   M width   multiplicand; in exp2 mode x
+    b      in   M width   multiplier;   in exp2 mode slope_k
+    c      in   A width   addend;       in exp2 mode the ENCODED intercept k
+    exp2   in   1         0: normal FMA, 1: exp2 mode
+    out_a  out  A width   result rounded to A
+    out_e  out  M width   result rounded to M (from the same exact value)
+    piece  out  log2(P)   exp2 mode: k = floor(|xf| * P); normal mode: 0
+    match  out  1         exp2 mode: piece == exponent field of c; normal: 0
+
+Latency: 0 cycles (purely combinational, one ``always`` block).
+
+Behaviour (bit-exact with ``fsa.numerics.fma(..., out="both")`` and
+``fsa.numerics.exp2_step``):
+
+* Normal mode: ``r = a*b + c`` with the exact product, rounded once (RNE) to
+  A and to M.  Full IEEE 754: subnormal inputs and outputs (no flushing),
+  signed zeros (exact cancellation gives +0, ``(-0) + (-0) = -0``), overflow
+  to +-inf, infinities; every NaN result is the canonical quiet NaN
+  (``inf * 0``, ``inf - inf`` and NaN inputs).
+* Exp2 mode: ``x = a`` is clamped (``x >= 0`` and ``-0`` act as 0), split
+  into ``xi = ceil(x)`` and ``xf = x - xi`` (the fraction bits of x), and
+  ``RNE((b * xf + intercept) * 2^xi)`` is produced in both formats with one
+  rounding after the scaling (subnormal results are correctly rounded).
+  The intercept is decoded from ``c``: ``k`` = exponent field, value 1.0 if
+  ``k == 0`` else ``1.mantissa * 2^-1`` (the sign bit of ``c`` is ignored).
+  ``x = -inf`` gives +0, NaN x gives the canonical NaN; ``xi`` is clamped at
+  ``-XI_CLAMP`` exactly as the model does (every result of an in-contract
+  slope is +0 there).  ``b`` follows FMA rules (NaN slope -> NaN,
+  ``inf * (xf = 0)`` -> NaN).
+
+Datapath (shared by both modes)::
+
+    unpack -> exact product sigA*sigB (2*pM bits)
+           -> align addend in a (2*pA + 2*pM + 3)-bit window
+              (an operand that falls outside becomes a sticky bit)
+           -> add / subtract magnitudes -> leading-zero count -> normalise
+           -> round to A and to M separately (the rounding position follows
+              the result exponent, so subnormal outputs round at the right bit)
+
+In exp2 mode the multiplicand significand is the fraction bits of x (an
+unnormalised significand with x's exponent), the addend is the decoded
+intercept, and ``xi`` is added to the result exponent before rounding.
+All exponent arithmetic is unsigned with a fixed offset (no signed
+arithmetic in the generated Verilog).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from myhdl import always_comb, block, intbv
+
+from fsa.formats import FPFormat, get_format
+from rtl.convert import convert_block, sig
+
+__all__ = ["fsa_fma", "module_name", "convert", "SUPPORTED_PAIRS", "LINT_WAIVERS",
+           "XI_CLAMP"]
+
+#: (multiply format, add format) pairs the unit is built and tested for.
+SUPPORTED_PAIRS = (("fp16", "fp32"), ("bf16", "fp32"), ("fp32", "fp32"),
+                   ("fp16", "fp16"), ("bf16", "bf16"))
+
+#: exp2 mode clamps ``xi = ceil(x)`` to ``>= -XI_CLAMP``; the same constant as
+#: ``fsa.numerics`` (``_XI_MIN``), so the two agree bit for bit on every input.
+XI_CLAMP = 200
+
+#: Verilator ``-Wall`` warnings to waive for the generated Verilog (flag ->
+#: reason); iterate it for the flags.  Both are artefacts of MyHDL's code
+#: generator, which writes every integer constant unsized (32 bits) and
+#: relies on Verilog's context-width rules; all other -Wall checks pass.
+LINT_WAIVERS: dict[str, str] = {
+    "-Wno-WIDTHEXPAND": "MyHDL writes an operand narrower than its context (e.g. "
+                        "`sa = a_m`, `ea + eb + 948`) without an explicit zero-extension; "
+                        "Verilog zero-extends, which is the intended behaviour",
+    "-Wno-WIDTHTRUNC": "MyHDL writes unsized 32-bit constants into expressions "
+                       "(`fbc = fbb - 32`), so the RHS is 32 bits wide before the "
+                       "assignment truncates it to the variable; the values always fit "
+                       "(checked by MyHDL's intbv ranges and the bit-exact bench)",
+}
+
+
+@dataclass(frozen=True)
+class _Params:
+    """Elaboration constants of one (mul, add, pieces) configuration."""
+
+    fm: FPFormat
+    fa: FPFormat
+    pieces: int
+
+    @property
+    def lp(self) -> int:
+        return self.pieces.bit_length() - 1
+
+
+def _validate(mul, add, pieces) -> _Params:
+    """Check the parameters; return the formats. Raises ValueError."""
+    try:
+        fm, fa = get_format(mul), get_format(add)
+    except ValueError as e:
+        raise ValueError(f"fsa_fma: {e}") from None
+    if (fm.name, fa.name) not in SUPPORTED_PAIRS:
+        pairs = ", ".join(f"({m}, {a})" for m, a in SUPPORTED_PAIRS)
+        raise ValueError(f"fsa_fma: (mul, add) = ({fm.name}, {fa.name}) is not supported; "
+                         f"use one of {pairs}")
+    if isinstance(pieces, bool) or not isinstance(pieces, int):
+        raise ValueError(f"fsa_fma: pieces must be an int power of two in 2..32, got {pieces!r}")
+    if pieces < 2 or pieces > 32 or pieces & (pieces - 1):
+        raise ValueError(f"fsa_fma: pieces={pieces} is not allowed: use 2, 4, 8, 16 or 32")
+    if pieces > (1 << fa.exp_bits) - 1:
+        raise ValueError(
+            f"fsa_fma: pieces={pieces} does not fit the {fa.name} intercept exponent field "
+            f"(the piece index travels in it): use pieces <= "
+            f"{1 << (((1 << fa.exp_bits) - 1).bit_length() - 1)} or a wider add format")
+    return _Params(fm, fa, pieces)
+
+
+def module_name(mul: str = "fp16", add: str = "fp32", pieces: int = 8) -> str:
+    """Verilog module name of one configuration, e.g. ``fsa_fma_fp16_fp32_p8``."""
+    p = _validate(mul, add, pieces)
+    return f"fsa_fma_{p.fm.name}_{p.fa.name}_p{p.pieces}"
+
+
+def _bits(v: int) -> int:
+    """Unsigned width holding 0..v."""
+    return max(1, int(v).bit_length())
+
+
+def _check_port(name: str, port, width: int) -> None:
+    n = len(port)
+    if n != width:
+        raise ValueError(f"fsa_fma: port {name} must be {width} bits wide, got {n}")
+
+
+@block
+def fsa_fma(a, b, c, exp2, out_a, out_e, piece, match, mul="fp16", add="fp32", pieces=8):
+    """Combinational FMA with exp2 mode (see the module docstring).
+
+    Args:
+        a, b: M-format inputs (exp2 mode: x and slope).
+        c: A-format input (exp2 mode: encoded intercept).
+        exp2: mode select (bool).
+        out_a: A-format result. out_e: M-format result.
+        piece: log2(pieces)-bit piece index of x (exp2 mode, else 0).
+        match: piece == k of the intercept word (exp2 mode, else 0).
+        mul, add: the format names of M and A.
+        pieces: P, number of exp2 pieces.
+
+    Raises:
+        ValueError: unsupported formats / pieces, or wrong port widths.
+    """
+    prm = _validate(mul, add, pieces)
+    fm, fa, LP = prm.fm, prm.fa, prm.lp
+    # ---- format constants
+    WM, EM, MM, PM, BM = fm.width, fm.exp_bits, fm.man_bits, fm.precision, fm.bias
+    WA, EA, MA, PA, BA = fa.width, fa.exp_bits, fa.man_bits, fa.precision, fa.bias
+    XM, XA = fm.exp_max, fa.exp_max
+    _check_port("a", a, WM)
+    _check_port("b", b, WM)
+    _check_port("c", c, WA)
+    _check_port("exp2", exp2, 1)
+    _check_port("out_a", out_a, WA)
+    _check_port("out_e", out_e, WM)
+    _check_port("piece", piece, LP)
+    _check_port("match", match, 1)
+    # The rounding position of M is never below that of A for the supported
+    # pairs (needed by the sticky argument of the window below).
+    assert MM <= MA and fm.emin - MM >= fa.emin - MA
+
+    # ---- alignment window (bit positions inside the extended window X):
+    # X bit 0 is the sticky slot, window bit j is X bit j+1.  The product sits
+    # at window bits [G, G+2PM); the addend at window bit SH = G + d where
+    # d = (addend LSB exponent) - (product LSB exponent), for -G <= d <= 2PM+1.
+    # Outside that range one operand is replaced by a value strictly inside
+    # (0, 1) window-LSB (the sticky slot), which rounds identically because
+    # the output LSB then lies >= 2 bits above X bit 0:
+    #  * d < -G: |c| < |p|/4, so the result keeps >= the product's LSB
+    #    exponent - 1 as its top bit and its rounding LSB (>= top - MA, and
+    #    M rounds no lower than A) is above window bit 0 (G = PA + 2 > PA + 1);
+    #  * d > 2PM+1: |p| < 2^(c LSB - 2) and the result's rounding LSB is
+    #    >= c's LSB - 1, so only the sign of p matters (sticky).
+    # A zero product or a zero addend never takes these paths.
+    G = PA + 2
+    SHMAX = G + 2 * PM + 1
+    W = SHMAX + PA
+    NX = W + 2  # + sticky slot + carry
+    LZW = _bits(NX - 1)
+    # t = ec + TOFF - ea - eb (always >= 0); SH = t + SH0
+    TOFF = 2 * XM
+    SH0 = G - BA - MA + 2 * BM + 2 * MM - TOFF
+    if SH0 >= 0:  # keep SH0 < 0 so that "addend below the window" is t < T_LO
+        TOFF += SH0 + 1
+        SH0 = -1
+    T_LO = -SH0                       # t < T_LO  <=>  SH < 0 (addend below window)
+    T_HI = SHMAX - SH0                # t > T_HI  <=>  addend far above the product
+    TMAX = XA + TOFF
+    TW = _bits(TMAX)
+    assert 0 < T_LO <= T_HI < TMAX
+    RSMAX = PA + 1                    # right shifts beyond this leave only sticky
+    # ---- exponents: every exponent is kept as E + OFS (unsigned)
+    OFS = 1024
+    LW_P = OFS - 2 * BM - 2 * MM - G   # L = ea + eb + LW_P - xim
+    LW_CG = OFS - BA - MA - G          # L = ec + LW_CG - xim  (zero product)
+    LW_CF = OFS - BA - MA - SHMAX      # L = ec + LW_CF - xim  (addend far above)
+    e_lo = min(2 + LW_P, 1 + LW_CG, 1 + LW_CF) - XI_CLAMP - 1
+    e_hi = max(2 * XM + LW_P, XA + LW_CG, XA + LW_CF) + NX
+    assert e_lo >= 0 and min(LW_P, LW_CG, LW_CF) >= 0
+    EW = _bits(e_hi)
+    # ---- exp2 split of x
+    FOFF = 1 << EM                    # fbb = fb + FOFF, fb = MM + BM - ex (fraction bits)
+    FBB0 = MM + BM + FOFF
+    FBW = _bits(FBB0)
+    XIW = _bits(XI_CLAMP)             # |x| >= 2^XIW  =>  xi clamps
+    assert FOFF > XIW
+    PMASK = (1 << LP) - 1
+    FCW, FPW, SXW, RSW = _bits(PM), _bits(PM + LP), _bits(PM + XIW), _bits(RSMAX)
+
+    # rounding constants per output format
+    EMIN_A, EMIN_M = fa.emin + OFS, fm.emin + OFS
+    INF_A, INF_M = fa.pos_inf, fm.pos_inf
+    NAN_A, NAN_M = fa.canonical_nan, fm.canonical_nan
+    SGN_A, SGN_M = WA - 1, WM - 1
+    KW_A, KW_M = _bits(PA + 1), _bits(PM + 1)
+    ENC_A, ENC_M = EA + MA + 1, EM + MM + 1
+
+    @always_comb
+    def fma_comb():
+        # ------------------------------------------------------------ unpack
+        a_s = a[WM - 1]
+        a_e = intbv(0)[EM:]
+        a_e[:] = a[WM - 1:MM]
+        a_m = intbv(0)[MM:]
+        a_m[:] = a[MM:]
+        b_s = b[WM - 1]
+        b_e = intbv(0)[EM:]
+        b_e[:] = b[WM - 1:MM]
+        b_m = intbv(0)[MM:]
+        b_m[:] = b[MM:]
+        c_s = c[WA - 1]
+        c_e = intbv(0)[EA:]
+        c_e[:] = c[WA - 1:MA]
+        c_m = intbv(0)[MA:]
+        c_m[:] = c[MA:]
+
+        a_inf = (a_e == XM) and (a_m == 0)
+        a_nan = (a_e == XM) and (a_m != 0)
+        b_inf = (b_e == XM) and (b_m == 0)
+        b_nan = (b_e == XM) and (b_m != 0)
+        a_zero = (a_e == 0) and (a_m == 0)
+        b_zero = (b_e == 0) and (b_m == 0)
+
+        # effective exponents (subnormal: 1) and significands
+        ea = intbv(0)[EM:]
+        sa = intbv(0)[PM:]
+        if a_e == 0:
+            ea[:] = 1
+            sa[:] = a_m
+        else:
+            ea[:] = a_e
+            sa[:] = a_m + (1 << MM)
+        eb = intbv(0)[EM:]
+        sb = intbv(0)[PM:]
+        if b_e == 0:
+            eb[:] = 1
+            sb[:] = b_m
+        else:
+            eb[:] = b_e
+            sb[:] = b_m + (1 << MM)
+
+        # ------------------------------------------------- exp2 split of x = a
+        # fb = number of fraction bits of x = MM + BM - ea; fbb = fb + FOFF
+        fbb = intbv(0)[FBW:]
+        fbb[:] = FBB0 - ea
+        fbc = intbv(0)[FCW:]         # clamp(fb, 0, PM)
+        if fbb <= FOFF:
+            fbc[:] = 0
+        elif fbb >= FOFF + PM:
+            fbc[:] = PM
+        else:
+            fbc[:] = fbb - FOFF
+        fbp = intbv(0)[FPW:]    # clamp(fb, 0, PM + LP)
+        if fbb <= FOFF:
+            fbp[:] = 0
+        elif fbb >= FOFF + PM + LP:
+            fbp[:] = PM + LP
+        else:
+            fbp[:] = fbb - FOFF
+        xint = intbv(0)[PM:]
+        xint[:] = sa >> fbc
+        xfrac = intbv(0)[PM:]
+        xfrac[:] = sa - (xint << fbc)
+        pwide = intbv(0)[PM + LP:]
+        pwide[:] = (xfrac << LP) >> fbp
+        # floor(|x|), clamped at XI_CLAMP
+        sx = intbv(0)[SXW:]
+        if fbb <= MM + FOFF - XIW:        # |x| >= 2^XIW
+            sx[:] = 0
+        elif fbb >= FOFF + PM:
+            sx[:] = PM + XIW
+        else:
+            sx[:] = fbb - (FOFF - XIW)
+        xiw = intbv(0)[PM + XIW:]
+        xiw[:] = (sa << XIW) >> sx
+        xim = intbv(0)[XIW:]
+        if fbb <= MM + FOFF - XIW or xiw >= XI_CLAMP:
+            xim[:] = XI_CLAMP
+        else:
+            xim[:] = xiw
+
+        x_nan = a_nan
+        x_ninf = a_inf and a_s
+        x_zero_cl = (not a_s) or a_zero   # x >= 0 or -0
+        pc = intbv(0)[LP:]
+        kc = intbv(0)[EA:]
+        kc[:] = c_e
+
+        # ------------------------------------------------ operand selection
+        ps = bool(0)        # product sign
+        sA = intbv(0)[PM:]  # multiplicand significand
+        p_nan = bool(0)
+        p_inf = bool(0)
+        p_zero = bool(0)
+        ce = intbv(0)[EA:]
+        sc = intbv(0)[PA:]
+        cs = bool(0)
+        c_nan = bool(0)
+        c_inf = bool(0)
+        c_zero = bool(0)
+        xs = intbv(0)[XIW:]
+        if exp2:
+            # product = slope * xf, xf = -(fraction bits of |x|)  (<= 0)
+            if x_nan or x_ninf or x_zero_cl:
+                sA[:] = 0
+                xs[:] = 0
+                pc[:] = 0
+            else:
+                sA[:] = xfrac
+                xs[:] = xim
+                pc[:] = pwide & PMASK
+            ps = not b_s
+            p_nan = b_nan or (b_inf and sA == 0)
+            p_inf = b_inf and sA != 0
+            p_zero = (sA == 0) or b_zero
+            # decoded intercept: 1.0 (k == 0) or 1.mantissa * 2^-1
+            cs = False
+            c_nan = False
+            c_inf = False
+            c_zero = False
+            if c_e == 0:
+                ce[:] = BA
+                sc[:] = 1 << MA
+            else:
+                ce[:] = BA - 1
+                sc[:] = c_m + (1 << MA)
+        else:
+            sA[:] = sa
+            xs[:] = 0
+            pc[:] = 0
+            ps = a_s != b_s
+            p_nan = a_nan or b_nan or (a_inf and b_zero) or (b_inf and a_zero)
+            p_inf = (a_inf or b_inf) and not p_nan
+            p_zero = a_zero or b_zero
+            cs = c_s
+            c_nan = (c_e == XA) and (c_m != 0)
+            c_inf = (c_e == XA) and (c_m == 0)
+            c_zero = (c_e == 0) and (c_m == 0)
+            if c_e == 0:
+                ce[:] = 1
+                sc[:] = c_m
+            else:
+                ce[:] = c_e
+                sc[:] = c_m + (1 << MA)
+
+        # --------------------------------------------- product and alignment
+        prod = intbv(0)[2 * PM:]
+        prod[:] = sA * sb
+        t = intbv(0)[TW:]
+        t[:] = ce + TOFF - ea - eb
+        xp = intbv(0)[NX:]
+        xc = intbv(0)[NX:]
+        lw = intbv(0)[EW:]
+        rs = intbv(0)[RSW:]
+        sct = intbv(0)[PA:]
+        if p_zero:
+            xp[:] = 0
+            xc[:] = sc << (G + 1)
+            lw[:] = ce + LW_CG - xs
+        elif c_zero:
+            xp[:] = prod << (G + 1)
+            xc[:] = 0
+            lw[:] = ea + eb + LW_P - xs
+        elif t > T_HI:
+            # addend far above: the product only decides the sticky bit
+            xp[:] = 1
+            xc[:] = sc << (SHMAX + 1)
+            lw[:] = ce + LW_CF - xs
+        elif t < T_LO:
+            # addend (partly) below the window: shift right with sticky
+            if T_LO - t >= RSMAX:
+                rs[:] = RSMAX
+            else:
+                rs[:] = T_LO - t
+            sct[:] = sc >> rs
+            xp[:] = prod << (G + 1)
+            if (sct << rs) != sc:
+                xc[:] = (sct << 1) + 1
+            else:
+                xc[:] = sct << 1
+            lw[:] = ea + eb + LW_P - xs
+        else:
+            xp[:] = prod << (G + 1)
+            xc[:] = sc << (t - T_LO + 1)
+            lw[:] = ea + eb + LW_P - xs
+
+        # ------------------------------------------------------- add / sub
+        xs_sum = intbv(0)[NX:]
+        rsgn = bool(0)
+        if ps == cs:
+            xs_sum[:] = xp + xc
+            rsgn = ps
+        elif xp >= xc:
+            xs_sum[:] = xp - xc
+            rsgn = ps
+        else:
+            xs_sum[:] = xc - xp
+            rsgn = cs
+
+        # ------------------------------------------------ normalise (LZC)
+        lz = intbv(0)[LZW:]
+        for i in range(NX):
+            if xs_sum[i]:
+                lz[:] = NX - 1 - i
+        y = intbv(0)[NX:]
+        y[:] = xs_sum << lz
+        emsb = intbv(0)[EW:]
+        emsb[:] = lw + (NX - 2) - lz
+
+        # -------------------------------------------------- round to A
+        ka = intbv(0)[KW_A:]
+        basea = intbv(0)[EA:]
+        if emsb < EMIN_A:
+            basea[:] = 0
+            if EMIN_A - emsb >= PA + 1:
+                ka[:] = PA + 1
+            else:
+                ka[:] = EMIN_A - emsb
+        else:
+            ka[:] = 0
+            if emsb - EMIN_A >= XA:
+                basea[:] = XA
+            else:
+                basea[:] = emsb - EMIN_A
+        yta = intbv(0)[PA + 1:]
+        yta[:] = y[NX:NX - PA - 1]
+        za = intbv(0)[PA + 1:]
+        za[:] = yta >> ka
+        sta = (y[NX - PA - 1:] != 0) or ((za << ka) != yta)
+        qa = intbv(0)[PA:]
+        qa[:] = za[PA + 1:1]
+        upa = za[0] and (sta or qa[0])
+        enca = intbv(0)[ENC_A:]
+        enca[:] = (basea << MA) + qa + upa
+        if enca >= INF_A:
+            enca[:] = INF_A
+
+        # -------------------------------------------------- round to M
+        km = intbv(0)[KW_M:]
+        basem = intbv(0)[EM:]
+        if emsb < EMIN_M:
+            basem[:] = 0
+            if EMIN_M - emsb >= PM + 1:
+                km[:] = PM + 1
+            else:
+                km[:] = EMIN_M - emsb
+        else:
+            km[:] = 0
+            if emsb - EMIN_M >= XM:
+                basem[:] = XM
+            else:
+                basem[:] = emsb - EMIN_M
+        ytm = intbv(0)[PM + 1:]
+        ytm[:] = y[NX:NX - PM - 1]
+        zm = intbv(0)[PM + 1:]
+        zm[:] = ytm >> km
+        stm = (y[NX - PM - 1:] != 0) or ((zm << km) != ytm)
+        qm = intbv(0)[PM:]
+        qm[:] = zm[PM + 1:1]
+        upm = zm[0] and (stm or qm[0])
+        encm = intbv(0)[ENC_M:]
+        encm[:] = (basem << MM) + qm + upm
+        if encm >= INF_M:
+            encm[:] = INF_M
+
+        # ----------------------------------------------------- specials
+        ra = intbv(0)[WA:]
+        re = intbv(0)[WM:]
+        if exp2 and x_nan:
+            ra[:] = NAN_A
+            re[:] = NAN_M
+        elif exp2 and x_ninf:
+            ra[:] = 0
+            re[:] = 0
+        elif p_nan or c_nan or (p_inf and c_inf and ps != cs):
+            ra[:] = NAN_A
+            re[:] = NAN_M
+        elif p_inf:
+            ra[:] = INF_A + (ps << SGN_A)
+            re[:] = INF_M + (ps << SGN_M)
+        elif c_inf:
+            ra[:] = INF_A + (cs << SGN_A)
+            re[:] = INF_M + (cs << SGN_M)
+        elif xs_sum == 0:
+            ra[:] = (ps and cs) << SGN_A
+            re[:] = (ps and cs) << SGN_M
+        else:
+            ra[:] = enca + (rsgn << SGN_A)
+            re[:] = encm + (rsgn << SGN_M)
+
+        out_a.next = ra
+        out_e.next = re
+        piece.next = pc
+        match.next = exp2 and (pc == kc)
+
+    return fma_comb
+
+
+def convert(outdir: "str | Path", mul: str = "fp16", add: str = "fp32", pieces: int = 8) -> Path:
+    """Write ``<outdir>/<module_name(mul, add, pieces)>.v``; return its path.
+
+    Raises:
+        ValueError: unsupported formats or pieces.
+    """
+    prm = _validate(mul, add, pieces)
+    fm, fa = prm.fm, prm.fa
+    name = module_name(mul, add, pieces)
+
+    def factory():
+        return fsa_fma(sig(fm.width), sig(fm.width), sig(fa.width), sig(1),
+                       sig(fa.width), sig(fm.width), sig(prm.lp), sig(1),
+                       mul=fm.name, add=fa.name, pieces=pieces)
+
+    return convert_block(factory, name, outdir)

@@ -1,0 +1,262 @@
+"""Instruction-level bit-exact model of FSA: executes an instruction stream
+against modelled scratchpad, accumulator, array and memory state.
+
+Matrix instructions use the tile model (``fsa.golden.tile``) on the array
+state they find (the PE registers, the CMP maxima, the ACC scale), so any
+program is modelled, not only the attention kernel. DMA instructions move
+rows between memory and the SRAMs. The matrix and DMA queues run
+concurrently in the hardware, ordered by semaphores; the model interleaves
+them the same way (an instruction runs when its semaphore acquire can
+succeed), so a race-free program gives the hardware's memory image.
+
+Input-delayer flags: each matrix function is modelled for the flags the
+array's schedule is built for (architecture.md section 7): LOAD_STATIONARY
+without delay, ATTENTION_SCORE with rev_input + rev_output + delay_output,
+ATTENTION_VALUE with rev_input + delay_output; other combinations feed
+misaligned data to the array and raise :class:`UnsupportedProgram`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from fsa import numerics as nx
+from fsa.config import FSAConfig
+from fsa.isa import Dma, DmaFunc, Fence, Matrix, MxFunc, decode
+from fsa.golden import tile
+
+__all__ = ["Machine", "MachineError", "UnsupportedProgram", "Deadlock"]
+
+
+class MachineError(RuntimeError):
+    """The program did something the device reports as an error."""
+
+    def __init__(self, code: str, message: str, index: int | None = None):
+        super().__init__(f"{code}: {message}" + (f" (instruction {index})" if index is not None else ""))
+        self.code, self.index = code, index
+
+
+class UnsupportedProgram(ValueError):
+    """A legal instruction whose effect the model does not define."""
+
+
+class Deadlock(MachineError):
+    """No queue can make progress: a semaphore acquire can never succeed."""
+
+
+def _u(fmt) -> type:
+    return np.uint16 if nx.get_format(fmt).width == 16 else np.uint32
+
+
+class Memory:
+    """Byte-addressed memory window [base, base + size), stored sparsely in
+    4 KiB pages (unwritten bytes read as 0)."""
+
+    PAGE = 4096
+
+    def __init__(self, base: int, size: int):
+        self.base, self.size = base, size
+        self.pages: dict[int, bytearray] = {}
+
+    def _check(self, addr: int, n: int, index: int | None) -> int:
+        off = addr - self.base
+        if off < 0 or off + n > self.size:
+            raise MachineError("MEM_RANGE", f"access 0x{addr:x}+{n} outside memory window "
+                               f"[0x{self.base:x}, 0x{self.base + self.size:x})", index)
+        return off
+
+    def read(self, addr: int, n: int, index: int | None = None) -> bytes:
+        off = self._check(addr, n, index)
+        out = bytearray(n)
+        pos = 0
+        while pos < n:
+            page, o = divmod(off + pos, self.PAGE)
+            k = min(n - pos, self.PAGE - o)
+            if page in self.pages:
+                out[pos:pos + k] = self.pages[page][o:o + k]
+            pos += k
+        return bytes(out)
+
+    def write(self, addr: int, b: bytes, index: int | None = None) -> None:
+        off = self._check(addr, len(b), index)
+        pos = 0
+        while pos < len(b):
+            page, o = divmod(off + pos, self.PAGE)
+            k = min(len(b) - pos, self.PAGE - o)
+            self.pages.setdefault(page, bytearray(self.PAGE))[o:o + k] = b[pos:pos + k]
+            pos += k
+
+    def segments(self) -> list[tuple[int, bytes]]:
+        """Written pages as (address, bytes), in address order."""
+        return [(self.base + p * self.PAGE, bytes(self.pages[p])) for p in sorted(self.pages)]
+
+
+class Machine:
+    """The model. ``run(program)`` executes a list of instructions or words.
+
+    Attributes:
+        spad: (spad_rows, R) E bits.  acc: (acc_rows, C) A bits.
+        pe: (R, C) E bits, the PE registers.  mem: the memory window.
+        sem: 32 semaphore values.  counters: instruction counts.
+    """
+
+    def __init__(self, cfg: FSAConfig, mem: Memory | None = None):
+        self.cfg = cfg
+        R, C = cfg.sa_rows, cfg.sa_cols
+        self.ue, self.ua = _u(cfg.e_type), _u(cfg.a_type)
+        self.spad = np.zeros((cfg.spad_rows, R), self.ue)
+        self.acc = np.zeros((cfg.acc_rows, C), self.ua)
+        self.pe = np.zeros((R, C), self.ue)
+        self.state = tile.TileState(cfg)        # CMP maxima and ACC scale
+        self.mem = mem if mem is not None else Memory(cfg.mem_base, cfg.mem_size)
+        self.sem = [0] * 32
+        self.counters = {"matrix": 0, "dma": 0, "fence": 0}
+
+    # ------------------------------------------------------------ helpers
+    def _rows(self, addr: int, stride: int, n: int, limit: int, what: str, index: int) -> list[int]:
+        rows = [addr + i * stride for i in range(n)]
+        bad = [r for r in rows if not 0 <= r < limit]
+        if bad:
+            raise MachineError("SRAM_RANGE", f"{what} row {bad[0]} outside 0..{limit - 1}", index)
+        return rows
+
+    # ------------------------------------------------------------ matrix
+    def matrix(self, ins: Matrix, index: int = 0) -> None:
+        """Execute one matrix instruction (its data effect)."""
+        cfg = self.cfg
+        R, C = cfg.sa_rows, cfg.sa_cols
+        f = MxFunc(ins.func)
+        flags = (ins.rev_input, ins.rev_output, ins.delay_output)
+        st = self.state
+        if f == MxFunc.LOAD_STATIONARY:
+            if ins.delay_output:
+                raise UnsupportedProgram("LOAD_STATIONARY with delay_output is not modelled")
+            rows = self._rows(ins.spad_addr, ins.spad_stride, C, cfg.spad_rows, "spad", index)
+            for i, row in enumerate(rows):
+                data = self.spad[row]
+                lane = np.empty(R, self.ue)
+                for e in range(R):
+                    p = R - 1 - e if ins.rev_input else e
+                    lane[R - 1 - p if ins.rev_output else p] = data[e]
+                self.pe[:, C - 1 - i] = lane           # column c holds read C-1-c
+        elif f == MxFunc.ATTENTION_SCORE:
+            if flags != (True, True, True):
+                raise UnsupportedProgram(f"ATTENTION_SCORE with flags rev_input/rev_output/"
+                                         f"delay_output = {flags} is not modelled (use 1/1/1)")
+            rows = self._rows(ins.spad_addr, ins.spad_stride, R, cfg.spad_rows, "spad", index)
+            lrow = self._rows(ins.acc_addr, 0, 1, cfg.acc_rows, "acc", index)[0]
+            st.l = self.acc[lrow].copy()
+            tr = tile.score(st, self.pe.T.copy(), self.spad[rows], zero=ins.zero,
+                            causal=ins.causal)
+            self.acc[lrow] = st.l
+            self.pe = tr.p[:, ::-1].T.copy()           # PE(r, c) = p[c][R-1-r]
+        elif f == MxFunc.ATTENTION_VALUE:
+            if flags != (True, False, True):
+                raise UnsupportedProgram(f"ATTENTION_VALUE with flags rev_input/rev_output/"
+                                         f"delay_output = {flags} is not modelled (use 1/0/1)")
+            rows = self._rows(ins.spad_addr, ins.spad_stride, R, cfg.spad_rows, "spad", index)
+            orow = self._rows(ins.acc_addr, ins.acc_stride, R, cfg.acc_rows, "acc", index)
+            p = self.pe[::-1, :].T.copy()              # p[c][j] = PE(R-1-j, c)
+            v = self.spad[rows].T.copy()               # v[j][i] = V^T row i, element j
+            st.o_t = self.acc[orow].copy()
+            tile.value(st, p, v, zero=ins.zero)
+            self.acc[orow] = st.o_t
+        elif f == MxFunc.ATTENTION_LSE_NORM_SCALE:
+            lrow = self._rows(ins.acc_addr, 0, 1, cfg.acc_rows, "acc", index)[0]
+            st.l = np.zeros(C, self.ua) if ins.zero else self.acc[lrow].copy()
+            tile.lse_norm_scale(st)
+        elif f == MxFunc.ATTENTION_LSE_NORM:
+            orow = self._rows(ins.acc_addr, ins.acc_stride, R, cfg.acc_rows, "acc", index)
+            st.o_t = np.zeros((R, C), self.ua) if ins.zero else self.acc[orow].copy()
+            tile.lse_norm(st)
+            self.acc[orow] = st.o_t
+        self.counters["matrix"] += 1
+
+    # ------------------------------------------------------------ DMA
+    def dma(self, ins: Dma, index: int = 0) -> None:
+        """Execute one DMA instruction: rows of `size` bytes between memory
+        and the scratchpad (or the accumulator with `is_accum`)."""
+        cfg = self.cfg
+        sram = self.acc if ins.is_accum else self.spad
+        name = "acc" if ins.is_accum else "spad"
+        row_bytes = cfg.acc_row_bytes if ins.is_accum else cfg.spad_row_bytes
+        if ins.size > row_bytes:
+            raise MachineError("DMA_SIZE", f"size {ins.size} bytes exceeds a {name} row "
+                               f"({row_bytes} bytes)", index)
+        if ins.size % cfg.mem_align:
+            raise MachineError("DMA_ALIGN", f"size {ins.size} is not a multiple of "
+                               f"{cfg.mem_align} bytes", index)
+        rows = self._rows(ins.sram_addr, ins.sram_stride, ins.repeat, sram.shape[0], name, index)
+        for i, row in enumerate(rows):
+            addr = ins.mem_addr + i * ins.mem_stride
+            if addr % cfg.mem_align:
+                raise MachineError("DMA_ALIGN", f"row {i} address 0x{addr:x} is not "
+                                   f"{cfg.mem_align}-byte aligned", index)
+            raw = sram[row].tobytes()
+            if ins.func == DmaFunc.LOAD:
+                b = self.mem.read(addr, ins.size, index)
+                new = bytearray(raw)
+                new[:ins.size] = b
+                sram[row] = np.frombuffer(bytes(new), sram.dtype)
+            else:
+                self.mem.write(addr, raw[:ins.size], index)
+        self.counters["dma"] += 1
+
+    # ------------------------------------------------------------ programs
+    def run(self, program, max_steps: int = 10_000_000) -> dict:
+        """Execute a program (instructions or 32-bit words) to its end or a
+        fence with `stop`.
+
+        Returns:
+            The counters (instructions of each kind).
+
+        Raises:
+            Deadlock: a semaphore acquire can never succeed.
+            MachineError: an out-of-range SRAM row or memory access, a bad DMA.
+            UnsupportedProgram: a matrix instruction the model does not define.
+        """
+        if program and isinstance(program[0], int):
+            program = decode(list(program))
+        queues: dict[str, list[tuple[int, object]]] = {"mx": [], "dma": []}
+        pc = 0
+        steps = 0
+        while True:
+            steps += 1
+            if steps > max_steps:
+                raise MachineError("TIMEOUT", f"program did not finish in {max_steps} steps")
+            # dispatch in program order up to a fence that must wait
+            while pc < len(program):
+                ins = program[pc]
+                if isinstance(ins, Fence):
+                    wait = (ins.mx and queues["mx"]) or (ins.dma and queues["dma"]) \
+                        or (ins.stop and (queues["mx"] or queues["dma"]))
+                    if wait:
+                        break
+                    self.counters["fence"] += 1
+                    pc += 1
+                    if ins.stop:
+                        return dict(self.counters)
+                    continue
+                queues["mx" if isinstance(ins, Matrix) else "dma"].append((pc, ins))
+                pc += 1
+            progressed = False
+            for q in ("dma", "mx"):
+                while queues[q]:
+                    idx, ins = queues[q][0]
+                    if ins.acquire_valid and self.sem[ins.sem_id] != ins.acquire_value:
+                        break
+                    queues[q].pop(0)
+                    if isinstance(ins, Matrix):
+                        self.matrix(ins, idx)
+                    else:
+                        self.dma(ins, idx)
+                    if ins.release_valid:
+                        self.sem[ins.sem_id] = ins.release_value
+                    progressed = True
+            if not queues["mx"] and not queues["dma"] and pc >= len(program):
+                return dict(self.counters)
+            if not progressed and (queues["mx"] or queues["dma"]):
+                waits = [f"{q} instruction {queues[q][0][0]} waits for semaphore "
+                         f"{queues[q][0][1].sem_id} == {queues[q][0][1].acquire_value} "
+                         f"(it is {self.sem[queues[q][0][1].sem_id]})"
+                         for q in ("mx", "dma") if queues[q]]
+                raise Deadlock("DEADLOCK", "; ".join(waits))

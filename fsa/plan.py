@@ -366,13 +366,15 @@ def expand_compact(form: dict[tuple[str, str], tuple[tuple[int, int], ...]], R: 
     return out
 
 
-def schedule_starts(plans: list[Plan]) -> list[int]:
+def schedule_starts(plans: list[Plan], wait_prev_acc: "list[bool] | None" = None) -> list[int]:
     """Start cycles of a sequence of instructions under the reference issue
     rule (no semaphore waits): the next starts the cycle after the previous
     one's conflict-free cycle, only when the instruction ISSUE_SLOTS before it
-    has retired, and a blocking instruction waits for all before it to retire
-    and holds off everything after it until it retires."""
+    has retired, and a blocking instruction (or one with `wait_prev_acc`)
+    waits for all before it to retire; a blocking one also holds off
+    everything after it until it retires."""
     starts: list[int] = []
+    waits = wait_prev_acc or [False] * len(plans)
     for i, p in enumerate(plans):
         s = 0
         if i:
@@ -381,7 +383,7 @@ def schedule_starts(plans: list[Plan]) -> list[int]:
             if i >= ISSUE_SLOTS:
                 j = i - ISSUE_SLOTS
                 s = max(s, starts[j] + plans[j].retire)
-            if p.blocking or prev.blocking:
+            if p.blocking or prev.blocking or waits[i]:
                 s = max([s] + [starts[j] + plans[j].retire for j in range(i)])
         starts.append(s)
     return starts

@@ -43,12 +43,17 @@ def convert_block(factory: Callable[[], object], name: str, outdir: "str | Path"
     finally:
         _converting = False
     path = outdir / f"{name}.v"
-    # MyHDL stamps the conversion date into the header: strip it so the file
-    # content depends only on the design.
+    # Make the text depend only on the design: MyHDL stamps the date and the
+    # output path into the header, and orders combinational sensitivity lists
+    # by Python set order (different in every process).
     text = path.read_text()
-    text = re.sub(r"// Date: .*\n", "", text)
+    text = re.sub(r"// (Date|File): .*\n", "", text)
+    text = _SENS.sub(lambda m: "always @(" + ", ".join(sorted(m.group(1).split(", "))) + ")", text)
     path.write_text(text)
     return path
+
+
+_SENS = re.compile(r"always @\(([\w, ]+)\)")
 
 
 def instance_text(module: str, inst_name: str, ports: dict[str, str]) -> str:
@@ -158,3 +163,40 @@ def submodule(blockfunc, args: tuple, kwargs: dict, module: str, inst_name: str,
 
 
 submodule.verilog_code = "$fsa_instance_text"
+
+
+_expr_blocks: dict = {}
+
+
+def _exec_block(name: str, src: str):
+    """Compile generated block source so that MyHDL can read it back."""
+    import linecache
+    from myhdl import always_comb
+    fname = f"<fsa_gen_{len(_expr_blocks) + len(_stubs)}>"
+    linecache.cache[fname] = (len(src), None, src.splitlines(True), fname)
+    ns = {"always_comb": always_comb, "block": block}
+    exec(compile(src, fname, "exec"), ns)  # noqa: S102 (generated from our own constants)
+    return ns[name]
+
+
+@block
+def comb_expr(out, expr: str, **signals):
+    """A block driving ``out.next = <expr>`` combinationally.
+
+    `expr` is Python (MyHDL-convertible) text over the names in `signals`
+    and integer literals; use it for logic generated from tables (e.g.
+    interval comparators ``(f == 1 and t >= 5 and t < 9) or ...``), which
+    MyHDL cannot express with tuple indexing inside expressions.
+    """
+    names = ("out",) + tuple(sorted(signals))
+    key = (names, expr)
+    if key not in _expr_blocks:
+        src = (f"@block\n"
+               f"def fsa_expr({', '.join(names)}):\n"
+               f"    @always_comb\n"
+               f"    def comb():\n"
+               f"        out.next = {expr}\n"
+               f"    return comb\n")
+        _expr_blocks[key] = _exec_block("fsa_expr", src)
+    inst = _expr_blocks[key](out, *(signals[n] for n in names[1:]))
+    return inst

@@ -40,7 +40,7 @@ class Unit:
 
 def units_for(cfg) -> list[Unit]:
     """The modules a configuration needs, leaves first."""
-    from rtl import fsa_acc, fsa_array, fsa_cmp, fsa_delay, fsa_pe
+    from rtl import fsa_acc, fsa_array, fsa_cmp, fsa_delay, fsa_mxctrl, fsa_pe
     from rtl.fp import fsa_cvt, fsa_div, fsa_fcmp, fsa_fma
 
     e, a, p = cfg.e_type, cfg.a_type, cfg.exp2_pieces
@@ -71,6 +71,7 @@ def units_for(cfg) -> list[Unit]:
     add_fixed("fsa_idelay", lambda d: fsa_delay.convert_idelay(d, cfg.sa_rows, e), "input delayer")
     add_fixed("fsa_odelay", lambda d: fsa_delay.convert_odelay(d, cfg.sa_cols, a), "output delayer")
     add_fixed(fsa_array.MODULE, lambda d: fsa_array.convert(d, cfg), "systolic array")
+    add_fixed(fsa_mxctrl.MODULE, lambda d: fsa_mxctrl.convert(d, cfg), "matrix controller (from fsa/plan.py)")
     return list(out.values())
 
 

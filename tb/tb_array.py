@@ -18,90 +18,12 @@ from cocotb.triggers import ReadOnly, RisingEdge
 
 from fsa import config as fconfig
 from fsa import numerics as nx
-from fsa import plan as fplan
 from fsa.golden import tile
+from planstim import ACC_CODE, CMP_CODE, Program, pack, unpack
 from rtl import fsa_acc, fsa_cmp
-from rtl.fsa_pe import CTRL_BITS
 
-CMP_CODE = {n: i for i, n in enumerate(fplan.CMP_CMDS)}
-ACC_CODE = {n: i for i, n in enumerate(fplan.ACC_CMDS)}
 assert CMP_CODE["UPDATE"] == fsa_cmp.CMD_UPDATE and CMP_CODE["RESET"] == fsa_cmp.CMD_RESET
 assert ACC_CODE["ACC_SA"] == fsa_acc.CMD_ACC_SA and ACC_CODE["RECIPROCAL"] == fsa_acc.CMD_RECIPROCAL
-
-
-def _pack(values, width: int) -> int:
-    out = 0
-    for i, v in enumerate(values):
-        out |= int(v) << (i * width)
-    return out
-
-
-def _unpack(value: int, n: int, width: int) -> list[int]:
-    m = (1 << width) - 1
-    return [(value >> (i * width)) & m for i in range(n)]
-
-
-class Program:
-    """A list of matrix instructions turned into per-cycle stimulus."""
-
-    def __init__(self, cfg, spad: dict[int, list[int]], consts: dict[str, object]):
-        self.cfg = cfg
-        self.spad = spad            # row address -> R element bits
-        self.consts = consts
-        self.instrs: list[dict] = []
-
-    def add(self, func: str, spad_addr: int = 0, spad_stride: int = 1, acc_addr: int = 0,
-            acc_stride: int = 1, zero: bool = False, causal: bool = False, tag: str = "") -> None:
-        self.instrs.append(dict(func=func, spad_addr=spad_addr, spad_stride=spad_stride,
-                                acc_addr=acc_addr, acc_stride=acc_stride, zero=zero,
-                                causal=causal, tag=tag))
-
-    def compile(self, div_cycles: int):
-        cfg = self.cfg
-        R, C, P = cfg.sa_rows, cfg.sa_cols, cfg.exp2_pieces
-        plans = [fplan.make_plan(i["func"], R, C, P, div_latency=div_cycles) for i in self.instrs]
-        starts = fplan.schedule_starts(plans)
-        fplan.check_overlap(plans, starts)
-        T = max(s + p.last for s, p in zip(starts, plans)) + 4
-        self.T = T
-        self.ctrl = [0] * T
-        self.cmp = [0] * T
-        self.causal = [0] * T
-        self.acc = [0] * T
-        self.idin = [None] * T           # (data, rev_in, rev_out, delay) presented at t
-        self.accrd = [None] * T          # (addr or None for zero) presented at t (read at t-1)
-        self.accwr = [None] * T          # addr written at t
-        self.starts, self.plans = starts, plans
-        for ins, pl, s in zip(self.instrs, plans, starts):
-            tb = fplan.table(pl)
-            for cyc, rows in enumerate(tb.pe):
-                for r, bits in enumerate(rows):
-                    for b in bits:
-                        self.ctrl[s + cyc] |= 1 << (r * CTRL_BITS + fplan.PE_BITS.index(b))
-            for cyc, cmd in tb.cmp.items():
-                self.cmp[s + cyc] = CMP_CODE[cmd]
-                self.causal[s + cyc] = int(ins["causal"])
-            reads = {}
-            for cyc, rd in tb.spad.items():
-                if rd.source == "sram":
-                    data = self.spad[ins["spad_addr"] + rd.index * ins["spad_stride"]]
-                elif rd.source == "slope":
-                    data = [self.consts["slope"][rd.index]] * R
-                else:
-                    data = [self.consts[rd.source]] * R
-                assert self.idin[s + cyc + 1] is None
-                self.idin[s + cyc + 1] = (_pack(data, cfg.e_fmt.width), rd.rev_in, rd.rev_out, rd.delay)
-            for cyc, idx in tb.acc_read.items():
-                addr = ins["acc_addr"] + idx * ins["acc_stride"]
-                reads[cyc] = addr
-                self.accrd[s + cyc + 1] = None if ins["zero"] else addr
-            for cyc, cmd in tb.acc.items():
-                self.acc[s + cyc] = ACC_CODE[cmd]
-                if cmd in ("ACC_SA", "ACC"):
-                    self.accwr[s + cyc] = reads[cyc - 1]
-                if cmd in ("ACC_SA", "ACC", "SET_SCALE") and ins["zero"]:
-                    self.accrd[s + cyc] = "zero"
-        return self
 
 
 @cocotb.test()
@@ -187,7 +109,7 @@ async def array_matches_tile_model(dut):
             dut.id_valid.value = 0
             dut.id_data.value = 0
         rd = prog.accrd[t]
-        dut.acc_sram.value = 0 if rd in (None, "zero") else _pack(acc_mem[rd], AW)
+        dut.acc_sram.value = 0 if rd in (None, "zero") else pack(acc_mem[rd], AW)
         await ReadOnly()
         for (j, c, k) in sample_s.get(t, ()):
             got_s[j, c, k] = int(cmp[c].s_in.value)
@@ -196,7 +118,7 @@ async def array_matches_tile_model(dut):
         for (j, c) in sample_max.get(t, ()):
             got_max[j, c] = int(cmp[c].new_max.value)
         if prog.accwr[t] is not None:
-            acc_mem[prog.accwr[t]] = _unpack(int(dut.acc_wb.value), C, AW)
+            acc_mem[prog.accwr[t]] = unpack(int(dut.acc_wb.value), C, AW)
         if t in score_end:
             l_after.append(list(acc_mem[L_ROW]))
         if t in value_end:

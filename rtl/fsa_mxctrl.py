@@ -1,0 +1,557 @@
+"""Matrix controller: runs matrix instructions on the array from the
+execution plans of ``fsa/plan.py`` (architecture.md section 7).
+
+Two instruction slots (the reference's issue rule): an instruction starts the
+cycle after the previous one's conflict-free cycle, only when a slot is free
+(the instruction two before it has retired, ``SLOT_RETIRE`` cycles after its
+last action); blocking functions (LSE_NORM_SCALE, LSE_NORM) and
+``wait_prev_acc`` wait for both slots to be free.  The hardware is generated
+from the plans: every PE control bit is a *source* per wave kind — a
+comparator on the slot's cycle counter against the plan's merged intervals
+(:func:`fsa.plan.compact`) — followed, for ``down`` / ``up`` waves, by a shift
+register along the rows; CMP and ACC commands, spad reads, constant reads and
+acc reads are interval comparators too.  Change the plans and the controller
+follows.
+
+Ports::
+
+    in_valid / in_ready    a decoded matrix instruction (in_*) is accepted when
+                           both are high; its cycle 0 is the next cycle
+    ctrl, cmp_cmd, cmp_causal, acc_cmd          to fsa_array
+    spad_en, spad_addr                          scratchpad array-port read
+    id_valid, id_const, id_csel, id_k,          input-delayer input of the next
+    id_rev_in, id_rev_out, id_delay             cycle (aligned with the SRAM data)
+    acc_ren, acc_raddr, acc_zero                acc read (acc_zero: the data of
+                                                this read must be replaced by 0;
+                                                aligned with the data, next cycle)
+    acc_wen, acc_waddr                          acc write-back of acc_wb
+    rel_valid, rel_id, rel_value                semaphore release pulse
+    busy                                        a slot is busy
+"""
+from __future__ import annotations
+
+from myhdl import always_comb, always_seq, block, concat, intbv, Signal
+
+from fsa import plan as fplan
+from rtl.convert import comb_expr, convert_block, sig
+from rtl import fsa_acc, fsa_cmp
+from rtl.fsa_pe import CTRL_BITS
+
+MODULE = "fsa_mxctrl"
+ADDR_BITS = 20
+STRIDE_BITS = 5
+CSEL_ONE, CSEL_SCALE, CSEL_SLOPE = 0, 1, 2
+BLOCKING = tuple(i for i, f in enumerate(fplan.FUNCS) if f in ("ATTENTION_LSE_NORM_SCALE",
+                                                                  "ATTENTION_LSE_NORM"))
+
+
+def plans_for(cfg) -> list:
+    """The five plans of a config, indexed by ISA function code."""
+    div = fsa_acc.reciprocal_cycles(cfg.a_type, cfg.div_bits_per_cycle)
+    return [fplan.make_plan(f, cfg.sa_rows, cfg.sa_cols, cfg.exp2_pieces, div_latency=div)
+            for f in fplan.FUNCS]
+
+
+def _runs(cycles) -> list[tuple[int, int]]:
+    """Sorted cycles -> [start, end) runs."""
+    out: list[list[int]] = []
+    for c in sorted(set(cycles)):
+        if out and c == out[-1][1]:
+            out[-1][1] += 1
+        else:
+            out.append([c, c + 1])
+    return [(s, e) for s, e in out]
+
+
+@block
+def _member(func, t, out, table):
+    """out = any((func == f) and s <= t < e for (f, s, e) in table)."""
+    terms = []
+    for f, s, e in table:
+        if e == s + 1:
+            cond = f"fn == {f} and t == {s}"
+        elif s == 0:
+            cond = f"fn == {f} and t < {e}"
+        else:
+            cond = f"fn == {f} and t >= {s} and t < {e}"
+        terms.append(f"({cond})")
+    expr = " or ".join(terms) if terms else "False"
+    inst = comb_expr(out, expr, fn=func, t=t)   # (a keyword `func` would clash with MyHDL)
+    return inst
+
+
+@block
+def _per_func(func, out, values, width):
+    """out = values[func] (a small ROM)."""
+    V = tuple(int(v) for v in values) + (0,) * (8 - len(values))
+
+    @always_comb
+    def comb():
+        out.next = V[func]
+    return comb
+
+
+@block
+def _slot_sources(func, t, par, down, up, cmp_cmd, acc_cmd, sram_rd, const_rd, csel, acc_rd,
+                  plans):
+    """Everything one slot asks for in the current cycle."""
+    insts = []
+    # PE control bits per wave kind
+    for kind, vec in (("parallel", par), ("down", down), ("up", up)):
+        bits = []
+        for b in fplan.PE_BITS:
+            table = []
+            for f, pl in enumerate(plans):
+                for s, n in fplan.compact(pl).get((b, kind), ()):
+                    table.append((f, s, s + n))
+            if table:
+                s_b = sig(1)
+                insts.append(_member(func, t, s_b, table))
+                bits.append(s_b)
+            else:
+                bits.append(False)          # never used by any plan: constant 0
+        insts.append(_pack_bits(bits, vec))
+    # CMP and ACC commands: one membership per command
+    for names, out in ((fplan.CMP_CMDS, cmp_cmd), (fplan.ACC_CMDS, acc_cmd)):
+        members = []
+        for code, name in enumerate(names):
+            if code == 0:
+                continue
+            table = []
+            for f, pl in enumerate(plans):
+                cyc = [c for c, cmd in (pl.cmp if out is cmp_cmd else pl.acc) if cmd == name]
+                table += [(f, s, e) for s, e in _runs(cyc)]
+            if table:
+                m = sig(1)
+                insts.append(_member(func, t, m, table))
+                members.append((code, m))
+        insts.append(_encode(members, out))
+    # spad reads
+    sram_t, const_t, slope_t, scale_t = [], [], [], []
+    for f, pl in enumerate(plans):
+        sram_t += [(f, s, e) for s, e in _runs(r.cycle for r in pl.spad_reads if r.source == "sram")]
+        const_t += [(f, s, e) for s, e in _runs(r.cycle for r in pl.spad_reads if r.source != "sram")]
+        slope_t += [(f, s, e) for s, e in _runs(r.cycle for r in pl.spad_reads if r.source == "slope")]
+        scale_t += [(f, s, e) for s, e in _runs(r.cycle for r in pl.spad_reads if r.source == "scale")]
+    is_slope, is_scale = sig(1), sig(1)
+    insts += [_member(func, t, sram_rd, sram_t), _member(func, t, const_rd, const_t),
+              _member(func, t, is_slope, slope_t), _member(func, t, is_scale, scale_t)]
+    acc_t = []
+    for f, pl in enumerate(plans):
+        acc_t += [(f, s, e) for s, e in _runs(a.cycle for a in pl.acc_reads)]
+    insts.append(_member(func, t, acc_rd, acc_t))
+
+    @always_comb
+    def const_select():
+        if is_slope:
+            csel.next = CSEL_SLOPE
+        elif is_scale:
+            csel.next = CSEL_SCALE
+        else:
+            csel.next = CSEL_ONE
+    insts.append(const_select)
+    return insts
+
+
+@block
+def _pack_bits(bits, vec):
+    from myhdl import ConcatSignal
+    cat = ConcatSignal(*reversed(bits))
+
+    @always_comb
+    def comb():
+        vec.next = cat
+    return comb
+
+
+@block
+def _encode(members, out):
+    """out = code of the member that is high (they are mutually exclusive)."""
+    codes = tuple(c for c, _ in members)
+    n = len(members)
+    if n == 0:
+        @always_comb
+        def none():
+            out.next = 0
+        return none
+    from myhdl import ConcatSignal
+    hits = ConcatSignal(*reversed([m for _, m in members])) if n > 1 else members[0][1]
+    width = len(out)
+
+    if n == 1:
+        c0 = codes[0]
+
+        @always_comb
+        def one():
+            if hits:
+                out.next = c0
+            else:
+                out.next = 0
+        return one
+
+    @always_comb
+    def comb():
+        v = intbv(0)[width:]
+        for i in range(n):
+            if hits[i]:
+                v[:] = codes[i]
+        out.next = v
+    return comb
+
+
+@block
+def _chain(src, taps, R, NB, clk, rst):
+    """taps[r] = src delayed r cycles (taps[0] = src)."""
+    regs = [sig(NB) for _ in range(R - 1)]
+    insts = []
+    prev = src
+    for r in range(R - 1):
+        insts.append(_delay1(prev, regs[r], clk, rst))
+        prev = regs[r]
+    taps_all = [src] + regs
+    for r in range(R):
+        insts.append(_copy(taps_all[r], taps[r]))
+    return insts
+
+
+@block
+def _delay1(a, b, clk, rst):
+    @always_seq(clk.posedge, reset=rst)
+    def seq():
+        b.next = a
+    return seq
+
+
+@block
+def _copy(a, b):
+    @always_comb
+    def comb():
+        b.next = a
+    return comb
+
+
+@block
+def fsa_mxctrl(clk, rst,
+               in_valid, in_ready, in_func, in_spad_addr, in_spad_stride, in_rev_in, in_rev_out,
+               in_delay, in_acc_addr, in_acc_stride, in_zero, in_causal, in_wait_prev_acc,
+               in_rel_valid, in_rel_id, in_rel_value,
+               ctrl, cmp_cmd, cmp_causal, acc_cmd,
+               spad_en, spad_addr, id_valid, id_const, id_csel, id_k, id_rev_in, id_rev_out,
+               id_delay, acc_ren, acc_raddr, acc_zero, acc_wen, acc_waddr,
+               rel_valid, rel_id, rel_value, busy, cfg=None):
+    """The matrix controller; see the module docstring."""
+    R, P = cfg.sa_rows, cfg.exp2_pieces
+    NB = CTRL_BITS
+    plans = plans_for(cfg)
+    TW = max(p.retire for p in plans).bit_length() + 1
+    CF = tuple(p.conflict_free for p in plans)
+    RETIRE = tuple(p.retire for p in plans)
+    RELEASE = tuple(p.release for p in plans)
+    slope_starts = {r.cycle - r.index for p in plans for r in p.spad_reads if r.source == "slope"}
+    if len(slope_starts) > 1:
+        raise ValueError("fsa_mxctrl: all slope reads must start at the same cycle")
+    SLOPE0 = slope_starts.pop() if slope_starts else 0
+    KB = max(1, (P - 1).bit_length())
+    acc_w_code = (fplan.ACC_CMDS.index("ACC_SA"), fplan.ACC_CMDS.index("ACC"))
+    ACC_SA_CODE, ACC_CODE = acc_w_code
+    UPDATE_CODE = fplan.CMP_CMDS.index("UPDATE")
+    B0, B1 = BLOCKING
+
+    insts = []
+    # ---------------------------------------------------------------- slots
+    s_busy = [sig(1), sig(1)]
+    s_func = [sig(3), sig(3)]
+    s_t = [sig(TW), sig(TW)]
+    s_sptr = [sig(ADDR_BITS + 1), sig(ADDR_BITS + 1)]
+    s_sstr = [sig(STRIDE_BITS), sig(STRIDE_BITS)]
+    s_aptr = [sig(ADDR_BITS + 1), sig(ADDR_BITS + 1)]
+    s_astr = [sig(STRIDE_BITS), sig(STRIDE_BITS)]
+    s_flags = [sig(3), sig(3)]          # rev_in, rev_out, delay
+    s_zero = [sig(1), sig(1)]
+    s_causal = [sig(1), sig(1)]
+    s_rel = [sig(9), sig(9)]            # valid, id(5), value(3)
+    last = sig(1)                        # slot of the most recent instruction
+
+    src = []
+    for i in range(2):
+        d = dict(par=sig(NB), down=sig(NB), up=sig(NB), cmp=sig(3), acc=sig(3), sram=sig(1),
+                 const=sig(1), csel=sig(2), accrd=sig(1))
+        src.append(d)
+        insts.append(_slot_sources(s_func[i], s_t[i], d["par"], d["down"], d["up"], d["cmp"],
+                                   d["acc"], d["sram"], d["const"], d["csel"], d["accrd"], plans))
+
+    # ---------------------------------------------------------------- waves
+    par, down, up = sig(NB), sig(NB), sig(NB)
+    d_taps = [sig(NB) for _ in range(R)]
+    u_taps = [sig(NB) for _ in range(R)]
+    a0, a1 = src[0], src[1]
+    b0, b1 = s_busy
+
+    # (MyHDL cannot index dicts inside generators: use plain names)
+    pa0, pa1, dn0, dn1, up0, up1 = a0["par"], a1["par"], a0["down"], a1["down"], a0["up"], a1["up"]
+
+    @always_comb
+    def merge_waves():
+        p = intbv(0)[NB:]
+        dd = intbv(0)[NB:]
+        uu = intbv(0)[NB:]
+        if b0:
+            p[:] = p | pa0
+            dd[:] = dd | dn0
+            uu[:] = uu | up0
+        if b1:
+            p[:] = p | pa1
+            dd[:] = dd | dn1
+            uu[:] = uu | up1
+        par.next = p
+        down.next = dd
+        up.next = uu
+    insts.append(merge_waves)
+    insts.append(_chain(down, d_taps, R, NB, clk, rst))
+    insts.append(_chain(up, u_taps, R, NB, clk, rst))
+    rows = [sig(NB) for _ in range(R)]
+    for r in range(R):
+        insts.append(_or3(par, d_taps[r], u_taps[R - 1 - r], rows[r]))
+    from myhdl import ConcatSignal
+    all_rows = ConcatSignal(*reversed(rows))
+
+    @always_comb
+    def drive_ctrl():
+        ctrl.next = all_rows
+    insts.append(drive_ctrl)
+
+    # ------------------------------------------------ commands, reads, writes
+    cm0, cm1, ac0, ac1 = a0["cmp"], a1["cmp"], a0["acc"], a1["acc"]
+    sr0, sr1, cr0, cr1 = a0["sram"], a1["sram"], a0["const"], a1["const"]
+    cs0, cs1, ar0, ar1 = a0["csel"], a1["csel"], a0["accrd"], a1["accrd"]
+    t0, t1 = s_t
+    sp0, sp1 = s_sptr
+    ap0, ap1 = s_aptr
+    fl0, fl1 = s_flags
+    z0, z1 = s_zero
+    c0, c1 = s_causal
+    spad_rd = sig(1)
+    nxt_valid, nxt_const, nxt_csel, nxt_k, nxt_flags = sig(1), sig(1), sig(2), sig(KB), sig(3)
+    acc_rd, nxt_zero = sig(1), sig(1)
+    raddr_q = sig(ADDR_BITS)
+    acc_cmd_i = sig(3)
+
+    @always_comb
+    def commands():
+        cc = intbv(0)[3:]
+        ca = intbv(0)[3:]
+        if b0:
+            cc[:] = cc | cm0
+            ca[:] = ca | ac0
+        if b1:
+            cc[:] = cc | cm1
+            ca[:] = ca | ac1
+        cmp_cmd.next = cc
+        acc_cmd.next = ca
+        acc_cmd_i.next = ca
+        if b0 and cm0 == UPDATE_CODE:
+            cmp_causal.next = c0
+        elif b1 and cm1 == UPDATE_CODE:
+            cmp_causal.next = c1
+        else:
+            cmp_causal.next = False
+        # scratchpad read of this cycle (at most one slot reads)
+        spad_en.next = False
+        spad_addr.next = 0
+        nxt_valid.next = False
+        nxt_const.next = False
+        nxt_csel.next = 0
+        nxt_k.next = 0
+        nxt_flags.next = 0
+        if b0 and (sr0 or cr0):
+            nxt_valid.next = True
+            if sr0:
+                spad_en.next = True
+                spad_addr.next = sp0[ADDR_BITS:]
+                nxt_flags.next = fl0
+            else:
+                nxt_const.next = True
+                nxt_csel.next = cs0
+                nxt_k.next = (t0 - SLOPE0) % (1 << KB)
+                nxt_flags.next = 1
+        elif b1 and (sr1 or cr1):
+            nxt_valid.next = True
+            if sr1:
+                spad_en.next = True
+                spad_addr.next = sp1[ADDR_BITS:]
+                nxt_flags.next = fl1
+            else:
+                nxt_const.next = True
+                nxt_csel.next = cs1
+                nxt_k.next = (t1 - SLOPE0) % (1 << KB)
+                nxt_flags.next = 1
+        # accumulator read
+        acc_ren.next = False
+        acc_raddr.next = 0
+        nxt_zero.next = False
+        if b0 and ar0:
+            acc_ren.next = True
+            acc_raddr.next = ap0[ADDR_BITS:]
+            nxt_zero.next = z0
+        elif b1 and ar1:
+            acc_ren.next = True
+            acc_raddr.next = ap1[ADDR_BITS:]
+            nxt_zero.next = z1
+    insts.append(commands)
+
+    @always_seq(clk.posedge, reset=rst)
+    def align():
+        # what the SRAM read of this cycle delivers next cycle
+        id_valid.next = nxt_valid
+        id_const.next = nxt_const
+        id_csel.next = nxt_csel
+        id_k.next = nxt_k
+        id_rev_in.next = nxt_flags[2]
+        id_rev_out.next = nxt_flags[1]
+        id_delay.next = nxt_flags[0]
+        acc_zero.next = nxt_zero
+        raddr_q.next = acc_raddr
+    insts.append(align)
+
+    @always_comb
+    def writes():
+        acc_wen.next = acc_cmd_i == ACC_SA_CODE or acc_cmd_i == ACC_CODE
+        acc_waddr.next = raddr_q
+    insts.append(writes)
+
+    # ---------------------------------------------------------------- issue
+    take, accept = sig(1), sig(1)
+    f0, f1 = s_func
+    ret0, ret1, cf0, cf1, rls0, rls1 = (sig(TW) for _ in range(6))
+    insts += [_per_func(f0, ret0, RETIRE, TW), _per_func(f1, ret1, RETIRE, TW),
+              _per_func(f0, cf0, CF, TW), _per_func(f1, cf1, CF, TW),
+              _per_func(f0, rls0, RELEASE, TW), _per_func(f1, rls1, RELEASE, TW)]
+
+    @always_comb
+    def issue():
+        # a slot is free from the next cycle on
+        fr0 = (not b0) or (t0 + 1 >= ret0)
+        fr1 = (not b1) or (t1 + 1 >= ret1)
+        # the previous instruction has passed its conflict-free cycle
+        ok = True
+        lb = False
+        if last:
+            ok = (not b1) or (t1 >= cf1)
+            lb = b1 and (f1 == B0 or f1 == B1)
+        else:
+            ok = (not b0) or (t0 >= cf0)
+            lb = b0 and (f0 == B0 or f0 == B1)
+        blocking = in_func == B0 or in_func == B1 or in_wait_prev_acc
+        allfree = fr0 and fr1
+        bok = allfree or not (blocking or lb)
+        ready = ok and bok and (fr0 or fr1)
+        in_ready.next = ready
+        accept.next = ready and in_valid
+        # the slot to fill: the one not holding the most recent instruction
+        if fr0 and fr1:
+            take.next = not last
+        else:
+            take.next = fr1
+    insts.append(issue)
+
+    rl0, rl1 = s_rel
+    ss0, ss1 = s_sstr
+    as0, as1 = s_astr
+    bz0, bz1 = s_busy
+
+    @always_seq(clk.posedge, reset=rst)
+    def slots():
+        # slot 0
+        if accept and not take:
+            bz0.next = True
+            f0.next = in_func
+            t0.next = 0
+            sp0.next = in_spad_addr
+            ss0.next = in_spad_stride
+            ap0.next = in_acc_addr
+            as0.next = in_acc_stride
+            fl0.next = concat(in_rev_in, in_rev_out, in_delay)
+            z0.next = in_zero
+            c0.next = in_causal
+            rl0.next = concat(in_rel_valid, in_rel_id, in_rel_value)
+        elif b0:
+            t0.next = t0 + 1
+            if t0 + 1 >= ret0:
+                bz0.next = False
+            if sr0:
+                sp0.next = (sp0 + ss0.signed()) % (1 << (ADDR_BITS + 1))
+            if ar0:
+                ap0.next = (ap0 + as0.signed()) % (1 << (ADDR_BITS + 1))
+        # slot 1
+        if accept and take:
+            bz1.next = True
+            f1.next = in_func
+            t1.next = 0
+            sp1.next = in_spad_addr
+            ss1.next = in_spad_stride
+            ap1.next = in_acc_addr
+            as1.next = in_acc_stride
+            fl1.next = concat(in_rev_in, in_rev_out, in_delay)
+            z1.next = in_zero
+            c1.next = in_causal
+            rl1.next = concat(in_rel_valid, in_rel_id, in_rel_value)
+        elif b1:
+            t1.next = t1 + 1
+            if t1 + 1 >= ret1:
+                bz1.next = False
+            if sr1:
+                sp1.next = (sp1 + ss1.signed()) % (1 << (ADDR_BITS + 1))
+            if ar1:
+                ap1.next = (ap1 + as1.signed()) % (1 << (ADDR_BITS + 1))
+        if accept:
+            last.next = take
+    insts.append(slots)
+
+    @always_comb
+    def sem_release():
+        rel_valid.next = False
+        rel_id.next = 0
+        rel_value.next = 0
+        if b0 and t0 == rls0 and rl0[8]:
+            rel_valid.next = True
+            rel_id.next = rl0[8:3]
+            rel_value.next = rl0[3:]
+        elif b1 and t1 == rls1 and rl1[8]:
+            rel_valid.next = True
+            rel_id.next = rl1[8:3]
+            rel_value.next = rl1[3:]
+        busy.next = b0 or b1
+    insts.append(sem_release)
+    return insts
+
+
+@block
+def _or3(a, b, c, y):
+    @always_comb
+    def comb():
+        y.next = a | b | c
+    return comb
+
+
+def ports(cfg) -> dict:
+    from myhdl import ResetSignal
+    R = cfg.sa_rows
+    KB = max(1, (cfg.exp2_pieces - 1).bit_length())
+    return dict(
+        clk=sig(1), rst=ResetSignal(0, active=1, isasync=False),
+        in_valid=sig(1), in_ready=sig(1), in_func=sig(3), in_spad_addr=sig(ADDR_BITS),
+        in_spad_stride=sig(STRIDE_BITS), in_rev_in=sig(1), in_rev_out=sig(1), in_delay=sig(1),
+        in_acc_addr=sig(ADDR_BITS), in_acc_stride=sig(STRIDE_BITS), in_zero=sig(1),
+        in_causal=sig(1), in_wait_prev_acc=sig(1), in_rel_valid=sig(1), in_rel_id=sig(5),
+        in_rel_value=sig(3),
+        ctrl=sig(R * CTRL_BITS), cmp_cmd=sig(fsa_cmp.CMD_BITS), cmp_causal=sig(1),
+        acc_cmd=sig(fsa_acc.CMD_BITS), spad_en=sig(1), spad_addr=sig(ADDR_BITS), id_valid=sig(1),
+        id_const=sig(1), id_csel=sig(2), id_k=sig(KB), id_rev_in=sig(1), id_rev_out=sig(1),
+        id_delay=sig(1), acc_ren=sig(1), acc_raddr=sig(ADDR_BITS), acc_zero=sig(1),
+        acc_wen=sig(1), acc_waddr=sig(ADDR_BITS), rel_valid=sig(1), rel_id=sig(5),
+        rel_value=sig(3), busy=sig(1))
+
+
+def convert(outdir, cfg):
+    p = ports(cfg)
+    return convert_block(lambda: fsa_mxctrl(**p, cfg=cfg), MODULE, outdir)

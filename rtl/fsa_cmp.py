@@ -81,9 +81,14 @@ def fsa_cmp(clk, rst, cmd_in, causal_in, s_in, col, out, cmd_out, causal_out,
                            {"a": op_a, "b": op_b, "diff": diff, "mx": mx}, {"diff", "mx"}))
 
     if e_type == a_type:
+        # RNE_E(s) is the identity here except for NaN: every NaN result is
+        # the canonical NaN (numerics.md), as fsa_cvt gives when E != A
         @always_comb
         def same_fmt():
-            s_e.next = s_in
+            if (s_in & a_exp_mask) == a_exp_mask and (s_in & a_man_mask) != 0:
+                s_e.next = a_nan
+            else:
+                s_e.next = s_in
             s_e_a.next = s_e_m
         insts.append(same_fmt)
 

@@ -4,7 +4,8 @@ accumulator memory (rows of C elements of A) (architecture.md section 2).
 Organisation: ``rows`` rows of ``row_bits`` bits, interleaved over ``banks``
 banks (row ``r`` lives in bank ``r % banks`` at local index ``r // banks``;
 ``banks`` is a power of two).  Each bank is ``lanes = row_bits // lane_bits``
-separate single-port memories of ``lane_bits`` bits (lane ``l`` = row bits
+separate simple dual-port memories (one write, one read port) of
+``lane_bits`` bits (lane ``l`` = row bits
 ``[l*lane_bits +: lane_bits]``), so a narrow write touches one lane memory and
 never needs a read-modify-write.  Every bank sees at most one access per cycle
 (the array port, else the narrow port), so each lane memory is the canonical
@@ -23,11 +24,16 @@ Ports::
     a_rdata   out  row_bits  the row of the last array read; valid from the
                              cycle after the read and held until the next
                              array read (0 after reset)
+    w_en      in   1         second array write port (the accumulator reads
+    w_addr    in   AW        one row and writes another in the same cycle):
+    w_wdata   in   row_bits  write w_wdata to row w_addr; an a_we write to the
+                             same bank in the same cycle takes precedence (the
+                             controller never does both)
     n_valid   in   1         narrow port request (valid/ready)
-    n_ready   out  1         0 exactly when a_en and a_addr is in the same bank
-                             as n_addr (bank conflict: the array port wins),
-                             else 1; combinational from a_en, a_addr, n_addr
-                             (independent of n_valid)
+    n_ready   out  1         0 exactly when a_en (or w_en) addresses the same
+                             bank as n_addr (bank conflict: the array ports
+                             win), else 1; combinational from a_en, a_addr,
+                             w_en, w_addr, n_addr (independent of n_valid)
     n_we      in   1         1 write n_wdata to lane n_lane of row n_addr,
                              0 read that lane
     n_addr    in   AW        row address
@@ -143,70 +149,91 @@ def ports(rows: int, row_bits: int, lane_bits: int, banks: int = 1) -> dict:
     aw, ls = g["addr_bits"], g["lane_sel_bits"]
     return dict(clk=sig(1), rst=ResetSignal(0, active=1, isasync=False),
                 a_en=sig(1), a_we=sig(1), a_addr=sig(aw), a_wdata=sig(row_bits),
-                a_rdata=sig(row_bits),
+                a_rdata=sig(row_bits), w_en=sig(1), w_addr=sig(aw), w_wdata=sig(row_bits),
                 n_valid=sig(1), n_ready=sig(1), n_we=sig(1), n_addr=sig(aw), n_lane=sig(ls),
                 n_wdata=sig(lane_bits), n_rvalid=sig(1), n_rdata=sig(lane_bits))
 
 
 # ---------------------------------------------------------------- sub-blocks
 @block
-def _lane_mem(clk, en, we, addr, wd, q, depth, width):
-    """One lane memory of one bank: one-port SRAM, registered read.
+def _lane_mem(clk, wen, waddr, wd, ren, raddr, q, depth, width):
+    """One lane memory of one bank: simple dual-port SRAM (one write port,
+    one read port with a registered output; a read of the row written in
+    the same cycle returns the old contents).
 
-    ``q`` takes ``mem[addr]`` at the edge of a read (en and not we) and keeps
-    it otherwise (also during writes).
+    ``q`` takes ``mem[raddr]`` at the edge of a read and keeps it otherwise.
     """
     mem = [Signal(intbv(0)[width:]) for _ in range(depth)]
 
     @always(clk.posedge)
     def access():
-        if en:
-            if we:
-                mem[addr].next = wd
-            else:
-                q.next = mem[addr]
+        if wen:
+            mem[waddr].next = wd
+        if ren:
+            q.next = mem[raddr]
     return access
 
 
 @block
-def _lane_ctl(a_hit, n_hit, n_lane, a_lane, n_wdata, en, wd, lane):
-    """Enable and write data of lane memory `lane` of one bank."""
+def _lane_ctl(aw_hit, ww_hit, nw_hit, ar_hit, nr_hit, n_lane, a_lane, w_lane, n_wdata,
+              wen, wd, ren, lane):
+    """Write enable/data and read enable of lane memory `lane` of one bank."""
     @always_comb
     def ctl():
-        en.next = a_hit or (n_hit and n_lane == lane)
-        if a_hit:
+        wen.next = aw_hit or ww_hit or (nw_hit and n_lane == lane)
+        if aw_hit:
             wd.next = a_lane
+        elif ww_hit:
+            wd.next = w_lane
         else:
             wd.next = n_wdata
+        ren.next = ar_hit or (nr_hit and n_lane == lane)
     return ctl
 
 
 @block
-def _bank_ctl(a_en, a_we, a_bank, a_local, n_acc, n_we, n_bank, n_local,
-              a_hit, n_hit, addr, we, bank, kb):
-    """Which port owns bank `bank` this cycle, and its address / write enable."""
+def _bank_ctl(a_en, a_we, a_bank, a_local, w_en, w_bank, w_local, n_acc, n_we, n_bank, n_local,
+              aw_hit, ww_hit, nw_hit, ar_hit, nr_hit, waddr, raddr, bank, kb):
+    """Which port writes and which reads bank `bank` this cycle, and where."""
     if kb == 0:
         @always_comb
         def ctl():
-            a_hit.next = a_en
-            n_hit.next = n_acc
-            if a_en:
-                addr.next = a_local
-                we.next = a_we
+            aw_hit.next = a_en and a_we
+            ww_hit.next = w_en and not (a_en and a_we)
+            nw_hit.next = n_acc and n_we
+            ar_hit.next = a_en and not a_we
+            nr_hit.next = n_acc and not n_we
+            if a_en and a_we:
+                waddr.next = a_local
+            elif w_en:
+                waddr.next = w_local
             else:
-                addr.next = n_local
-                we.next = n_we
+                waddr.next = n_local
+            if a_en:
+                raddr.next = a_local
+            else:
+                raddr.next = n_local
     else:
         @always_comb
         def ctl():
-            a_hit.next = a_en and a_bank == bank
-            n_hit.next = n_acc and n_bank == bank
-            if a_en and a_bank == bank:
-                addr.next = a_local
-                we.next = a_we
+            a_h = a_en and a_bank == bank
+            w_h = w_en and w_bank == bank
+            n_h = n_acc and n_bank == bank
+            aw_hit.next = a_h and a_we
+            ww_hit.next = w_h and not (a_h and a_we)
+            nw_hit.next = n_h and n_we
+            ar_hit.next = a_h and not a_we
+            nr_hit.next = n_h and not n_we
+            if a_h and a_we:
+                waddr.next = a_local
+            elif w_h:
+                waddr.next = w_local
             else:
-                addr.next = n_local
-                we.next = n_we
+                waddr.next = n_local
+            if a_h:
+                raddr.next = a_local
+            else:
+                raddr.next = n_local
     return ctl
 
 
@@ -248,7 +275,8 @@ def _mux_tree(inputs, sel, o):
 
 # ---------------------------------------------------------------- the SRAM
 @block
-def fsa_sram(clk, rst, a_en, a_we, a_addr, a_wdata, a_rdata, n_valid, n_ready, n_we, n_addr,
+def fsa_sram(clk, rst, a_en, a_we, a_addr, a_wdata, a_rdata, w_en, w_addr, w_wdata,
+             n_valid, n_ready, n_we, n_addr,
              n_lane, n_wdata, n_rvalid, n_rdata, rows=48, row_bits=64, lane_bits=64, banks=1):
     """Banked SRAM with a full-row array port and a one-lane valid/ready
     narrow port; ports, latency and timing: the docstring of rtl/fsa_sram.py.
@@ -261,6 +289,7 @@ def fsa_sram(clk, rst, a_en, a_we, a_addr, a_wdata, a_rdata, n_valid, n_ready, n
     aw, ls, lw = g["addr_bits"], g["lane_sel_bits"], g["local_bits"]
     W = lane_bits
     for name, p, w in (("a_addr", a_addr, aw), ("n_addr", n_addr, aw), ("n_lane", n_lane, ls),
+                       ("w_addr", w_addr, aw), ("w_wdata", w_wdata, row_bits),
                        ("a_wdata", a_wdata, row_bits), ("a_rdata", a_rdata, row_bits),
                        ("n_wdata", n_wdata, W), ("n_rdata", n_rdata, W)):
         if len(p) != w:
@@ -269,11 +298,11 @@ def fsa_sram(clk, rst, a_en, a_we, a_addr, a_wdata, a_rdata, n_valid, n_ready, n
 
     # ---- address split: bank = low kb bits, local index = the rest
     if kb:
-        a_bank, n_bank = a_addr(kb, 0), n_addr(kb, 0)
-        a_local, n_local = a_addr(aw, kb), n_addr(aw, kb)
+        a_bank, n_bank, w_bank = a_addr(kb, 0), n_addr(kb, 0), w_addr(kb, 0)
+        a_local, n_local, w_local = a_addr(aw, kb), n_addr(aw, kb), w_addr(aw, kb)
     else:
-        a_bank = n_bank = None
-        a_local, n_local = a_addr, n_addr
+        a_bank = n_bank = w_bank = None
+        a_local, n_local, w_local = a_addr, n_addr, w_addr
     assert len(a_local) == lw
 
     # ---- narrow port handshake
@@ -281,26 +310,31 @@ def fsa_sram(clk, rst, a_en, a_we, a_addr, a_wdata, a_rdata, n_valid, n_ready, n
     if kb:
         @always_comb
         def handshake():
-            n_ready.next = not (a_en and a_bank == n_bank)
-            n_acc.next = n_valid and not (a_en and a_bank == n_bank)
+            busy = (a_en and a_bank == n_bank) or (w_en and w_bank == n_bank)
+            n_ready.next = not busy
+            n_acc.next = n_valid and not busy
     else:
         @always_comb
         def handshake():
-            n_ready.next = not a_en
-            n_acc.next = n_valid and not a_en
+            n_ready.next = not (a_en or w_en)
+            n_acc.next = n_valid and not (a_en or w_en)
     insts.append(handshake)
 
     # ---- banks of lane memories
     a_lanes = [a_wdata((l + 1) * W, l * W) for l in range(lanes)] if lanes > 1 else [a_wdata]
+    w_lanes = [w_wdata((l + 1) * W, l * W) for l in range(lanes)] if lanes > 1 else [w_wdata]
     q = [[sig(W) for _ in range(lanes)] for _ in range(banks)]
     for b in range(banks):
-        a_hit, n_hit, addr, we = sig(1), sig(1), sig(lw), sig(1)
-        insts.append(_bank_ctl(a_en, a_we, a_bank, a_local, n_acc, n_we, n_bank, n_local,
-                               a_hit, n_hit, addr, we, b, kb))
+        aw_hit, ww_hit, nw_hit, ar_hit, nr_hit = (sig(1) for _ in range(5))
+        waddr, raddr = sig(lw), sig(lw)
+        insts.append(_bank_ctl(a_en, a_we, a_bank, a_local, w_en, w_bank, w_local, n_acc, n_we,
+                               n_bank, n_local, aw_hit, ww_hit, nw_hit, ar_hit, nr_hit,
+                               waddr, raddr, b, kb))
         for l in range(lanes):
-            en, wd = sig(1), sig(W)
-            insts.append(_lane_ctl(a_hit, n_hit, n_lane, a_lanes[l], n_wdata, en, wd, l))
-            insts.append(_lane_mem(clk, en, we, addr, wd, q[b][l], depth, W))
+            wen, wd, ren = sig(1), sig(W), sig(1)
+            insts.append(_lane_ctl(aw_hit, ww_hit, nw_hit, ar_hit, nr_hit, n_lane, a_lanes[l],
+                                   w_lanes[l], n_wdata, wen, wd, ren, l))
+            insts.append(_lane_mem(clk, wen, waddr, wd, ren, raddr, q[b][l], depth, W))
 
     # ---- read-side registers
     a_rd_v = sig(1)                         # an array read happened last cycle

@@ -109,6 +109,15 @@ def generate(cfg, outdir: "str | Path | None" = None, *, force: bool = False,
 
     cfg = fconfig.get(cfg)
     outdir = Path(outdir) if outdir is not None else GEN / cfg.name
+    outdir.parent.mkdir(parents=True, exist_ok=True)
+    from filelock import FileLock
+
+    # several pytest workers may ask for the same config: one generates
+    with FileLock(str(outdir) + ".lock", timeout=1800):
+        return _generate(cfg, outdir, force, quiet)
+
+
+def _generate(cfg, outdir: Path, force: bool, quiet: bool) -> Path:
     digest = input_hash(cfg)
     manifest = outdir / "manifest.json"
     if not force and manifest.exists():

@@ -204,17 +204,34 @@ class ArrayDriver:
             row = self._row()
             if row not in self.model.rows_written:
                 row = rng.choice(sorted(self.model.rows_written))
+            if rng.random() < 0.3:
+                # the accumulator's pattern: read one row, write another (w port)
+                other = self._row()
+                if other != row:
+                    return ("rw", row, other, rng.getrandbits(self.g.row_bits))
             return ("r", row)
+        if rng.random() < 0.3:
+            return ("W", self._row(), rng.getrandbits(self.g.row_bits))
         return ("w", self._row(), rng.getrandbits(self.g.row_bits))
 
     def drive(self, op) -> None:
         d, g, rng = self.dut, self.g, self.rng
+        if op is not None and op[0] in ("rw", "W"):
+            d.w_en.value = 1
+            d.w_addr.value = op[-2]
+            d.w_wdata.value = op[-1]
+        else:
+            d.w_en.value = 0
+            d.w_addr.value = rng.getrandbits(g.addr_bits)
+            d.w_wdata.value = rng.getrandbits(g.row_bits)
+        if op is not None and op[0] == "W":
+            op = None
         if op is None:
             d.a_en.value = 0
             d.a_we.value = rng.getrandbits(1)
             d.a_addr.value = rng.getrandbits(g.addr_bits)
             d.a_wdata.value = rng.getrandbits(g.row_bits)
-        elif op[0] == "r":
+        elif op[0] in ("r", "rw"):
             d.a_en.value = 1
             d.a_we.value = 0
             d.a_addr.value = op[1]
@@ -281,8 +298,8 @@ class Bench:
 
     async def reset(self) -> None:
         d = self.dut
-        for h in (d.a_en, d.a_we, d.a_addr, d.a_wdata, d.n_valid, d.n_we, d.n_addr, d.n_lane,
-                  d.n_wdata):
+        for h in (d.a_en, d.a_we, d.a_addr, d.a_wdata, d.w_en, d.w_addr, d.w_wdata, d.n_valid,
+                  d.n_we, d.n_addr, d.n_lane, d.n_wdata):
             h.value = 0
         d.rst.value = 1
         for _ in range(3):
@@ -329,7 +346,11 @@ class Bench:
         # --- handshake: n_ready low exactly on a bank conflict
         a_addr = int(d.a_addr.value)
         n_addr = int(d.n_addr.value)
-        exp_ready = not (a_op is not None and g.bank(a_addr) == g.bank(n_addr))
+        w_on = a_op is not None and a_op[0] in ("rw", "W")
+        a_on = a_op is not None and a_op[0] != "W"
+        w_addr = int(d.w_addr.value)
+        exp_ready = not ((a_on and g.bank(a_addr) == g.bank(n_addr))
+                         or (w_on and g.bank(w_addr) == g.bank(n_addr)))
         if not ready.is_resolvable or bool(int(ready)) != exp_ready:
             self.error(f"n_ready = {ready}, expected {int(exp_ready)} (a_en={int(a_op is not None)}"
                        f" a_addr={a_addr} n_addr={n_addr} banks={g.banks})")
@@ -345,7 +366,7 @@ class Bench:
             if not req.we:
                 self.exp_n = self.model.lane(req.addr, req.lane)
                 st["n_reads"] += 1
-        if a_op is not None and a_op[0] == "r":
+        if a_op is not None and a_op[0] in ("r", "rw"):
             self.exp_a = self.model.row(a_op[1])
             st["a_reads"] += 1
         if acc:
@@ -355,9 +376,13 @@ class Bench:
             self.touch(req.addr)
             self.narrow.accepted()
         if a_op is not None:
-            if a_op[0] == "w":
+            if a_op[0] in ("w", "W"):
                 self.model.write_row(a_op[1], a_op[2])
                 st["a_writes"] += 1
+            if a_op[0] == "rw":
+                self.model.write_row(a_op[2], a_op[3])
+                st["w_writes"] = st.get("w_writes", 0) + 1
+                self.touch(a_op[2])
             self.touch(a_op[1])
 
     def finish(self) -> None:

@@ -1,0 +1,613 @@
+"""Unit benches of the PE, CMP and ACC (docs/array.md) against the per-cycle
+reference models of ``tb/unit_models.py``, on ``$SIM`` (verilator or icarus).
+
+For each unit and configuration, a random per-cycle input sequence is
+generated here (see :func:`pe_sequence`, :func:`cmp_sequence`,
+:func:`acc_sequence`), run through the model, and written with the
+expected outputs to an .npz; ``tb/tb_units.py`` drives the unit's converted
+Verilog (the unit itself is the toplevel, compiled with the FP modules it
+instantiates from ``gen/<config>/``) and compares every output and state
+register with the model in every cycle, bit for bit.
+
+The sequences mix realistic runs (the control words and command orders of
+the execution plans) with random legal ones, and draw values from a class
+mixture that includes the special values (NaN with random payloads, +-inf,
+subnormals, +-0, extremes, rounding midpoints):
+
+* PE: every control word the plans use (``fsa.plan.table`` of every matrix
+  function) and random legal words (no register written twice); exp2
+  chains (x loaded by ``load_reg_ui`` with junk upper bits, by
+  ``load_reg_li``, or through the plan's ``reg*1 - m`` / ``reg*scale``
+  steps, then ``P`` cycles with slope and encoded intercept ``k = 0..P-1``
+  in order, sometimes on ``d_in``, with ``mac``, out of order or with other
+  slopes, then the row-sum ``mac``); idle cycles (everything held).
+* CMP: score blocks (a run of UPDATEs, usually R long, causal on or off,
+  varying ``col``; then PROP_MAX, PROP_MAX_DIFF, P x PROP_EXP2_INTERCEPTS,
+  PROP_ZERO), intercept runs longer than P (wrap), RESET, random commands.
+  Scores include E rounding midpoints, E overflow / underflow, ties for the
+  running max (+0 / -0, repeats).
+* ACC: the score tail (EXP_S1, EXP_S2, ACC_SA), value accumulation (ACC_SA
+  runs), normalisation (SET_SCALE, a full RECIPROCAL window of
+  ``fsa_acc.reciprocal_cycles`` cycles, ACC run), lone RECIPROCAL windows
+  and EXP_S2 chains on arbitrary scales, random commands.
+* every unit: a few synchronous reset pulses in mid-sequence.
+
+Cycles per case: :data:`CYCLES` (PE 8000, CMP and ACC 6000).  The Verilog
+comes from ``rtl.generate.generate(cfg)`` written to ``sims/gen/units/<config>``
+(the same files as ``gen/<config>/``; a folder of our own because
+``generate`` has no lock), and only the unit's module and the modules it
+instantiates are compiled.  Configurations: :data:`CONFIGS`.
+"""
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fsa import config as fconfig
+from fsa import numerics as nm
+from fsa import plan as fplan
+from fsa.formats import FPFormat, get_format
+from tb import simrun
+from tb.unit_models import (ACC_CMDS, CMP_CMDS, PE_BITS, ACCModel, CMPModel, PEModel,
+                            encoded_intercepts, pe_legal)
+
+CONFIGS = ["FSA4X4Fp16Config", "FSA4X4Bf16Config", "FSA4X4Fp32Config", "FSA4X4Fp16OnlyConfig"]
+UNITS = ["pe", "cmp", "acc"]
+#: cycles per case (each case also has the reset sample)
+CYCLES = {"pe": 8000, "cmp": 6000, "acc": 6000}
+#: reset pulses in mid-sequence, per case
+RESETS = 3
+
+CMP = {n: i for i, n in enumerate(CMP_CMDS)}
+ACC = {n: i for i, n in enumerate(ACC_CMDS)}
+BIT = {n: 1 << i for i, n in enumerate(PE_BITS)}
+
+
+def _seed() -> int:
+    return int(os.environ.get("SEED", "1"))
+
+
+def ctrl_word(bits) -> int:
+    if isinstance(bits, str):
+        bits = bits.split()
+    w = 0
+    for b in bits:
+        w |= BIT[b]
+    return w
+
+
+def ctrl_label(w: int) -> str:
+    return "+".join(n for n in PE_BITS if w & BIT[n]) or "idle"
+
+
+# --------------------------------------------------------------------------
+# values
+# --------------------------------------------------------------------------
+def _pack(sign: int, field: int, man: int, f: FPFormat) -> int:
+    return (sign << (f.width - 1)) | (field << f.man_bits) | man
+
+
+class Values:
+    """Random values of one format, drawn by class."""
+
+    CLASSES = ("normal", "uniform", "subnormal", "zero", "inf", "nan", "extreme", "pool")
+    PROBS = (0.46, 0.14, 0.08, 0.07, 0.06, 0.06, 0.07, 0.06)
+
+    def __init__(self, rng: np.random.Generator, fmt: str):
+        self.rng, self.f = rng, get_format(fmt)
+        self.fmt = fmt
+        f = self.f
+        m = (1 << f.man_bits) - 1
+        self.extremes = [_pack(0, f.exp_max - 1, m, f), _pack(0, 1, 0, f), _pack(0, 0, 1, f),
+                         _pack(0, 0, m, f), f.one, _pack(0, f.bias - 1, m, f),
+                         _pack(0, f.bias, 1, f)]
+        self.pool = [int(self.normal()) for _ in range(6)] + [0, f.sign_mask]
+
+    def normal(self, spread: int = 10) -> int:
+        f, r = self.f, self.rng
+        fld = int(np.clip(f.bias + r.integers(-spread, spread + 1), 1, f.exp_max - 1))
+        return _pack(int(r.integers(0, 2)), fld, int(r.integers(0, 1 << f.man_bits)), f)
+
+    def get(self) -> int:
+        f, r = self.f, self.rng
+        c = self.CLASSES[int(r.choice(len(self.CLASSES), p=self.PROBS))]
+        s = int(r.integers(0, 2))
+        if c == "normal":
+            return self.normal()
+        if c == "uniform":
+            return int(r.integers(0, 1 << f.width))
+        if c == "subnormal":
+            return _pack(s, 0, int(r.integers(1, 1 << f.man_bits)), f)
+        if c == "zero":
+            return _pack(s, 0, 0, f)
+        if c == "inf":
+            return _pack(s, f.exp_max, 0, f)
+        if c == "nan":
+            man = int(r.integers(1, 1 << f.man_bits)) if r.random() < 0.6 else 1 << (f.man_bits - 1)
+            return _pack(s, f.exp_max, man, f)
+        if c == "extreme":
+            return int(self.extremes[int(r.integers(len(self.extremes)))]) | (s << (f.width - 1))
+        return int(self.pool[int(r.integers(len(self.pool)))])
+
+    def real(self, x: float) -> int:
+        return int(nm.from_float64(x, self.f))
+
+
+def score_value(rng: np.random.Generator, va: Values, ve: Values) -> int:
+    """A score (format A) for the CMP: mostly moderate reals, E rounding
+    midpoints and their neighbours, E overflow and underflow, specials."""
+    fa, fe = va.f, ve.f
+    u = rng.random()
+    if u < 0.35:
+        return va.real(rng.standard_normal() * (4.0 if rng.random() < 0.8 else 300.0))
+    if u < 0.55 and fa.man_bits > fe.man_bits:
+        # a midpoint between two E neighbours (exact in A), or one A ulp off it
+        eb = ve.normal(spread=12) if rng.random() < 0.8 else _pack(
+            int(rng.integers(0, 2)), 0, int(rng.integers(0, (1 << fe.man_bits) - 1)), fe)
+        lo = float(nm.to_float64(eb, fe))
+        hi = float(nm.to_float64(eb + 1, fe))
+        mid = va.real((lo + hi) / 2)
+        off = int(rng.integers(-1, 2))
+        return (mid + off) & ((1 << fa.width) - 1) if mid & ~fa.sign_mask else mid
+    if u < 0.62 and fa.width > fe.width:
+        # beyond the E range (overflow to inf) or below it (underflow)
+        emax = float(nm.to_float64(_pack(0, fe.exp_max - 1, (1 << fe.man_bits) - 1, fe), fe))
+        etiny = float(nm.to_float64(_pack(0, 0, 1, fe), fe))
+        x = rng.choice([emax * (1 + 2.0 ** -(fe.man_bits + 1)), emax * 1.001, emax * 4,
+                        etiny / 2, etiny * 0.75, etiny / 3])
+        return va.real(float(x) * (1 if rng.random() < 0.5 else -1))
+    v = va.get()
+    while rng.random() < 0.7 and (v & fa.pos_inf) == fa.pos_inf and v & ((1 << fa.man_bits) - 1):
+        v = va.get()        # fewer NaN scores: a NaN sticks in the running max until RESET
+    return v
+
+
+# --------------------------------------------------------------------------
+# sequences
+# --------------------------------------------------------------------------
+class Seq:
+    """Per-cycle input columns and a label per cycle."""
+
+    def __init__(self, names: tuple[str, ...]):
+        self.names = names
+        self.cols: dict[str, list[int]] = {k: [] for k in names}
+        self.labels: list[str] = []
+
+    def add(self, label: str, **kw: int) -> None:
+        for k in self.names:
+            self.cols[k].append(int(kw.get(k, 0)))
+        self.labels.append(label)
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+
+def _reset_slots(rng: np.random.Generator, n: int) -> set[int]:
+    return {int(x) for x in rng.integers(n // 10, n, RESETS)}
+
+
+def plan_ctrl_words(cfg) -> list[int]:
+    """Every PE control word of every plan (fsa.plan.table), idle included."""
+    R, C, P = cfg.sa_rows, cfg.sa_cols, cfg.exp2_pieces
+    words = {0}
+    for func in fplan.FUNCS:
+        tb = fplan.table(fplan.make_plan(func, R, C, P))
+        for row in tb.pe:
+            for bits in row:
+                words.add(ctrl_word(bits))
+    return sorted(words)
+
+
+def pe_sequence(cfg, n: int, seed: int) -> Seq:
+    """PE inputs: plan control words, random legal words, exp2 chains."""
+    rng = np.random.default_rng(seed)
+    e, a, P = cfg.e_type, cfg.a_type, cfg.exp2_pieces
+    fe, fa = get_format(e), get_format(a)
+    ve, va = Values(rng, e), Values(rng, a)
+    plan_words = plan_ctrl_words(cfg)
+    legal = [w for w in range(1 << len(PE_BITS)) if pe_legal(w)]
+    slopes = [int(x) for x in nm.pwl_constants(P, e, a)[0]]
+    icpts = list(encoded_intercepts(e, a, P))
+    one_e = fe.one
+    scale_e = cfg.attention_scale_bits(e)
+    seq = Seq(("rst", "ctrl", "l_in", "u_in", "d_in"))
+    resets = _reset_slots(rng, n)
+
+    def rand_in() -> dict:
+        return dict(l_in=ve.get(), u_in=va.get(), d_in=va.get())
+
+    def add(w: int, label: str = "", **kw: int) -> None:
+        if len(seq) in resets:
+            seq.add("RESET-PULSE", rst=1, ctrl=int(rng.choice(legal)), **rand_in())
+        d = rand_in()
+        d.update(kw)
+        seq.add(label or ctrl_label(w), ctrl=w, **d)
+
+    def exp2_x() -> int:
+        u = rng.random()
+        if u < 0.55:
+            return ve.real(-rng.random() * (4.0 if rng.random() < 0.7 else 40.0))
+        if u < 0.7:   # piece boundaries and integers
+            return ve.real(-(int(rng.integers(0, 4 * P)) / P))
+        if u < 0.8:   # tiny and huge negatives
+            return ve.real(-float(rng.choice([1e-3, 1e-6, 3e-8, 1e3, 3e4, 1e30])))
+        return ve.get()
+
+    while len(seq) < n:
+        kind = rng.choice(["plan", "random", "exp2", "idle"], p=[0.35, 0.25, 0.3, 0.1])
+        if kind == "plan":
+            for _ in range(int(rng.integers(1, 5))):
+                add(int(rng.choice(plan_words)))
+        elif kind == "random":
+            for _ in range(int(rng.integers(1, 5))):
+                add(int(rng.choice(legal)))
+        elif kind == "idle":
+            for _ in range(int(rng.integers(1, 4))):
+                add(0)
+        else:
+            x = exp2_x()
+            how = rng.choice(["ui", "li", "plan"], p=[0.4, 0.2, 0.4])
+            if how == "ui":
+                junk = int(rng.integers(0, 1 << (fa.width - fe.width))) if fa.width > fe.width else 0
+                add(ctrl_word("load_reg_ui"), u_in=(junk << fe.width) | x)
+            elif how == "li":
+                add(ctrl_word("load_reg_li"), l_in=x)
+            else:
+                # plan: reg <- S; reg <- reg*1 - m; reg <- reg*scale + 0
+                add(ctrl_word("load_reg_ui"), u_in=x)
+                m = score_value(rng, va, ve) if rng.random() < 0.3 else va.real(
+                    abs(rng.standard_normal()) * 4)
+                add(ctrl_word("update_reg acc_ui flow_ud flow_lr"), l_in=one_e,
+                    u_in=m ^ fa.sign_mask)
+                add(ctrl_word("flow_ud update_reg flow_lr"), l_in=scale_e,
+                    d_in=0 if rng.random() < 0.8 else va.get())
+            variant = rng.choice(["plan", "d_in", "mac", "shuffled", "slopes"],
+                                 p=[0.6, 0.1, 0.1, 0.1, 0.1])
+            ks = list(range(P))
+            if variant == "shuffled":
+                ks = [int(k) for k in rng.permutation(P)]
+            for k in ks:
+                sl = slopes[k] if variant != "slopes" else ve.get()
+                if variant == "d_in":
+                    add(ctrl_word("flow_lr exp2"), l_in=sl, d_in=icpts[k])
+                elif variant == "mac":
+                    add(ctrl_word("mac acc_ui exp2"), l_in=sl, u_in=icpts[k])
+                else:
+                    add(ctrl_word("flow_ud flow_lr acc_ui exp2"), l_in=sl, u_in=icpts[k])
+            add(ctrl_word("mac acc_ui flow_lr"), l_in=one_e,
+                u_in=va.real(abs(rng.standard_normal()) * 3) if rng.random() < 0.8 else va.get())
+    return seq
+
+
+def cmp_sequence(cfg, n: int, seed: int) -> Seq:
+    """CMP inputs: score blocks, intercept runs, RESET, random commands."""
+    rng = np.random.default_rng(seed + 1)
+    e, a, P, R = cfg.e_type, cfg.a_type, cfg.exp2_pieces, cfg.sa_rows
+    ve, va = Values(rng, e), Values(rng, a)
+    seq = Seq(("rst", "cmd", "causal", "s_in", "col"))
+    resets = _reset_slots(rng, n)
+    state = {"col": 2}
+
+    def add(cmd: int, causal: "int | None" = None, s_in: "int | None" = None) -> None:
+        if len(seq) in resets:
+            seq.add("RESET-PULSE", rst=1, cmd=int(rng.integers(0, 7)), causal=1,
+                    s_in=va.get(), col=state["col"])
+        seq.add(CMP_CMDS[cmd], cmd=cmd,
+                causal=int(rng.integers(0, 2)) if causal is None else causal,
+                s_in=va.get() if s_in is None else s_in, col=state["col"])
+
+    while len(seq) < n:
+        kind = rng.choice(["block", "reset", "random", "icpt"], p=[0.55, 0.1, 0.25, 0.1])
+        if kind == "block":
+            state["col"] = int(rng.choice([2, 2, 2, 0, 1, 3, R - 1, 5, 255]))
+            if rng.random() < 0.3:      # LSE_NORM's RESET before the next row block
+                add(CMP["RESET"])
+            causal = int(rng.random() < 0.4)
+            nu = R if rng.random() < 0.7 else int(rng.integers(1, 2 * R + 4))
+            pool = [score_value(rng, va, ve) for _ in range(3)]
+            for _ in range(nu):
+                s = pool[int(rng.integers(3))] if rng.random() < 0.15 else score_value(rng, va, ve)
+                add(CMP["UPDATE"], causal, s)
+            tail = ([CMP["PROP_MAX"], CMP["PROP_MAX_DIFF"]] + [CMP["PROP_EXP2_INTERCEPTS"]] * P
+                    + [CMP["PROP_ZERO"]])
+            if rng.random() < 0.2:
+                tail = tail[:int(rng.integers(0, len(tail)))]
+            for c in tail:
+                add(c)
+            for _ in range(int(rng.integers(0, 4))):
+                add(CMP["NOP"])
+        elif kind == "reset":
+            add(CMP["RESET"])
+        elif kind == "icpt":
+            for _ in range(int(rng.integers(1, 2 * P + 3))):
+                add(CMP["PROP_EXP2_INTERCEPTS"])
+        else:
+            state["col"] = int(rng.integers(0, 8))
+            for _ in range(int(rng.integers(1, 9))):
+                add(int(rng.integers(0, 7)), s_in=score_value(rng, va, ve))
+    return seq
+
+
+def acc_sequence(cfg, n: int, seed: int) -> Seq:
+    """ACC inputs: score tails, value runs, normalisation with full
+    RECIPROCAL windows, EXP_S2 chains, random commands."""
+    rng = np.random.default_rng(seed + 2)
+    a, P, R = cfg.a_type, cfg.exp2_pieces, cfg.sa_rows
+    va = Values(rng, a)
+    from rtl import fsa_acc
+    window = fsa_acc.reciprocal_cycles(a, cfg.div_bits_per_cycle)
+    seq = Seq(("rst", "cmd", "sa", "sram"))
+    resets = _reset_slots(rng, n)
+
+    def add(cmd: int, sa: "int | None" = None, sram: "int | None" = None,
+            pulse_ok: bool = True) -> None:
+        if pulse_ok and len(seq) in resets:
+            seq.add("RESET-PULSE", rst=1, cmd=int(rng.integers(0, 7)), sa=va.get(), sram=va.get())
+        seq.add(ACC_CMDS[cmd], cmd=cmd, sa=va.get() if sa is None else sa,
+                sram=va.get() if sram is None else sram)
+
+    def max_diff() -> int:
+        u = rng.random()
+        if u < 0.7:
+            return va.real(-abs(rng.standard_normal()) * (3.0 if rng.random() < 0.8 else 60.0))
+        if u < 0.8:
+            return int(rng.choice([0, va.f.sign_mask]))
+        return va.get()
+
+    def positive() -> int:
+        return va.real(abs(rng.standard_normal()) * 10 + 1e-3) if rng.random() < 0.75 else va.get()
+
+    def recip_window() -> None:
+        # the pulse slot may fall inside the window: skip it there (a reset
+        # mid-window is out of the plan's contract)
+        for _ in range(window):
+            add(ACC["RECIPROCAL"], pulse_ok=False)
+        add(int(rng.choice([ACC["NOP"], ACC["ACC"], ACC["SET_SCALE"], ACC["EXP_S1"]])))
+
+    while len(seq) < n:
+        kind = rng.choice(["tail", "value", "norm", "recip", "exp2", "random"],
+                          p=[0.25, 0.15, 0.15, 0.1, 0.1, 0.25])
+        if kind == "tail":
+            add(ACC["EXP_S1"], sa=max_diff())
+            add(ACC["EXP_S2"])
+            for _ in range(P - 1 if rng.random() < 0.7 else int(rng.integers(0, 3))):
+                add(ACC["NOP"])
+            add(ACC["ACC_SA"], sa=positive(), sram=positive())
+        elif kind == "value":
+            for _ in range(R):
+                add(ACC["ACC_SA"])
+        elif kind == "norm":
+            add(ACC["SET_SCALE"], sram=positive())
+            recip_window()
+            for _ in range(R):
+                add(ACC["ACC"])
+        elif kind == "recip":
+            recip_window()
+        elif kind == "exp2":
+            add(int(rng.choice([ACC["SET_SCALE"], ACC["EXP_S1"]])), sa=max_diff(), sram=va.get())
+            for _ in range(int(rng.integers(1, 4))):
+                add(ACC["EXP_S2"])
+        else:
+            for _ in range(int(rng.integers(1, 9))):
+                add(int(rng.integers(0, 6)))
+    return seq
+
+
+# --------------------------------------------------------------------------
+# model run and case file
+# --------------------------------------------------------------------------
+UNIT_SPEC = {
+    # unit: (regs, combs)
+    "pe": (("r_out", "d_out", "u_out", "ctrl_out", "sreg"), ()),
+    "cmp": (("out", "cmd_out", "causal_out", "new_max", "old_max"), ()),
+    "acc": (("scale",), ("wb",)),
+}
+
+
+#: model input name -> the unit's port name, where they differ
+PORT_NAMES = {"pe": {"ctrl": "ctrl_in"}, "cmp": {"cmd": "cmd_in", "causal": "causal_in"},
+              "acc": {}}
+
+
+def make_model(unit: str, cfg):
+    e, a, P = cfg.e_type, cfg.a_type, cfg.exp2_pieces
+    if unit == "pe":
+        return PEModel(e, a, P)
+    if unit == "cmp":
+        return CMPModel(e, a, P, col=2)
+    return ACCModel(a, P, cfg.sa_rows, cfg.div_bits_per_cycle)
+
+
+def make_case(unit: str, cfg, n: int, seed: int) -> dict:
+    """The sequence, the model's outputs, widths and labels, as npz arrays."""
+    gen = {"pe": pe_sequence, "cmp": cmp_sequence, "acc": acc_sequence}[unit]
+    seq = gen(cfg, n, seed)
+    regs, combs = UNIT_SPEC[unit]
+    model = make_model(unit, cfg)
+    rst_state = model.reset()
+    exp = {k: [] for k in regs + combs}
+    valid = {k: [] for k in combs}
+    names = seq.names
+    for t in range(len(seq)):
+        inp = {k: seq.cols[k][t] for k in names}
+        out = model.reset() if inp["rst"] else model.step(inp)
+        for k in regs:
+            exp[k].append(out[k])
+        for k in combs:
+            v = out.get(k)
+            exp[k].append(0 if v is None else v)
+            valid[k].append(v is not None)
+    fe, fa = cfg.e_fmt, cfg.a_fmt
+    width = {"rst": 1, "ctrl": 9, "ctrl_out": 9, "l_in": fe.width, "r_out": fe.width,
+             "sreg": fe.width, "u_in": fa.width, "d_in": fa.width, "d_out": fa.width,
+             "u_out": fa.width, "cmd": 3, "cmd_out": 3, "causal": 1, "causal_out": 1,
+             "s_in": fa.width, "col": 8, "out": fa.width, "new_max": fa.width,
+             "old_max": fa.width, "sa": fa.width, "sram": fa.width, "wb": fa.width,
+             "scale": fa.width}
+    port = {k: PORT_NAMES[unit].get(k, k) for k in names}
+    case = dict(unit=unit, inputs=np.array([port[k] for k in names]), regs=np.array(regs),
+                combs=np.array(combs, dtype="<U16"), labels=np.array(seq.labels))
+    for k in names:
+        case[f"in_{port[k]}"] = np.array(seq.cols[k], np.int64)
+        case[f"w_{port[k]}"] = np.int64(width[k])
+    for k in regs:
+        case[f"exp_{k}"] = np.array(exp[k], np.int64)
+        case[f"rst_{k}"] = np.int64(rst_state[k])
+    for k in combs:
+        case[f"exp_{k}"] = np.array(exp[k], np.int64)
+        case[f"valid_{k}"] = np.array(valid[k], bool)
+    for k in set(regs) | set(combs):
+        case[f"w_{k}"] = np.int64(width[k])
+    return case
+
+
+#: where the benches generate each config (rtl.generate.generate, the same
+#: files as gen/<config>/, in a folder of their own: generate() has no lock,
+#: so two processes regenerating gen/<config>/ at once collide)
+GEN_UNITS = simrun.SIMS / "gen" / "units"
+
+
+def _generated(cfg) -> Path:
+    """The generated Verilog of `cfg` (regenerated only when the RTL changed)."""
+    from filelock import FileLock
+
+    from rtl.generate import generate
+    GEN_UNITS.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(GEN_UNITS / f"{cfg.name}.lock"), timeout=600):
+        return generate(cfg, GEN_UNITS / cfg.name, quiet=True)
+
+
+def unit_sources(cfg, top: str) -> list[Path]:
+    """The Verilog files of `top` and of the modules it instantiates."""
+    from rtl.generate import verilog_files
+    files = {p.stem: p for p in verilog_files(_generated(cfg))}
+    need, todo = [], [top]
+    while todo:
+        mod = todo.pop()
+        if mod in need:
+            continue
+        need.append(mod)
+        text = files[mod].read_text()
+        for m in re.finditer(r"^\s*(\w+)\s+u_\w+\s*\(", text, re.M):
+            if m.group(1) in files:
+                todo.append(m.group(1))
+    return [files[m] for m in reversed(need)]
+
+
+# --------------------------------------------------------------------------
+# tests
+# --------------------------------------------------------------------------
+@pytest.mark.sim
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("unit", UNITS)
+def test_unit_bit_exact(unit, config, tmp_path):
+    cfg = fconfig.get(config)
+    t0 = time.monotonic()
+    case = make_case(unit, cfg, CYCLES[unit], _seed())
+    path = tmp_path / f"{unit}-{config}.npz"
+    np.savez(path, **case)
+    t1 = time.monotonic()
+    simrun.run(f"fsa_{unit}", unit_sources(cfg, f"fsa_{unit}"), "tb_units",
+               testcase=f"{unit}_sequence", extra_env={"FSA_UNIT_CASE": str(path)},
+               timeout_s=600)
+    print(f"{unit} {config}: {len(case['labels'])} cycles, model {t1 - t0:.1f} s, "
+          f"simulation {time.monotonic() - t1:.1f} s")
+
+
+# ---- quick checks of the sequences and models (no simulator)
+@pytest.mark.parametrize("config", CONFIGS)
+def test_sequences_cover_everything(config):
+    """Every command / control word the plans use appears, with the
+    realistic orders, in the generated sequences."""
+    cfg = fconfig.get(config)
+    P, R = cfg.exp2_pieces, cfg.sa_rows
+    pe = pe_sequence(cfg, CYCLES["pe"], 1)
+    words = set(pe.cols["ctrl"])
+    assert set(plan_ctrl_words(cfg)) <= words
+    assert all(pe_legal(w) for w in words)
+    for b in PE_BITS:
+        assert any(w & BIT[b] for w in words), b
+    # an exp2 chain in plan order
+    w2 = ctrl_word("flow_ud flow_lr acc_ui exp2")
+    c = pe.cols["ctrl"]
+    assert any(c[t:t + P] == [w2] * P for t in range(len(c) - P))
+    cm = cmp_sequence(cfg, CYCLES["cmp"], 1)
+    cmds = cm.cols["cmd"]
+    assert set(cmds) == set(range(len(CMP_CMDS)))
+    block = [CMP["UPDATE"]] * R + [CMP["PROP_MAX"], CMP["PROP_MAX_DIFF"]] + \
+        [CMP["PROP_EXP2_INTERCEPTS"]] * P + [CMP["PROP_ZERO"]]
+    starts = [t for t in range(len(cmds) - len(block)) if cmds[t:t + len(block)] == block]
+    assert any(cm.cols["causal"][t] for t in starts) and any(not cm.cols["causal"][t] for t in starts)
+    ac = acc_sequence(cfg, CYCLES["acc"], 1)
+    from rtl import fsa_acc
+    win = fsa_acc.reciprocal_cycles(cfg.a_type, cfg.div_bits_per_cycle)
+    a = ac.cols["cmd"]
+    assert set(a) == set(range(len(ACC_CMDS)))
+    assert any(a[t:t + win + 2] == [ACC["SET_SCALE"]] + [ACC["RECIPROCAL"]] * win + [a[t + win + 1]]
+               for t in range(len(a) - win - 2))
+    for s in (pe, cm, ac):
+        assert sum(s.cols["rst"]) >= 1
+
+
+def test_model_pe_basics():
+    m = PEModel("fp16", "fp32", 8)
+    one16, two16, one32 = 0x3C00, 0x4000, 0x3F800000
+    m.step(dict(ctrl=ctrl_word("load_reg_li"), l_in=two16))
+    assert m.reg == two16 and m.r_out == 0
+    o = m.step(dict(ctrl=ctrl_word("mac acc_ui"), l_in=one16, u_in=one32, d_in=0x12345678))
+    assert o["d_out"] == 0x40400000 and o["u_out"] == 0 and o["sreg"] == two16     # 2*1 + 1
+    o = m.step(dict(ctrl=ctrl_word("mac"), l_in=one16, u_in=0x12345678, d_in=one32))
+    assert o["u_out"] == 0x40400000 and o["d_out"] == 0x40400000
+    o = m.step(dict(ctrl=ctrl_word("load_reg_ui"), u_in=0xABCD3C00))
+    assert o["sreg"] == one16
+    o = m.step(dict(ctrl=0, l_in=1, u_in=2, d_in=3))
+    assert o == dict(r_out=0, d_out=0x40400000, u_out=0x40400000, ctrl_out=0, sreg=one16)
+    with pytest.raises(ValueError):
+        m.step(dict(ctrl=ctrl_word("mac acc_ui flow_ud")))
+    # exp2: x = -0.5 -> piece 4 of 8; only cycle k = 4 writes reg
+    m.reset()
+    m.step(dict(ctrl=ctrl_word("load_reg_li"), l_in=0xB800))
+    slopes = [int(s) for s in nm.pwl_constants(8, "fp16", "fp32")[0]]
+    icpts = encoded_intercepts("fp16", "fp32", 8)
+    regs = [m.step(dict(ctrl=ctrl_word("flow_ud flow_lr acc_ui exp2"), l_in=slopes[k],
+                        u_in=icpts[k]))["sreg"] for k in range(8)]
+    assert regs[:4] == [0xB800] * 4
+    assert regs[4] == int(nm.exp2_pwl(0xB800, "fp16", 8, "fp32")) == regs[7]
+
+
+def test_model_cmp_basics():
+    m = CMPModel("fp16", "fp32", 8, col=1)
+    f32 = lambda x: int(nm.from_float64(x, "fp32"))   # noqa: E731
+    outs = [m.step(dict(cmd=CMP["UPDATE"], causal=1, s_in=f32(v)))["out"]
+            for v in (1.0, 2.0, 5.0, 7.0)]
+    assert outs == [0x3C00, 0x4000, 0xFC00, 0xFC00]          # k = 2, 3 > col = 1: masked
+    assert m.new_max == f32(2.0)
+    assert m.step(dict(cmd=CMP["PROP_MAX"]))["out"] == f32(-2.0)
+    o = m.step(dict(cmd=CMP["PROP_MAX_DIFF"]))
+    assert o["out"] == 0xFF800000 and o["old_max"] == f32(2.0)   # old_max was -inf
+    icp = encoded_intercepts("fp16", "fp32", 8)
+    got = [m.step(dict(cmd=CMP["PROP_EXP2_INTERCEPTS"]))["out"] for _ in range(10)]
+    assert got == list(icp) + list(icp[:2])
+    m.step(dict(cmd=CMP["RESET"]))
+    assert m.new_max == m.old_max == 0xFF800000
+
+
+def test_model_acc_reciprocal_window():
+    from rtl import fsa_acc
+    from rtl.fp import fsa_div
+    m = ACCModel("fp32", 8, 4, 2)
+    assert m.window == fsa_acc.reciprocal_cycles("fp32", 2) == fsa_div.latency("fp32", 2) + 2
+    four = 0x40800000
+    assert m.step(dict(cmd=ACC["SET_SCALE"], sram=four))["scale"] == four
+    scales = [m.step(dict(cmd=ACC["RECIPROCAL"]))["scale"] for _ in range(m.window)]
+    assert scales[:-1] == [four] * (m.window - 1) and scales[-1] == 0x3E800000
+    assert m.step(dict(cmd=ACC["ACC"], sram=four))["wb"] == 0x3F800000
+    m2 = ACCModel("fp32", 8, 4, 2)
+    m2.step(dict(cmd=ACC["RECIPROCAL"]))
+    with pytest.raises(ValueError):
+        m2.step(dict(cmd=ACC["NOP"]))

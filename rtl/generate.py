@@ -40,7 +40,7 @@ class Unit:
 
 def units_for(cfg) -> list[Unit]:
     """The modules a configuration needs, leaves first."""
-    from rtl import fsa_acc, fsa_array, fsa_cmp, fsa_delay, fsa_mxctrl, fsa_pe
+    from rtl import fsa_acc, fsa_array, fsa_cmp, fsa_core, fsa_delay, fsa_mxctrl, fsa_pe, fsa_sram
     from rtl.fp import fsa_cvt, fsa_div, fsa_fcmp, fsa_fma
 
     e, a, p = cfg.e_type, cfg.a_type, cfg.exp2_pieces
@@ -72,6 +72,12 @@ def units_for(cfg) -> list[Unit]:
     add_fixed("fsa_odelay", lambda d: fsa_delay.convert_odelay(d, cfg.sa_cols, a), "output delayer")
     add_fixed(fsa_array.MODULE, lambda d: fsa_array.convert(d, cfg), "systolic array")
     add_fixed(fsa_mxctrl.MODULE, lambda d: fsa_mxctrl.convert(d, cfg), "matrix controller (from fsa/plan.py)")
+    geo = fsa_core.sram_geometries(cfg)
+    add(fsa_sram, "scratchpad SRAM", rows=geo["spad"][0], row_bits=geo["spad"][1],
+        lane_bits=geo["spad"][2], banks=geo["spad"][3])
+    add(fsa_sram, "accumulator SRAM", rows=geo["acc"][0], row_bits=geo["acc"][1],
+        lane_bits=geo["acc"][2], banks=geo["acc"][3])
+    add_fixed(fsa_core.MODULE, lambda d: fsa_core.convert(d, cfg), "matrix engine (queue, decoder, semaphores)")
     return list(out.values())
 
 

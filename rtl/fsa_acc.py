@@ -62,45 +62,81 @@ def fsa_acc(clk, rst, cmd, sa, sram, wb, a_type="fp32", pieces=8, sa_rows=4,
 
     scale = sig(aw, fa.one)
     op_a, op_b, op_c = sig(aw), sig(aw), sig(aw)
-    f_a, f_e = sig(aw), sig(aw)
+    f_a, unused_f_e = sig(aw), sig(aw)
+    unused_piece, unused_match = sig(pbits), sig(1)
     piece = sig(pbits)
-    match = sig(1)
     exp2 = sig(1)
-    div_start, div_ready, div_done = sig(1), sig(1), sig(1)
+    div_start, unused_div_ready, div_done = sig(1), sig(1), sig(1)
     div_y = sig(aw)
     prev_recip = sig(1)
 
-    u_fma = submodule(fsa_fma.fsa_fma, (op_a, op_b, op_c, exp2, f_a, f_e, piece, match),
+    u_fma = submodule(fsa_fma.fsa_fma, (op_a, op_b, op_c, exp2, f_a, unused_f_e, unused_piece, unused_match),
                       dict(mul=a_type, add=a_type, pieces=pieces),
                       fsa_fma.module_name(a_type, a_type, pieces), "u_fma",
                       {"a": op_a, "b": op_b, "c": op_c, "exp2": exp2, "out_a": f_a,
-                       "out_e": f_e, "piece": piece, "match": match},
+                       "out_e": unused_f_e, "piece": unused_piece, "match": unused_match},
                       {"out_a", "out_e", "piece", "match"})
-    u_div = submodule(fsa_div.fsa_div, (clk, rst, div_start, scale, div_ready, div_done, div_y),
+    u_div = submodule(fsa_div.fsa_div, (clk, rst, div_start, scale, unused_div_ready, div_done, div_y),
                       dict(fmt=a_type, bits_per_cycle=div_bits_per_cycle),
                       fsa_div.module_name(a_type, div_bits_per_cycle), "u_div",
                       {"clk": clk, "rst": rst, "start": div_start, "x": scale,
-                       "ready": div_ready, "done": div_done, "y": div_y},
+                       "ready": unused_div_ready, "done": div_done, "y": div_y},
                       {"ready", "done", "y"})
+
+    # exp2 piece of `scale` (numerics.exp2_piece), computed here rather than
+    # taken from the FMA so that the operand muxes do not loop through it
+    mb, lp, bias = fa.man_bits, pbits, fa.bias
+    emask = fa.exp_max
+    sig_s = sig(mb + 1)
+    slope_k, icpt_k = sig(aw), sig(aw)
+
+    @always_comb
+    def scale_piece():
+        ef = scale[aw - 1:mb]
+        if ef == 0:
+            sig_s.next = scale[mb:]
+        else:
+            sig_s.next = scale[mb:] | (1 << mb)
+
+    @always_comb
+    def piece_of_scale():
+        ef = scale[aw - 1:mb]
+        e = int(ef)
+        sh = 0
+        if ef == 0:
+            e = 1
+        if scale[aw - 1] == 0 or ef == emask or e - bias >= mb:
+            piece.next = 0                  # x >= 0 (clamped), inf/NaN, or an integer
+        else:
+            sh = mb + bias - e              # fraction bits of |x| (> 0)
+            piece.next = ((sig_s << lp) >> sh) & ((1 << lp) - 1)
+
+    @always_comb
+    def piece_consts():
+        slope_k.next = slopes[piece]
+        icpt_k.next = icpts[piece]
+
+    @always_comb
+    def operand_a():
+        if cmd == CMD_EXP_S1:
+            op_a.next = sa
+        else:
+            op_a.next = scale
 
     @always_comb
     def operands():
         exp2.next = cmd == CMD_EXP_S2
         div_start.next = (cmd == CMD_RECIPROCAL) and not prev_recip
         if cmd == CMD_EXP_S1:
-            op_a.next = sa
             op_b.next = scale_a
             op_c.next = 0
         elif cmd == CMD_EXP_S2:
-            op_a.next = scale
-            op_b.next = slopes[piece]
-            op_c.next = icpts[piece]
+            op_b.next = slope_k
+            op_c.next = icpt_k
         elif cmd == CMD_ACC_SA:
-            op_a.next = scale
             op_b.next = sram
             op_c.next = sa
         else:
-            op_a.next = scale
             op_b.next = sram
             op_c.next = 0
 
@@ -118,7 +154,8 @@ def fsa_acc(clk, rst, cmd, sa, sram, wb, a_type="fp32", pieces=8, sa_rows=4,
         elif div_done:
             scale.next = div_y
 
-    return u_fma, u_div, operands, output, step
+    return (u_fma, u_div, scale_piece, piece_of_scale, piece_consts, operand_a, operands,
+            output, step)
 
 
 def ports(a_type: str = "fp32") -> dict:

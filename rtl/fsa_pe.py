@@ -60,15 +60,15 @@ def fsa_pe(clk, rst, l_in, u_in, d_in, ctrl_in, r_out, d_out, u_out, ctrl_out,
     addend = sig(aw)
     f_a, f_e = sig(aw), sig(ew)
     pbits = max(1, (pieces - 1).bit_length())
-    piece = sig(pbits)
+    unused_piece = sig(pbits)    # (the PE uses match, not the index)
     match = sig(1)
     exp2 = sig(1)
 
-    u_fma = submodule(fsa_fma.fsa_fma, (sreg, l_in, addend, exp2, f_a, f_e, piece, match),
+    u_fma = submodule(fsa_fma.fsa_fma, (sreg, l_in, addend, exp2, f_a, f_e, unused_piece, match),
                       dict(mul=e_type, add=a_type, pieces=pieces),
                       fsa_fma.module_name(e_type, a_type, pieces), "u_fma",
                       {"a": sreg, "b": l_in, "c": addend, "exp2": exp2, "out_a": f_a,
-                       "out_e": f_e, "piece": piece, "match": match},
+                       "out_e": f_e, "piece": unused_piece, "match": match},
                       {"out_a", "out_e", "piece", "match"})
 
     @always_comb

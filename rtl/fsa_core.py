@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from myhdl import ConcatSignal, ResetSignal, Signal, always, always_comb, always_seq, block, concat, intbv
 
-from fsa.errors import CODES, ERR_BITS
+from fsa.errors import CODES, DMA_CODE_BASE as DMA_BASE, ERR_BITS
 from rtl import fsa_acc, fsa_array, fsa_cmp, fsa_mxctrl, fsa_sram
 from rtl.convert import Const, convert_block, sig, submodule
 
@@ -118,6 +118,7 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, state, err_code
     dm_w0, dm_w1, dm_w2, dm_w3 = sig(32), sig(32), sig(32), sig(32)
     dm_idx = sig(IDX_BITS)
     dm_inflight = sig(1)
+    dm_fidx = sig(IDX_BITS)       # index of the DMA instruction in flight
     dm_rel = sig(9)               # release of the DMA instruction in flight
     to_mx, to_dma, is_fence, fence_go, stop_go, bad_func = (sig(1) for _ in range(6))
     mx_busy = sig(1)
@@ -292,8 +293,8 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, state, err_code
                 erri.next = mx_idx
             elif dma_err:
                 st.next = S_ERROR
-                errc.next = 4 + dma_err_code      # DMA codes follow SRAM_RANGE
-                erri.next = dm_idx
+                errc.next = DMA_BASE + dma_err_code   # fsa/errors.py: DMA codes
+                erri.next = dm_fidx
             elif stop_go:
                 st.next = S_DONE
         # dispatch a decoded instruction
@@ -324,6 +325,7 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, state, err_code
         if dm_issue:
             dm_p.next = False
             dm_inflight.next = True
+            dm_fidx.next = dm_idx
             dm_rel.next = concat(dm_w0[19], dm_w0[29:24], dm_w0[19:16])
         if dma_done:
             dm_inflight.next = False

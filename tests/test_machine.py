@@ -100,7 +100,7 @@ def test_dma_load_partial_row_and_store():
 
 @pytest.mark.parametrize("ins,code", [
     (Dma(DmaFunc.LOAD, repeat=1, sram_addr=0, mem_addr=0x10, size=8), "MEM_RANGE"),
-    (Dma(DmaFunc.LOAD, repeat=2, sram_addr=47, mem_addr=0x80000000, size=8), "SRAM_RANGE"),
+    (Dma(DmaFunc.LOAD, repeat=2, sram_addr=47, mem_addr=0x80000000, size=8), "DMA_SRAM_RANGE"),
     (Dma(DmaFunc.LOAD, repeat=1, sram_addr=0, mem_addr=0x80000004, size=8), "DMA_ALIGN"),
     (Dma(DmaFunc.LOAD, repeat=1, sram_addr=0, mem_addr=0x80000000, size=16), "DMA_SIZE"),
     (Matrix(MxFunc.ATTENTION_VALUE, spad_addr=46, spad_stride=1, rev_input=True, delay_output=True,

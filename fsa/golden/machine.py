@@ -112,11 +112,12 @@ class Machine:
         self.counters = {"matrix": 0, "dma": 0, "fence": 0}
 
     # ------------------------------------------------------------ helpers
-    def _rows(self, addr: int, stride: int, n: int, limit: int, what: str, index: int) -> list[int]:
+    def _rows(self, addr: int, stride: int, n: int, limit: int, what: str, index: int,
+              code: str = "SRAM_RANGE") -> list[int]:
         rows = [addr + i * stride for i in range(n)]
         bad = [r for r in rows if not 0 <= r < limit]
         if bad:
-            raise MachineError("SRAM_RANGE", f"{what} row {bad[0]} outside 0..{limit - 1}", index)
+            raise MachineError(code, f"{what} row {bad[0]} outside 0..{limit - 1}", index)
         return rows
 
     # ------------------------------------------------------------ matrix
@@ -185,7 +186,8 @@ class Machine:
         if ins.size % cfg.mem_align:
             raise MachineError("DMA_ALIGN", f"size {ins.size} is not a multiple of "
                                f"{cfg.mem_align} bytes", index)
-        rows = self._rows(ins.sram_addr, ins.sram_stride, ins.repeat, sram.shape[0], name, index)
+        rows = self._rows(ins.sram_addr, ins.sram_stride, ins.repeat, sram.shape[0], name, index,
+                          "DMA_SRAM_RANGE")
         for i, row in enumerate(rows):
             addr = ins.mem_addr + i * ins.mem_stride
             if addr % cfg.mem_align:

@@ -1,0 +1,222 @@
+"""Engines run a :class:`~fsa.kernel.Program` and return a :class:`Result`.
+
+:class:`Engine` does everything that does not depend on what executes the
+program: it checks the config, converts the caller's inputs (floats are
+rounded to each tensor's format, raw bits are checked), lays them out as a
+memory image, and reads the outputs back. A subclass implements only
+:meth:`Engine.execute`: take the instruction words and the memory image,
+run, and return an :class:`Execution` (a memory reader, counters, cycles).
+
+* :class:`GoldenEngine` -- the instruction-level golden model
+  (:class:`fsa.golden.machine.Machine`); no cycle count.
+* :class:`SimEngine` -- the RTL through AXI (Verilator or Icarus); its
+  ``execute`` is the one place left to write: push ``words`` into the
+  instruction queue, load the image into the AXI RAM, start, wait for done,
+  return the RAM's ``read`` and the device counters (``exec`` cycles ...).
+
+Example::
+
+    >>> import numpy as np
+    >>> from fsa import config
+    >>> from fsa.kernels import attention
+    >>> from fsa.engines import GoldenEngine
+    >>> cfg = config.get("FSA4X4Fp16Config")
+    >>> rng = np.random.default_rng(0)
+    >>> q, k, v = (rng.standard_normal((8, 4)) for _ in range(3))
+    >>> res = GoldenEngine(cfg).run(attention(cfg, 8, 8), {"Q": q, "K": k, "V": v})
+    >>> res.o.shape
+    (8, 4)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from fsa import config as fconfig
+from fsa import numerics as nx
+from fsa.config import FSAConfig
+from fsa.kernel import KernelError, Program, memory_reader
+
+__all__ = ["Result", "Execution", "Engine", "GoldenEngine", "SimEngine"]
+
+
+@dataclass
+class Execution:
+    """What :meth:`Engine.execute` returns.
+
+    Attributes:
+        read: ``read(addr, n) -> bytes`` over the memory after the run.
+        counters: device or model counters (name -> int).
+        cycles: execution cycles, or None for an untimed model.
+    """
+
+    read: Callable[[int, int], bytes]
+    counters: dict[str, int] = field(default_factory=dict)
+    cycles: int | None = None
+
+    @classmethod
+    def from_segments(cls, segments: "list[tuple[int, bytes]] | dict[int, bytes]",
+                      counters: dict[str, int] | None = None,
+                      cycles: int | None = None) -> "Execution":
+        """An Execution whose memory is (address, bytes) segments, e.g. the
+        regions dumped from a device (see Program.output_regions)."""
+        return cls(memory_reader(segments), dict(counters or {}), cycles)
+
+
+@dataclass
+class Result:
+    """The outcome of one run.
+
+    Attributes:
+        program: the program that ran.
+        outputs: name -> raw bits (numpy uint16/uint32), every output tensor
+            in stored orientation and every view of one (e.g. "Ot" and "O").
+        counters: engine counters.
+        cycles: execution cycles (None when the engine is untimed).
+    """
+
+    program: Program
+    outputs: dict[str, np.ndarray]
+    counters: dict[str, int] = field(default_factory=dict)
+    cycles: int | None = None
+
+    @property
+    def o(self) -> np.ndarray | None:
+        """The attention output O [seq_q, d] as float64 (None if the program
+        has no "O" output)."""
+        if "O" not in self.outputs:
+            return None
+        base = self.program.views["O"].base if "O" in self.program.views else "O"
+        return nx.to_float64(self.outputs["O"], self.program.tensors[base].fmt)
+
+    def as_float(self, name: str) -> np.ndarray:
+        """An output (or view) decoded to float64."""
+        base = self.program.views[name].base if name in self.program.views else name
+        return nx.to_float64(self.outputs[name], self.program.tensors[base].fmt)
+
+    @property
+    def instruction_counts(self) -> dict[str, int]:
+        """The program's instruction counts (see Program.counts)."""
+        return self.program.counts()
+
+    @property
+    def flops(self) -> int | None:
+        """Attention FLOPs, 4 * seq_q * seq_kv * d (halved when causal)."""
+        m = self.program.meta
+        if m.get("kind") != "attention":
+            return None
+        f = 4 * m["seq_q"] * m["seq_kv"] * m["d"]
+        return f // 2 if m["causal"] else f
+
+    @property
+    def utilisation(self) -> float | None:
+        """FLOPs / (cycles * 2 * R * C): the fraction of the array's peak."""
+        cfg = self.program.cfg
+        if self.cycles is None or self.flops is None or self.cycles <= 0:
+            return None
+        return self.flops / (self.cycles * 2 * cfg.sa_rows * cfg.sa_cols)
+
+    @property
+    def cycles_per_key_block(self) -> float | None:
+        """Cycles per (query block, key block) step of the kernel."""
+        n = self.program.meta.get("key_blocks")
+        if self.cycles is None or not n:
+            return None
+        return self.cycles / n
+
+    def summary(self) -> dict[str, Any]:
+        """The derived figures as a plain dict (for JSON records)."""
+        return {"program": self.program.name, "config": self.program.cfg.name,
+                "meta": {k: v for k, v in self.program.meta.items() if k != "buffers"},
+                "cycles": self.cycles, "utilisation": self.utilisation,
+                "cycles_per_key_block": self.cycles_per_key_block,
+                "counters": dict(self.counters), "instructions": self.instruction_counts}
+
+
+class Engine:
+    """Base class: prepares inputs and parses outputs around :meth:`execute`.
+
+    Args:
+        cfg: the config the engine runs (a program built for another config
+            is refused).
+    """
+
+    name = "engine"
+
+    def __init__(self, cfg: "FSAConfig | str"):
+        self.cfg = fconfig.get(cfg)
+
+    def run(self, program: Program, inputs: dict[str, Any]) -> Result:
+        """Run `program` on `inputs` (name -> float array or raw bits; views
+        such as "V" accepted).
+
+        Raises:
+            KernelError: a program for another config, missing/unknown inputs,
+                wrong shapes or bit widths (the message says what to change).
+        """
+        if not isinstance(program, Program):
+            raise TypeError(f"{self.name}.run: expected a fsa.kernel.Program, got "
+                            f"{type(program).__name__}")
+        if program.cfg != self.cfg:
+            raise KernelError(f"{self.name}.run: the program was built for {program.cfg.name} but "
+                              f"this engine runs {self.cfg.name}; rebuild it for {self.cfg.name}")
+        image = self.prepare(program, inputs)
+        ex = self.execute(program, program.words(), image)
+        return Result(program, program.read_outputs(ex.read), dict(ex.counters), ex.cycles)
+
+    def prepare(self, program: Program, inputs: dict[str, Any]) -> list[tuple[int, bytes]]:
+        """The memory image (address, bytes) segments holding the inputs."""
+        return program.memory_image(inputs)
+
+    def execute(self, program: Program, words: list[int],
+                image: list[tuple[int, bytes]]) -> Execution:
+        """Run the words against the memory image. Subclasses implement this."""
+        raise NotImplementedError
+
+
+class GoldenEngine(Engine):
+    """The instruction-level golden model (bit-exact, untimed)."""
+
+    name = "golden"
+
+    def execute(self, program: Program, words: list[int],
+                image: list[tuple[int, bytes]]) -> Execution:
+        from fsa.golden.machine import Machine
+
+        m = Machine(self.cfg)
+        for addr, b in image:
+            m.mem.write(addr, b)
+        counters = m.run(list(program.instructions))
+        return Execution(m.mem.read, counters, None)
+
+
+class SimEngine(Engine):
+    """The RTL in an HDL simulator through AXI (to be written by the lead).
+
+    Args:
+        cfg: the config (the simulator build is per config).
+        sim: "verilator" or "icarus".
+
+    :meth:`execute` must: build/reuse the simulator for `cfg`, place the
+    image in the AXI RAM (``mem_base`` .. ``mem_base + mem_size``), push
+    `words` through the control port, start, wait for state DONE (fail with
+    the device error code otherwise), read back ``program.output_regions()``
+    and return ``Execution.from_segments(dumped, counters, counters["exec"])``
+    (e.g. with :func:`fsa.simdev.run_on_device`).
+    """
+
+    name = "sim"
+    SIMS = ("verilator", "icarus")
+
+    def __init__(self, cfg: "FSAConfig | str", sim: str = "verilator"):
+        super().__init__(cfg)
+        if sim not in self.SIMS:
+            raise ValueError(f"SimEngine: sim must be one of {self.SIMS}, got {sim!r}")
+        self.sim = sim
+
+    def execute(self, program: Program, words: list[int],
+                image: list[tuple[int, bytes]]) -> Execution:
+        raise NotImplementedError("SimEngine.execute is not written yet: run the words and the "
+                                  "memory image on the RTL and return an Execution")

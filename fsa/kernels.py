@@ -1,0 +1,184 @@
+"""Kernels written in the kernel language (:mod:`fsa.kernel`).
+
+:func:`attention` builds the FlashAttention forward pass (architecture.md
+section 6) for one head: ``Q [seq_q, d]``, ``K [seq_kv, d]``, ``V`` stored
+transposed ``Vt [d, seq_kv]`` (element format), output ``Ot [d, seq_q]``
+(accumulate format), with ``d = R``. The program's views let callers use the
+natural orientation: inputs may be given as ``V [seq_kv, d]`` and outputs read
+as ``O [seq_q, d]``.
+
+Buffers (reference scratchpad ``2C + 4R`` rows): Q in 2 buffers of C rows, K
+and Vt in 2 buffers of R rows each; with a smaller scratchpad the kernel
+falls back to single buffers (Q first, then K/V). Accumulator: ``l`` (1 row)
+and ``O^T`` (R rows); with ``acc_rows >= 2 (1 + R)`` two sets, so the store of
+one query block overlaps the whole next block.
+
+Schedule, per key-block step ``t = (i, j)`` (program order; the DMA loads of
+step ``t + 1`` overlap the matrix work of step ``t``)::
+
+    LS(i,j)  [load K(t+1)]  SCORE(t)  [STORE(i-1) if j == 0]  [load Vt(t+1)]  VALUE(t)
+    [load Q(i+1)]  then after the last key block of i:  RECIPROCAL(i)  LSE_NORM(i)
+
+Semaphore protocol (ids; each use acquires the current value and releases
+the next, see :class:`fsa.kernel.Semaphore`):
+
+* Q buffer b, id ``0 + b`` (n = 2): ``load Q(i)`` 0 -> 1; ``LS(i, 0)``
+  acquires 1 and holds it through the query block; ``LS(i, last)`` releases
+  0 (buffer free).
+* K buffer b, id ``2 + b`` (n = 2): ``load K(t)`` 0 -> 1, ``SCORE(t)`` 1 -> 0.
+* Vt buffer b, id ``4 + b`` (n = 4): ``load Vt(t)`` v -> v+1, ``VALUE(t)``
+  v+1 -> v+2. With one accumulator set, the first VALUE of query block
+  ``i+1`` must wait until the store of block ``i`` has read O^T out of the
+  accumulator; the token of that VALUE's buffer is passed through the store:
+  ``load Vt`` v -> v+1, ``LSE_NORM(i)`` v+1 -> v+2, ``STORE(i)`` v+2 -> v+3,
+  ``VALUE`` v+3 -> v+4. So the matrix engine runs LS and SCORE of block i+1
+  while the store drains, and no fence is needed.
+* Accumulator set a, id ``6 + a`` (n = 4): with two sets, ``LSE_NORM(i)``
+  v -> v+1, ``STORE(i)`` v+1 -> v+2, ``RECIPROCAL(i+1)`` v+2 -> v+3 (so
+  block ``i+2``, which reuses set a, starts after the store). With one set,
+  only the last block's ``LSE_NORM`` -> ``STORE`` pair uses id 6.
+
+The only fence is the final ``Fence(mx, dma, stop)``. The program is checked
+at build time against the hardware's one-pending-instruction-per-engine
+dispatcher (:func:`fsa.kernel.check_dispatch`).
+"""
+from __future__ import annotations
+
+from fsa import config as fconfig
+from fsa.config import FSAConfig
+from fsa.kernel import Input, KernelBuilder, MemTile, Program, kernel
+
+__all__ = ["attention", "flash_attention", "buffer_plan"]
+
+
+def buffer_plan(cfg: FSAConfig) -> dict[str, int]:
+    """How many Q, K/V and accumulator buffers the config's SRAMs hold."""
+    R, C = cfg.sa_rows, cfg.sa_cols
+    rows = cfg.spad_rows
+    if rows >= 2 * C + 4 * R:
+        nq, nkv = 2, 2
+    elif rows >= C + 4 * R:
+        nq, nkv = 1, 2
+    elif rows >= 2 * C + 2 * R:
+        nq, nkv = 2, 1
+    else:
+        nq, nkv = 1, 1
+    nacc = 2 if cfg.acc_rows >= 2 * (1 + R) else 1
+    return {"q": nq, "kv": nkv, "acc": nacc}
+
+
+@kernel
+def flash_attention(k: KernelBuilder, Q: MemTile, K: MemTile, Vt: MemTile, *,
+                    causal: bool = False) -> MemTile:
+    """FlashAttention forward: returns ``Ot [d, seq_q]`` (see the module docstring)."""
+    cfg = k.cfg
+    R, C = k.R, k.C
+    seq_q, seq_kv = Q.rows, K.rows
+    Ot = k.alloc_mem((R, seq_q), cfg.a_type, "Ot", role="output")
+    k.view("V", Vt)
+    k.view("O", Ot)
+    q_blocks = Q.split(C, axis=0)           # [C, d]
+    k_blocks = K.split(R, axis=0)           # [R, d]
+    v_blocks = Vt.split(R, axis=1)          # [d, R]
+    o_blocks = Ot.split(C, axis=1)          # [d, C]
+    plan = buffer_plan(cfg)
+    nq, nkv, nacc = plan["q"], plan["kv"], plan["acc"]
+    q_sp = [k.alloc_spad((C, R), f"Q{b}") for b in range(nq)]
+    k_sp = [k.alloc_spad((R, R), f"K{b}") for b in range(nkv)]
+    v_sp = [k.alloc_spad((R, R), f"Vt{b}") for b in range(nkv)]
+    l_acc = [k.alloc_accumulator((1, C), f"l{a}") for a in range(nacc)]
+    o_acc = [k.alloc_accumulator((R, C), f"Ot{a}") for a in range(nacc)]
+    sem_q = [k.semaphore(0 + b, 2) for b in range(nq)]
+    sem_k = [k.semaphore(2 + b, 2) for b in range(nkv)]
+    sem_v = [k.semaphore(4 + b, 4) for b in range(nkv)]
+    sem_o = [k.semaphore(6 + a, 4) for a in range(max(nacc, 1))]
+
+    n_qb, n_kb = len(q_blocks), len(k_blocks)
+
+    def last(i: int) -> int:
+        return min(i, n_kb - 1) if causal else n_kb - 1
+
+    steps = [(i, j) for i in range(n_qb) for j in range(last(i) + 1)]
+    k.meta.update(kind="attention", seq_q=seq_q, seq_kv=seq_kv, d=R, causal=bool(causal),
+                  key_blocks=len(steps), buffers=plan)
+
+    def load_q(i: int) -> None:
+        k.load_tile(q_sp[i % nq], q_blocks[i], sem_q[i % nq])
+
+    def load_k(t: int) -> None:
+        k.load_tile(k_sp[t % nkv], k_blocks[steps[t][1]], sem_k[t % nkv])
+
+    def load_v(t: int) -> None:
+        k.load_tile(v_sp[t % nkv], v_blocks[steps[t][1]], sem_v[t % nkv])
+
+    store_sem = {}                          # query block -> semaphore its STORE uses
+    load_q(0)
+    load_k(0)
+    load_v(0)
+    for t, (i, j) in enumerate(steps):
+        is_last = j == last(i)
+        more = t + 1 < len(steps)
+        qb, kvb, ab = i % nq, t % nkv, i % nacc
+        k.mx_load_stationary(q_sp[qb].reverse(), sem_q[qb], acquire=(j == 0), release=is_last)
+        if nkv == 2 and more:
+            load_k(t + 1)
+        k.mx_attn_score(k_sp[kvb], l_acc[ab], accumulate=j > 0, sem=sem_k[kvb],
+                        causal=causal and i == j)
+        if j == 0 and i > 0:
+            k.store_tile(o_blocks[i - 1], o_acc[(i - 1) % nacc], store_sem[i - 1])
+        if nkv == 1 and more:
+            load_k(t + 1)
+        if nkv == 2 and more:
+            load_v(t + 1)
+        k.mx_attn_value(v_sp[kvb], o_acc[ab], accumulate=j > 0, sem=sem_v[kvb])
+        if nkv == 1 and more:
+            load_v(t + 1)
+        if i + 1 < n_qb and j == (0 if nq == 2 else last(i)):
+            load_q(i + 1)
+        if is_last:
+            relay = sem_o[(i - 1) % 2] if nacc == 2 and i > 0 else None
+            k.mx_reciprocal(l_acc[ab], relay)
+            if nacc == 1 and i + 1 < n_qb:
+                sem = sem_v[(t + 1) % nkv]       # the token of VALUE(i+1, 0)'s buffer
+            else:
+                sem = sem_o[ab]
+            k.mx_attn_lse_norm(o_acc[ab], sem)
+            store_sem[i] = sem
+            if i + 1 == n_qb:
+                k.store_tile(o_blocks[i], o_acc[ab], sem)
+    return Ot
+
+
+def attention(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = False,
+              check: bool = True) -> Program:
+    """Build the FlashAttention forward program.
+
+    Args:
+        cfg: config (or preset name); d = R.
+        seq_q: queries, a positive multiple of C.
+        seq_kv: keys/values, a positive multiple of R.
+        causal: causal mask (query q sees keys <= q, top-left aligned like
+            torch's ``is_causal``); needs R == C.
+        check: prove the program deadlock-free under the one-pending dispatcher.
+
+    Returns:
+        A :class:`~fsa.kernel.Program` with inputs ``Q``, ``K``, ``Vt`` (view
+        ``V``) and output ``Ot`` (view ``O``).
+
+    Raises:
+        ValueError: sequence lengths that are not multiples of the blocks,
+            causal on a non-square array.
+    """
+    cfg = fconfig.get(cfg)
+    R, C = cfg.sa_rows, cfg.sa_cols
+    for name, v, m, what in (("seq_q", seq_q, C, "C (array columns, the query block)"),
+                             ("seq_kv", seq_kv, R, "R (array rows, the key block)")):
+        if isinstance(v, bool) or not isinstance(v, int) or v <= 0 or v % m:
+            raise ValueError(f"attention: {name} must be a positive multiple of {what} = {m} for "
+                             f"{cfg.name}, got {v!r}")
+    if causal and R != C:
+        raise ValueError(f"attention: causal masking needs a square array (R == C); {cfg.name} is "
+                         f"{R}x{C}; use causal=False or a square config")
+    e = cfg.e_type
+    return flash_attention.build(cfg, Input((seq_q, R), e), Input((seq_kv, R), e),
+                                 Input((R, seq_kv), e), causal=bool(causal), check=check)

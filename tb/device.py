@@ -1,0 +1,165 @@
+"""cocotb-side driver of the whole device (``fsa_top``) over its buses:
+cocotbext-axi ``AxiLiteMaster`` on the control port, ``AxiRam`` on every
+memory port (one shared sparse memory), optional random pauses on all five
+AXI channels of every port, and the program flow: push the instruction
+words (0x00, held while the queue is full), start (0x04), wait for ``irq``
+with a cycle limit, read the state, the error register and the counters.
+"""
+from __future__ import annotations
+
+import random
+
+import cocotb
+from cocotb.clock import Clock
+from cocotb.triggers import ClockCycles, First, RisingEdge
+from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
+
+from fsa import errors
+
+REGS = {"push": 0x00, "start": 0x04, "state": 0x08, "exec": 0x0C, "bubble": 0x10,
+        "mx_active": 0x14, "dma_active": 0x18, "words": 0x1C, "mx": 0x20, "dma": 0x24,
+        "fence": 0x28, "enq": 0x2C, "deq": 0x30, "error": 0x34, "q_free": 0x38,
+        "identity": 0x3C, "magic": 0x40, "spad_rows": 0x44, "acc_rows": 0x48, "queue": 0x4C}
+COUNTERS = ("exec", "bubble", "mx_active", "dma_active", "words", "mx", "dma", "fence", "enq", "deq")
+STATES = {0: "idle", 1: "active", 2: "done", 3: "error"}
+CTRL_BASE = 0x8000
+
+
+class DeviceTimeout(AssertionError):
+    """The device did not finish within its cycle limit."""
+
+
+def pause_gen(seed: int, p: float):
+    """Random pause pattern: True (pause) with probability p, in bursts."""
+    rng = random.Random(seed)
+    while True:
+        if rng.random() < p:
+            for _ in range(rng.randint(1, 8)):
+                yield True
+        else:
+            yield False
+
+
+class Device:
+    """The device under test and its bus models.
+
+    Args:
+        dut: the fsa_top handle.
+        cfg: its FSAConfig.
+        pauses: probability of a pause on each AXI channel each cycle (0: none).
+        seed: seed of the pause patterns.
+    """
+
+    def __init__(self, dut, cfg, pauses: float = 0.0, seed: int = 1):
+        self.dut, self.cfg = dut, cfg
+        self.clk, self.rst = dut.clk, dut.rst
+        cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
+        self.ctrl = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
+        prefixes = ["m_axi"] if cfg.mem_ports == 1 else [f"m_axi{i}" for i in range(cfg.mem_ports)]
+        self.rams = []
+        mem = None
+        for i, pre in enumerate(prefixes):
+            ram = AxiRam(AxiBus.from_prefix(dut, pre), dut.clk, dut.rst, size=2 ** 39, mem=mem)
+            mem = ram.mem
+            if pauses > 0:
+                for j, ch in enumerate((ram.write_if.aw_channel, ram.write_if.w_channel,
+                                        ram.write_if.b_channel, ram.read_if.ar_channel,
+                                        ram.read_if.r_channel)):
+                    ch.set_pause_generator(pause_gen(seed * 100 + i * 10 + j, pauses))
+            self.rams.append(ram)
+        self.mem = self.rams[0]
+
+    # ------------------------------------------------------------ basics
+    async def reset(self, cycles: int = 4):
+        self.dut.rst.value = 1
+        await ClockCycles(self.clk, cycles)
+        self.dut.rst.value = 0
+        await ClockCycles(self.clk, 2)
+
+    async def read(self, name: str) -> int:
+        return await self.ctrl.read_dword(CTRL_BASE + REGS[name])
+
+    async def write(self, name: str, value: int) -> None:
+        await self.ctrl.write_dword(CTRL_BASE + REGS[name], value)
+
+    def write_mem(self, addr: int, data: bytes) -> None:
+        self.mem.write(addr, data)
+
+    def read_mem(self, addr: int, n: int) -> bytes:
+        return bytes(self.mem.read(addr, n))
+
+    # ------------------------------------------------------------ programs
+    async def push(self, words) -> None:
+        """Push instruction words (each write is held while the queue is full)."""
+        for w in words:
+            await self.write("push", int(w))
+
+    async def start(self) -> None:
+        await self.write("start", 1)
+
+    async def wait_irq(self, max_cycles: int) -> int:
+        """Wait for irq (done or error), at most `max_cycles`; returns the cycles waited.
+
+        Raises:
+            DeviceTimeout: naming the state, the queue and the counters.
+        """
+        if int(self.dut.irq.value):
+            return 0
+        t0 = cocotb.utils.get_sim_time("ns")
+        await First(RisingEdge(self.dut.irq), ClockCycles(self.clk, max_cycles))
+        waited = int((cocotb.utils.get_sim_time("ns") - t0) // 10)
+        if not int(self.dut.irq.value):
+            st = await self.status()
+            raise DeviceTimeout(f"device did not finish within {max_cycles} cycles (irq never rose): "
+                                f"{st}")
+        return waited
+
+    async def counters(self) -> dict:
+        return {c: await self.read(c) for c in COUNTERS}
+
+    async def status(self) -> dict:
+        state = await self.read("state")
+        err = await self.read("error")
+        return {"state": STATES.get(state, state), "error": errors.name(err & 0xF),
+                "error_index": err >> 16, "q_free": await self.read("q_free"),
+                "counters": await self.counters()}
+
+    async def run(self, words, max_cycles: int) -> dict:
+        """Push, start, wait for irq; return the status (state, error, counters)."""
+        if len(words) <= self.cfg.inst_queue_size:
+            await self.push(words)
+            await self.start()
+        else:
+            # the program is longer than the queue: start first, the pushes stall
+            # on the full queue until the device drains it
+            pusher = cocotb.start_soon(self.push(words))
+            await self.start()
+            await First(pusher, ClockCycles(self.clk, max_cycles))
+        waited = await self.wait_irq(max_cycles)
+        st = await self.status()
+        st["waited"] = waited
+        return st
+
+
+def poison(dev: Device, reads: "tuple[int, int] | None" = None,
+           writes: "tuple[int, int] | None" = None) -> None:
+    """Make the memory answer SLVERR for reads / writes in [lo, hi)."""
+    for ram in dev.rams:
+        if reads is not None:
+            lo, hi = reads
+            orig_r = ram.read_if._read
+
+            async def bad_read(address, length, orig=orig_r, lo=lo, hi=hi):
+                if lo <= address < hi:
+                    raise ValueError("poisoned read")
+                return await orig(address, length)
+            ram.read_if._read = bad_read
+        if writes is not None:
+            lo, hi = writes
+            orig_w = ram.write_if._write
+
+            async def bad_write(address, data, orig=orig_w, lo=lo, hi=hi):
+                if lo <= address < hi:
+                    raise ValueError("poisoned write")
+                return await orig(address, data)
+            ram.write_if._write = bad_write

@@ -1,0 +1,53 @@
+"""Generic cocotb test of the whole device: runs one program (a case file
+from the Python side: config, instruction words, initial memory segments,
+regions to dump, pauses, error injection, expected outcome) through the
+buses and writes what it saw (state, error, counters, cycles, memory dumps)
+to the run folder as result.json for the Python side to check.
+
+Used by tb/test_top.py (device tests), fsa.engines.SimEngine (fsa run /
+fsa exec) and tb/test_attention.py (the regression).
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import cocotb
+from cocotb.triggers import ClockCycles
+
+from device import Device, poison
+from fsa.config import FSAConfig
+
+
+@cocotb.test()
+async def run_program(dut):
+    case = json.load(open(os.environ["FSA_CASE"]))
+    cfg = FSAConfig.from_dict(case["config"])
+    dev = Device(dut, cfg, pauses=case.get("pauses", 0.0), seed=case.get("seed", 1))
+    inj = case.get("inject", {})
+    poison(dev, reads=tuple(inj["read"]) if "read" in inj else None,
+           writes=tuple(inj["write"]) if "write" in inj else None)
+    await dev.reset()
+    ident = {"magic": await dev.read("magic"), "identity": await dev.read("identity"),
+             "queue": await dev.read("queue")}
+    for addr, data in case["memory"]:
+        dev.write_mem(int(addr), bytes.fromhex(data))
+    result = {"identity": ident, "runs": []}
+    words = case["words"]
+    max_cycles = case["max_cycles"]
+    if case.get("reset_midway"):
+        # start the program, reset in the middle, then run it again cleanly
+        await dev.push(words[:cfg.inst_queue_size])
+        await dev.start()
+        await ClockCycles(dut.clk, case["reset_midway"])
+        mid = await dev.status()
+        result["midway"] = mid
+        await dev.reset()
+        for addr, data in case["memory"]:
+            dev.write_mem(int(addr), bytes.fromhex(data))
+    st = await dev.run(words, max_cycles)
+    result["runs"].append(st)
+    result["dumps"] = [dev.read_mem(int(a), int(n)).hex() for a, n in case.get("dumps", [])]
+    json.dump(result, open(os.path.join(os.environ["FSA_RUN_DIR"], "result.json"), "w"))
+    dut._log.info("state %s error %s after %d cycles; counters %s", st["state"], st["error"],
+                  st["waited"], st["counters"])

@@ -1,0 +1,400 @@
+"""The kernel language (fsa.kernel): tiles, allocation, instructions,
+semaphores, encoding limits, @kernel and Program helpers. Every error must
+say what to change."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fsa import config
+from fsa import numerics as nx
+from fsa.config import FSAConfig
+from fsa.golden.machine import Machine
+from fsa.isa import Dma, DmaFunc, Fence, Matrix, MxFunc, decode
+from fsa.kernel import (AccTile, Input, KernelBuilder, KernelError, MemTile, Program, Semaphore,
+                        SpadTile, check_dispatch, kernel)
+
+CFG = config.get("FSA4X4Fp16Config")          # R = C = 4, spad 24 rows, acc 5 rows
+
+
+def kb(cfg=CFG):
+    return KernelBuilder(cfg, "t")
+
+
+# ------------------------------------------------------------------ tiles
+def test_mem_layout_alignment_and_padding():
+    k = kb()
+    a = k.alloc_mem((3, 2), "fp16", "A")          # 4-byte rows padded to the 8-byte beat
+    b = k.alloc_mem((2, 4), "fp32", "B")
+    assert a.addr == CFG.mem_base and a.row_stride == 8
+    assert b.addr == CFG.mem_base + 24 and b.row_stride == 16
+    assert b.addr % CFG.mem_align == 0 and isinstance(b, MemTile)
+    assert k.alloc_mem((1, 4), "E").fmt == "fp16" and k.alloc_mem((1, 4), "A").fmt == "fp32"
+    assert k.alloc_mem((1, 4), np.float32).fmt == "fp32"
+
+
+def test_mem_tile_split_index_reverse():
+    k = kb()
+    t = k.alloc_mem((8, 12), "fp16", "T")
+    rows = t.split(4, axis=0)
+    assert [r.addr for r in rows] == [t.addr, t.addr + 4 * 24]
+    assert rows[1].shape == (4, 12) and rows[1].row_stride == 24
+    cols = t.split(4, axis=1)
+    assert [c.addr for c in cols] == [t.addr, t.addr + 8, t.addr + 16]
+    assert cols[2].shape == (8, 4) and cols[2].row_stride == 24
+    assert t.split(4, dim=-1)[1] == cols[1]                  # reference-style dim=
+    sub = t[2:6, 4:8]
+    assert sub.addr == t.addr + 2 * 24 + 8 and sub.shape == (4, 4)
+    assert t[3].shape == (1, 12) and t[3].addr == t.addr + 72
+    assert t[::2].row_stride == 48 and t[::2].rows == 4
+    r = sub.reverse()
+    assert r.addr == sub.addr + 3 * 24 and r.row_stride == -24 and r.reverse().addr == sub.addr
+    assert r.label.endswith("reverse()")
+
+
+def test_sram_tile_split_index_reverse():
+    k = kb()
+    s = k.alloc_spad(8, "S")
+    assert isinstance(s, SpadTile) and s.shape == (8, 4) and s.fmt == "fp16"
+    a, b = s.split(4)
+    assert (a.first, b.first, b.rows) == (0, 4, 4)
+    r = b.reverse()
+    assert (r.first, r.stride, r.row_list) == (7, -1, [7, 6, 5, 4])
+    assert r[1:3].row_list == [6, 5] and s[::3].row_list == [0, 3, 6]
+    assert s[::-1].row_list == list(range(7, -1, -1))
+    acc = k.alloc_accumulator((2, 4))
+    assert isinstance(acc, AccTile) and acc.fmt == "fp32" and acc.first == 0
+
+
+@pytest.mark.parametrize("fn,msg", [
+    (lambda k: k.alloc_mem((6, 4), "fp16", "T").split(4), r"6 rows are not a multiple of the block size 4"),
+    (lambda k: k.alloc_mem((4, 6), "fp16", "T").split(4, axis=1), "6 columns are not a multiple"),
+    (lambda k: k.alloc_mem((4, 4), "fp16", "T").split(0), "block size must be >= 1"),
+    (lambda k: k.alloc_mem((4, 4), "fp16", "T")[:, ::2], "column step must be 1"),
+    (lambda k: k.alloc_mem((4, 4), "fp16", "T").reverse(axis=1), "only rows can be reversed"),
+    (lambda k: k.alloc_mem((4, 4), "fp16", "T")[9], "index 9 is out of range for 4"),
+    (lambda k: k.alloc_mem((4, 4), "fp16", "T")[2:2], "selects nothing"),
+    (lambda k: k.alloc_mem((4, 4), "fp16", "T").split(2, axis=2), "axis must be 0"),
+    (lambda k: k.alloc_spad(4)[:, 1:2], "always spans whole rows"),
+    (lambda k: k.alloc_spad(4).split(2, axis=1), "split by rows only"),
+])
+def test_tile_errors(fn, msg):
+    with pytest.raises(KernelError, match=msg):
+        fn(kb())
+
+
+# ------------------------------------------------------------------ allocation errors
+def test_alloc_errors_say_what_is_left():
+    k = kb()
+    k.alloc_spad(20, "big")
+    with pytest.raises(KernelError, match=r"8 rows do not fit the scratchpad: 4 of 24 rows are left "
+                                          r"\(allocated: big 0..19\).*more spad_rows"):
+        k.alloc_spad(8)
+    k.alloc_accumulator(5)
+    with pytest.raises(KernelError, match=r"1 rows do not fit the accumulator: 0 of 5 rows.*acc_rows"):
+        k.alloc_accumulator(1)
+    with pytest.raises(KernelError, match=r"a scratchpad row holds R = 4 elements; shape \(4, 8\) "
+                                          r"must be \(rows, 4\)"):
+        kb().alloc_spad((4, 8))
+    with pytest.raises(KernelError, match=r"an accumulator row holds C = 4"):
+        kb().alloc_accumulator((1, 8))
+    with pytest.raises(KernelError, match="rows must be >= 1"):
+        kb().alloc_spad(0)
+
+
+def test_alloc_mem_errors():
+    k = kb()
+    k.alloc_mem((4, 4), "fp16", "Q")
+    with pytest.raises(KernelError, match="a tensor called 'Q' already exists"):
+        k.alloc_mem((4, 4), "fp16", "Q")
+    with pytest.raises(KernelError, match=r"unknown format 'fp8'; use one of"):
+        k.alloc_mem((4, 4), "fp8", "X")
+    with pytest.raises(KernelError, match=r"do not fit the memory window.*larger mem_size"):
+        k.alloc_mem((1 << 20, 1024), "fp32", "Huge")
+    with pytest.raises(KernelError, match="name must be an identifier"):
+        k.alloc_mem((4, 4), "fp16", "a b")
+    with pytest.raises(KernelError, match="role must be"):
+        k.alloc_mem((4, 4), "fp16", "R", role="temp")
+    with pytest.raises(KernelError, match="shape must be positive"):
+        k.alloc_mem((0, 4), "fp16", "Z")
+
+
+# ------------------------------------------------------------------ instruction errors
+def test_load_tile_format_and_shape_errors():
+    k = kb()
+    q32 = k.alloc_mem((4, 4), "fp32", "Q32")
+    s = k.alloc_spad(4)
+    with pytest.raises(KernelError, match=r"memory tile Q32 is fp32 but the scratchpad holds fp16 "
+                                          r"\(the config's element format\); allocate it with fmt='fp16'"):
+        k.load_tile(s, q32)
+    K = k.alloc_mem((8, 8), "fp16", "K")
+    with pytest.raises(KernelError, match=r"shape mismatch: memory tile K\[:, 0:4\] has 8 rows but scratchpad "
+                                          r"tile .* has 4"):
+        k.load_tile(s, K[:, 0:4])
+    with pytest.raises(KernelError, match=r"rows have 8 elements but a scratchpad row holds 4; use a "
+                                          r"memory tile of shape \(4, 4\)"):
+        k.load_tile(s, K[0:4])
+    with pytest.raises(KernelError, match="the arguments look swapped"):
+        k.load_tile(K[0:4, 0:4], s)
+    acc = k.alloc_accumulator(4)
+    with pytest.raises(KernelError, match="store_tile.*look swapped"):
+        k.store_tile(acc, q32)
+    with pytest.raises(KernelError, match="src must be an accumulator tile"):
+        k.store_tile(K[0:4, 0:4], s)
+    with pytest.raises(KernelError, match="is fp16 but the accumulator holds fp32"):
+        k.store_tile(K[0:4, 0:4], acc)
+
+
+def test_matrix_shape_errors():
+    k = kb(config.get("FSA8X4Fp16Config"))        # R = 8, C = 4
+    q8 = k.alloc_spad(8)
+    kt = k.alloc_spad(4)
+    l, o = k.alloc_accumulator(1), k.alloc_accumulator(8)
+    with pytest.raises(KernelError, match=r"the Q tile .* must be C = 4 rows of 8 elements, got 8 rows"):
+        k.mx_load_stationary(q8)
+    with pytest.raises(KernelError, match=r"the K tile .* must be R = 8 rows of 8 elements, got 4"):
+        k.mx_attn_score(kt, l)
+    with pytest.raises(KernelError, match=r"the l tile .* must be one = 1 row of 4 elements, got 8"):
+        k.mx_attn_score(q8, o)
+    with pytest.raises(KernelError, match=r"causal masking needs a square array \(R == C\)"):
+        k.mx_attn_score(q8, l, causal=True)
+    with pytest.raises(KernelError, match=r"the O\^T tile must be an accumulator tile"):
+        k.mx_attn_value(q8, q8)
+    with pytest.raises(KernelError, match="the V\\^T tile .* must be R = 8 rows"):
+        k.mx_attn_value(kt, o)
+    with pytest.raises(KernelError, match="the l tile .* must be one = 1 row"):
+        k.mx_reciprocal(o)
+    with pytest.raises(KernelError, match="the O\\^T tile .* must be R = 8 rows"):
+        k.mx_attn_lse_norm(l)
+
+
+def test_encoding_limits_name_instruction_and_field():
+    # spad stride outside -16..15 (matrix and DMA)
+    k = kb(CFG.replace(name="Spad64", spad_rows=64))
+    s = k.alloc_spad(64)
+    with pytest.raises(KernelError, match=r"mx_attn_score.*spad_stride = 16 .* does not fit the ISA's "
+                                          r"5-bit signed field \(-16..15\)"):
+        k.mx_attn_score(s[::16], k.alloc_accumulator(1))
+    m = k.alloc_mem((4, 4), "fp16", "M")
+    with pytest.raises(KernelError, match=r"load_tile.*sram_stride = -17"):
+        k.load_tile(s[::-17][:4], m)
+    assert k.load_tile(s[::-16][:4], m).sram_stride == -16          # the limit itself is fine
+    # DMA size > 1023 bytes: a 256-element fp32 row
+    big = FSAConfig("Big", 256, 4, "fp32", "fp32")
+    k = kb(big)
+    with pytest.raises(KernelError, match=r"load_tile.*DMA size = 1024 bytes per row exceeds the "
+                                          r"ISA's 10-bit size field \(1..1023\)"):
+        k.load_tile(k.alloc_spad(1), k.alloc_mem((1, 256), "fp32", "W"))
+    # memory stride beyond 21 bits
+    k = kb()
+    wide = k.alloc_mem((4, 600_000), "fp16", "Wide")
+    with pytest.raises(KernelError, match=r"load_tile.*mem_stride = 1200000 bytes .* 21-bit signed "
+                                          r"field \(-1048576..1048575\)"):
+        k.load_tile(k.alloc_spad(4), wide[:, 0:4])
+    # DMA repeat > 511 rows
+    k = kb(CFG.replace(name="Spad600", spad_rows=600))
+    with pytest.raises(KernelError, match=r"512 rows exceed the DMA repeat field \(1..511\)"):
+        k.load_tile(k.alloc_spad(512), k.alloc_mem((512, 4), "fp16", "Long"))
+    # a row narrower than the AXI beat
+    k = kb(FSAConfig("Tiny", 2, 2, "fp16", "fp32"))
+    with pytest.raises(KernelError, match=r"4 bytes per row is not a multiple of the 8-byte AXI beat"):
+        k.load_tile(k.alloc_spad(2), k.alloc_mem((2, 2), "fp16", "X"))
+
+
+def test_fence_errors():
+    k = kb()
+    with pytest.raises(KernelError, match="waits for nothing; set mx=True, dma=True or stop=True"):
+        k.fence()
+    k.fence(stop=True)
+    with pytest.raises(KernelError, match="would never run; move the stop fence to the end"):
+        k.fence(mx=True)
+    with pytest.raises(KernelError, match="would never run"):
+        k.mx_reciprocal(k.alloc_accumulator(1))
+
+
+# ------------------------------------------------------------------ semaphores
+def test_semaphore_values_cycle_modulo_n():
+    k = kb()
+    m = k.alloc_mem((4, 4), "fp16", "M")
+    s = k.alloc_spad(4)
+    sem = k.semaphore(3, 3)
+    got = []
+    for _ in range(4):
+        d = k.load_tile(s, m, sem)
+        x = k.mx_load_stationary(s, sem)
+        got += [(d.acquire_value, d.release_value), (x.acquire_value, x.release_value)]
+    assert got == [(0, 1), (1, 2), (2, 0), (0, 1), (1, 2), (2, 0), (0, 1), (1, 2)]
+    assert all(i.sem_id == 3 for i in k.instructions)
+
+
+def test_semaphore_acquire_only_then_release_only():
+    k = kb()
+    m = k.alloc_mem((4, 4), "fp16", "M")
+    s = k.alloc_spad(4)
+    sem = Semaphore(0, 2)
+    k.load_tile(s, m, sem)
+    a = k.mx_load_stationary(s, sem, acquire=True, release=False)
+    mid = k.mx_load_stationary(s, sem, acquire=False, release=False)
+    b = k.mx_load_stationary(s, sem, acquire=False, release=True)
+    assert (a.acquire_valid, a.acquire_value, a.release_valid) == (True, 1, False)
+    assert not mid.acquire_valid and not mid.release_valid
+    assert (b.acquire_valid, b.release_valid, b.release_value) == (False, True, 0)
+    c = k.load_tile(s, m, sem, acquire=0, release=1)                     # explicit values
+    assert (c.acquire_value, c.release_value) == (0, 1)
+    prog = k.build()
+    assert prog.semaphores == {0: 1}
+
+
+def test_semaphore_misuse_errors():
+    with pytest.raises(KernelError, match=r"Semaphore id must be an integer in 0..31, got 32"):
+        Semaphore(32)
+    with pytest.raises(KernelError, match=r"Semaphore n must be an integer in 1..8 \(semaphore values "
+                                          r"are 3 bits\), got 9"):
+        Semaphore(1, 9)
+    k = kb()
+    m = k.alloc_mem((4, 4), "fp16", "M")
+    s = k.alloc_spad(4)
+    a = k.semaphore(1)
+    with pytest.raises(KernelError, match="semaphore id 1 is already used by another Semaphore"):
+        k.load_tile(s, m, Semaphore(1))
+    k.mx_load_stationary(s, a, release=False)
+    with pytest.raises(KernelError, match=r"semaphore 1 is still held by instruction 0 \(acquired "
+                                          r"without release\).*release it first"):
+        k.load_tile(s, m, a)
+    b = k.semaphore(2)
+    with pytest.raises(KernelError, match="releases semaphore 2, which no earlier instruction holds"):
+        k.load_tile(s, m, b, acquire=False)
+    with pytest.raises(KernelError, match=r"acquire value 5 is outside 0..1 of semaphore 2"):
+        k.load_tile(s, m, b, acquire=5)
+    with pytest.raises(KernelError, match="acquire/release need a semaphore: pass sem="):
+        k.load_tile(s, m, acquire=True)
+    with pytest.raises(KernelError, match="sem must be a Semaphore"):
+        k.load_tile(s, m, 3)
+    with pytest.raises(KernelError, match=r"semaphore 1 acquired by instruction 0 is never released"):
+        k.build()
+    other = kb()
+    with pytest.raises(KernelError, match="belongs to another kernel build; create semaphores inside"):
+        other.load_tile(other.alloc_spad(4), other.alloc_mem((4, 4), "fp16", "M"), a)
+
+
+def test_check_dispatch_reports_deadlock_and_race():
+    k = kb()
+    m = k.alloc_mem((4, 4), "fp16", "M")
+    s = k.alloc_spad(4)
+    sem = k.semaphore(5)
+    # the matrix waits for the load that is emitted after a second matrix instruction
+    k.emit(Matrix(MxFunc.LOAD_STATIONARY, sem_id=5, acquire_valid=True, acquire_value=1,
+                  release_valid=True, release_value=0))
+    k.emit(Matrix(MxFunc.LOAD_STATIONARY))
+    k.load_tile(s, m, sem)
+    with pytest.raises(KernelError, match=r"deadlock under the one-pending-instruction-per-engine "
+                                          r"rule: matrix instruction 0 waits for semaphore 5 == 1"):
+        k.build()
+    race = [Matrix(MxFunc.LOAD_STATIONARY, sem_id=4, acquire_valid=True, release_valid=True,
+                   release_value=1),
+            Dma(repeat=1, size=8, mem_addr=CFG.mem_base, sem_id=4, acquire_valid=True,
+                release_valid=True, release_value=1),
+            Fence(stop=True)]
+    with pytest.raises(KernelError, match="semaphore race: matrix instruction 0 and DMA instruction 1"):
+        check_dispatch(race)
+    assert check_dispatch(race[1:] + [Fence(stop=True)]) >= 1
+
+
+# ------------------------------------------------------------------ programs
+@kernel
+def copy_scaled(k, X, *, rows=4):
+    """Load X into the accumulator, normalise by 1/l with l = row 0, store."""
+    acc = k.alloc_accumulator(rows + 1)
+    out = k.alloc_mem((rows, k.C), "A", "Y")
+    sem = k.semaphore(0, 4)     # 4 values: two matrix uses follow each other
+    k.load_tile(acc[1:], X, sem)
+    k.mx_reciprocal(acc[0], sem)                   # l = 0 -> scale = inf, but we only check plumbing
+    k.mx_attn_lse_norm(acc[1:], sem)
+    k.store_tile(out, acc[1:], sem)
+    return out
+
+
+def test_kernel_decorator_builds_reusable_programs():
+    p1 = copy_scaled.build(CFG, Input((4, 4), "fp32"))
+    p2 = copy_scaled(CFG, ((4, 4), "fp32"))
+    assert isinstance(p1, Program) and p1.words() == p2.words()
+    assert p1.inputs == ["X"] and p1.outputs == ["Y"]
+    assert isinstance(p1.instructions[-1], Fence) and p1.instructions[-1].stop
+    assert decode(p1.words()) == list(p1.instructions)
+    c = p1.counts()
+    assert (c["matrix"], c["dma"], c["fence"], c["DMA_LOAD"], c["DMA_STORE"]) == (2, 2, 1, 1, 1)
+    assert c["words"] == 2 * 3 + 2 * 4 + 1
+    assert p1.tensors["X"].addr == CFG.mem_base and p1.tensors["Y"].fmt == "fp32"
+    assert "copy_scaled" in repr(p1) and "scaled" in repr(copy_scaled)
+    with pytest.raises(KernelError, match=r"takes 1 tiles \(X\), got 2 inputs"):
+        copy_scaled.build(CFG, Input((4, 4)), Input((4, 4)))
+    with pytest.raises(KernelError, match=r"takes 1 tiles \(X\), got 0 inputs; pass one Input"):
+        copy_scaled.build(CFG)
+    with pytest.raises(KernelError, match="is fp16 but the accumulator holds fp32"):
+        copy_scaled.build(CFG, Input((4, 4)))          # default fmt is the element format
+
+
+def test_memory_image_and_readback_round_trip():
+    prog = copy_scaled.build(CFG, Input((4, 4), "fp32"))
+    x = np.arange(16, dtype=np.float64).reshape(4, 4) / 8
+    image = prog.memory_image({"X": x})
+    assert image[0][0] == prog.tensors["X"].addr and len(image[0][1]) == 64
+    got = prog.read_tensor("X", image)
+    assert np.array_equal(got, nx.from_float64(x, "fp32"))
+    m = Machine(CFG)
+    prog.write_inputs(m.mem, {"X": x})
+    m.run(list(prog.instructions))
+    out = prog.read_outputs(m.mem)
+    assert set(out) == {"Y"} and out["Y"].dtype == np.uint32 and out["Y"].shape == (4, 4)
+
+
+def test_views_transpose_inputs_and_outputs():
+    k = kb()
+    vt = k.alloc_mem((4, 8), "fp16", "Vt", role="input")
+    k.view("V", vt)
+    prog = k.build(check=False)
+    v = np.arange(32, dtype=np.float64).reshape(8, 4)
+    assert prog.shape_of("V") == (8, 4) and prog.shape_of("Vt") == (4, 8)
+    img = prog.memory_image({"V": v})
+    assert np.array_equal(prog.read_tensor("Vt", img), nx.from_float64(v.T, "fp16"))
+    assert np.array_equal(prog.read_tensor("V", img), nx.from_float64(v, "fp16"))
+    with pytest.raises(KernelError, match="needs the whole tensor"):
+        k2 = kb()
+        t = k2.alloc_mem((4, 8), "fp16", "T")
+        k2.view("U", t[:, 0:4])
+    with pytest.raises(KernelError, match="integers outside the 16-bit patterns"):
+        prog.memory_image({"V": np.full((8, 4), 70000)})
+    with pytest.raises(KernelError, match="must be a float array"):
+        prog.memory_image({"V": np.full((8, 4), "x")})
+
+
+def test_raw_instruction_emit_and_stop_fence_appended():
+    k = kb()
+    k.emit(Dma(DmaFunc.LOAD, repeat=1, size=8, mem_addr=CFG.mem_base))
+    with pytest.raises(KernelError, match="not an instruction"):
+        k.emit("nop")
+    prog = k.build()
+    assert prog.instructions[-1] == Fence(mx=True, dma=True, stop=True)
+    assert isinstance(prog.instructions[0], Dma)
+
+
+def test_ambiguous_semaphore_values_are_a_race():
+    # with n = 2 the store (DMA) and the reciprocal (matrix) both wait for
+    # value 1: with queues deeper than one slot, the store could run first
+    @kernel
+    def two_values(k, X):
+        acc = k.alloc_accumulator(5)
+        out = k.alloc_mem((4, 4), "A", "Y")
+        sem = k.semaphore(0, 2)
+        k.load_tile(acc[1:], X, sem)
+        k.mx_reciprocal(acc[0], sem)
+        k.mx_attn_lse_norm(acc[1:], sem)
+        k.store_tile(out, acc[1:], sem)
+        return out
+
+    with pytest.raises(KernelError, match=r"semaphore race: .* give the semaphore more values"):
+        two_values.build(CFG, Input((4, 4), "fp32"))
+    prog = two_values.build(CFG, Input((4, 4), "fp32"), check=False)
+    check_dispatch(prog.instructions)                       # one pending slot: fine
+    with pytest.raises(KernelError, match="semaphore race"):
+        check_dispatch(prog.instructions, slots=None)

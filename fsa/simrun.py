@@ -53,8 +53,11 @@ def setup_tool_env() -> None:
     os.environ.pop("VERILATOR_ROOT", None)
     mf = os.environ.get("MAKEFLAGS", "")
     if "CFG_CXXFLAGS_PCH_I" not in mf:
+        # OPT_FAST: the model's per-cycle code; OPT_SLOW stays -O0: with
+        # cocotb's --public-flat-rw the constructor that registers every
+        # signal for VPI is one huge function that takes minutes at -O1.
         os.environ["MAKEFLAGS"] = (mf + " CFG_CXXFLAGS_PCH_I=-include "
-                                   "CFG_CXXFLAGS_COROUTINES=-fcoroutines").strip()
+                                   "CFG_CXXFLAGS_COROUTINES=-fcoroutines OPT_FAST=-O1").strip()
     # ccache (Debian package, installed by scripts/setup_venv.sh when root):
     # Verilator's runtime and cocotb's glue are the same in every build.
     if shutil.which("ccache") and "OBJCACHE" not in os.environ:
@@ -98,7 +101,7 @@ def build_args(sim: str, waves: bool) -> list[str]:
     if sim == "verilator":
         # --inline-mult 1: keep units (PE, CMP, ...) as separate C++ classes, compiled
         # once each: an 8x8 array builds in ~30 s instead of several minutes
-        args = ["-Wno-fatal", *VERILATOR_WAIVERS, "-CFLAGS", "-O1", "--inline-mult", "1",
+        args = ["-Wno-fatal", *VERILATOR_WAIVERS, "--inline-mult", "1",
                 "--x-assign", "fast", "--x-initial", "fast"]
         if waves:
             args += ["--trace-fst", "--trace-structs"]
@@ -119,7 +122,8 @@ def build(sim: str, top: str, sources: Sequence[Path], *, waves: bool = False,
     sources = [Path(s).resolve() for s in sources]
     args = build_args(sim, waves)
     h = hashlib.sha256()
-    for part in (sim, top, repr(args), cocotb.__version__, _tool_version(sim), str(waves)):
+    for part in (sim, top, repr(args), cocotb.__version__, _tool_version(sim), str(waves),
+                 os.environ.get("MAKEFLAGS", "")):
         h.update(part.encode())
     for s in sorted(sources):
         h.update(s.name.encode())

@@ -87,7 +87,7 @@ def fsa_acc(clk, rst, cmd, sa, sram, wb, a_type="fp32", pieces=8, sa_rows=4,
     # taken from the FMA so that the operand muxes do not loop through it
     mb, lp, bias = fa.man_bits, pbits, fa.bias
     emask = fa.exp_max
-    sig_s = sig(mb + 1)
+    sig_s = sig(mb + 1 + lp)     # wide enough for sig << lp (Verilog sizes $signed() operands)
     slope_k, icpt_k = sig(aw), sig(aw)
 
     @always_comb

@@ -39,7 +39,7 @@ from fsa import numerics as nx
 from fsa.config import FSAConfig
 from fsa.kernel import KernelError, Program, memory_reader
 
-__all__ = ["Result", "Execution", "Engine", "GoldenEngine", "SimEngine"]
+__all__ = ["Result", "Execution", "Engine", "GoldenEngine", "SimEngine", "DeviceError"]
 
 
 @dataclass
@@ -192,31 +192,65 @@ class GoldenEngine(Engine):
         return Execution(m.mem.read, counters, None)
 
 
+class DeviceError(RuntimeError):
+    """The device ended in its error state (or did not finish)."""
+
+    def __init__(self, message: str, status: dict):
+        super().__init__(message)
+        self.status = status
+
+
 class SimEngine(Engine):
-    """The RTL in an HDL simulator through AXI (to be written by the lead).
+    """The RTL device (``fsa_top``) in an HDL simulator, driven over AXI by
+    cocotb (``tb/tb_top.py``): the memory image goes into the AXI RAM, the
+    words through the control port; the outputs are read back from memory.
 
     Args:
-        cfg: the config (the simulator build is per config).
+        cfg: the config (Verilog generated and the simulator built on first
+            use, then reused by content hash under ``sims/``).
         sim: "verilator" or "icarus".
-
-    :meth:`execute` must: build/reuse the simulator for `cfg`, place the
-    image in the AXI RAM (``mem_base`` .. ``mem_base + mem_size``), push
-    `words` through the control port, start, wait for state DONE (fail with
-    the device error code otherwise), read back ``program.output_regions()``
-    and return ``Execution.from_segments(dumped, counters, counters["exec"])``
-    (e.g. with :func:`fsa.simdev.run_on_device`).
+        max_cycles: cycle limit of a run (the device must finish by then).
+        pauses: probability of random pauses on every AXI channel.
+        progress: callable(str) for progress messages (default: none).
+        waves: dump waveforms (FST / VCD) into the run folder.
     """
 
     name = "sim"
     SIMS = ("verilator", "icarus")
 
-    def __init__(self, cfg: "FSAConfig | str", sim: str = "verilator"):
+    def __init__(self, cfg: "FSAConfig | str", sim: str = "verilator", max_cycles: int = 5_000_000,
+                 pauses: float = 0.0, progress=None, waves: bool = False, seed: int = 1):
         super().__init__(cfg)
         if sim not in self.SIMS:
             raise ValueError(f"SimEngine: sim must be one of {self.SIMS}, got {sim!r}")
-        self.sim = sim
+        self.sim, self.max_cycles, self.pauses = sim, max_cycles, pauses
+        self.progress, self.waves, self.seed = progress, waves, seed
+        self.last_run: dict | None = None
 
     def execute(self, program: Program, words: list[int],
                 image: list[tuple[int, bytes]]) -> Execution:
-        raise NotImplementedError("SimEngine.execute is not written yet: run the words and the "
-                                  "memory image on the RTL and return an Execution")
+        import os
+        from fsa.simdev import run_on_device
+
+        old = os.environ.get("WAVES")
+        if self.waves:
+            os.environ["WAVES"] = "1"
+        try:
+            regions = program.output_regions()
+            res = run_on_device(self.cfg, words, image, regions, sim=self.sim,
+                                max_cycles=self.max_cycles, pauses=self.pauses, seed=self.seed,
+                                progress=self.progress)
+        finally:
+            if self.waves:
+                if old is None:
+                    os.environ.pop("WAVES", None)
+                else:
+                    os.environ["WAVES"] = old
+        self.last_run = res
+        run = res["runs"][-1]
+        if run["state"] != "done":
+            raise DeviceError(f"the device ended in state {run['state']} with error {run['error']} "
+                              f"at instruction {run['error_index']} (run folder {res['run_dir']})", run)
+        counters = dict(run["counters"])
+        segments = [(a, d) for (a, _), d in zip(regions, res["dumps"])]
+        return Execution.from_segments(segments, counters, counters["exec"])

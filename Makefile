@@ -4,13 +4,15 @@
 #   make                 = make test (SIM=verilator by default)
 #   make test SIM=icarus the same tests on Icarus Verilog
 #   make verilog CONFIG=FSA8X8Fp16Config
-#   make run             generate the default config and run it on the simulator
+#   make run             FlashAttention (8x8 fp16, seq 64) on the RTL, scored vs torch
 #   make lint            Verilator lint (-Wall) of the generated Verilog
 #   make bench           benchmarks (print tables, write bench/results/*.json)
 #   make clean           remove gen/ and sims/
 SHELL    := /bin/bash
 SIM      ?= verilator
 CONFIG   ?= FSA4X4Fp16Config
+RUN_CONFIG ?= FSA8X8Fp16Config
+SEQ      ?= 64
 JOBS     ?= 2
 PY       := .venv/bin/python
 STAMP    := .venv/.installed
@@ -41,7 +43,7 @@ verilog: $(STAMP)
 	$(PY) -m rtl.generate $(CONFIG)
 
 run: sim-tools
-	$(PY) -m fsa.cli run --config $(CONFIG) --sim $(SIM)
+	$(PY) -m fsa.cli run --config $(RUN_CONFIG) --sim $(SIM) --seq-q $(SEQ) --seq-kv $(SEQ)
 
 lint: $(STAMP)
 	$(PY) -m rtl.lint $(CONFIG)

@@ -61,8 +61,7 @@ def setup_tool_env() -> None:
     # ccache (Debian package, installed by scripts/setup_venv.sh when root):
     # Verilator's runtime and cocotb's glue are the same in every build.
     if shutil.which("ccache") and "OBJCACHE" not in os.environ:
-        os.environ["OBJCACHE"] = "ccache"
-        os.environ.setdefault("CCACHE_DIR", str(ROOT / "sims" / ".ccache"))
+        os.environ["OBJCACHE"] = "ccache"     # (the user's ccache dir: shared by checkouts)
     # cocotb rewrites asserts of every imported module unless told otherwise
     # (torch included: ~6 s per simulator start).
     os.environ.setdefault("COCOTB_REWRITE_ASSERTION_FILES", "tb_*.py")

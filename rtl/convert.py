@@ -31,15 +31,23 @@ def convert_block(factory: Callable[[], object], name: str, outdir: "str | Path"
     Returns:
         The path of the written Verilog file.
     """
+    import warnings
+
+    from myhdl import ToVerilogWarning
+
     global _converting
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     _converting = True     # submodules elaborate as stubs: their insides are other modules
     try:
-        inst = factory()
-        # (convert() elaborates the design once more; keep the stubs for that too)
-        inst.convert(hdl="Verilog", path=str(outdir), name=name, testbench=False,
-                     initial_values=False, timescale="1ns/1ps")
+        with warnings.catch_warnings():
+            # MyHDL's "driven but not read" notes are expected here (unused_*
+            # sinks, ports of unit instances): keep them off the terminal
+            warnings.simplefilter("ignore", ToVerilogWarning)
+            inst = factory()
+            # (convert() elaborates the design once more; keep the stubs for that too)
+            inst.convert(hdl="Verilog", path=str(outdir), name=name, testbench=False,
+                         initial_values=False, timescale="1ns/1ps")
     finally:
         _converting = False
     path = outdir / f"{name}.v"
@@ -48,12 +56,47 @@ def convert_block(factory: Callable[[], object], name: str, outdir: "str | Path"
     # by Python set order (different in every process).
     text = path.read_text()
     text = re.sub(r"// (Date|File): .*\n", "", text)
-    text = _SENS.sub(lambda m: "always @(" + ", ".join(sorted(m.group(1).split(", "))) + ")", text)
-    path.write_text(text)
+    path.write_text(_canonical(text))
     return path
 
 
-_SENS = re.compile(r"always @\(([\w, ]+)\)")
+_SENS = re.compile(r"always @\(([^()]*)\)")
+_DECL = re.compile(r"^(reg|wire|integer)\b")
+
+
+def _canonical(text: str) -> str:
+    """Order what MyHDL orders by Python hash (different in every process):
+    sensitivity lists, runs of declarations, and the assignments of reset
+    branches; none of it changes the meaning. A deterministic text keeps the
+    simulator build cache (and ccache) effective across processes."""
+    text = _SENS.sub(lambda m: "always @(" + ", ".join(sorted(m.group(1).split(", "))) + ")", text)
+    lines = text.split("\n")
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if _DECL.match(line):
+            j = i
+            while j < len(lines) and _DECL.match(lines[j]):
+                j += 1
+            out += sorted(lines[i:j])
+            i = j
+            continue
+        m = re.match(r"^(\s*)if \(rst == 1\) begin$", line)
+        if m:
+            end = m.group(1) + "end"
+            j = i + 1
+            while j < len(lines) and lines[j] != end:
+                j += 1
+            body = lines[i + 1:j]
+            if all(re.match(r"^\s*[\w\[\]:-]+ <= [^;]*;$", b) for b in body):
+                body = sorted(body)
+            out += [line] + body
+            i = j
+            continue
+        out.append(line)
+        i += 1
+    return "\n".join(out)
 
 
 def instance_text(module: str, inst_name: str, ports: dict[str, str]) -> str:

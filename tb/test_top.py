@@ -82,6 +82,8 @@ def test_attention_one_query_block(pauses):
     res = run_on_device(cfg, encode(prog), memory, dumps, max_cycles=50000, pauses=pauses,
                         seed=SEED)
     run = res["runs"][-1]
+    import coverage_report as cov
+    cov.record(prog, run, pauses=pauses, config=cfg.name)
     assert run["state"] == "done", run
     assert res["dumps"] == model_run(cfg, prog, memory, dumps)
     c = run["counters"]
@@ -89,9 +91,12 @@ def test_attention_one_query_block(pauses):
 
 
 def _err_case(cfg, prog, **kw):
+    import coverage_report as cov
     res = run_on_device(cfg, encode(prog) if not isinstance(prog[0], int) else prog,
                         [(cfg.mem_base, bytes(4096))], [], max_cycles=5000, **kw)
-    return res["runs"][-1]
+    run = res["runs"][-1]
+    cov.record(None, run, pauses=kw.get("pauses", 0.0), config=cfg.name)
+    return run
 
 
 def test_slverr_on_read():

@@ -466,20 +466,11 @@ def make_case(unit: str, cfg, n: int, seed: int) -> dict:
     return case
 
 
-#: where the benches generate each config (rtl.generate.generate, the same
-#: files as gen/<config>/, in a folder of their own: generate() has no lock,
-#: so two processes regenerating gen/<config>/ at once collide)
-GEN_UNITS = simrun.SIMS / "gen" / "units"
-
-
 def _generated(cfg) -> Path:
-    """The generated Verilog of `cfg` (regenerated only when the RTL changed)."""
-    from filelock import FileLock
-
+    """The generated Verilog of `cfg` (regenerated only when the RTL changed;
+    generate() locks gen/<config>/ against concurrent pytest workers)."""
     from rtl.generate import generate
-    GEN_UNITS.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(GEN_UNITS / f"{cfg.name}.lock"), timeout=600):
-        return generate(cfg, GEN_UNITS / cfg.name, quiet=True)
+    return generate(cfg, quiet=True)
 
 
 def unit_sources(cfg, top: str) -> list[Path]:

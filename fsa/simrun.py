@@ -62,6 +62,9 @@ def setup_tool_env() -> None:
     # Verilator's runtime and cocotb's glue are the same in every build.
     if shutil.which("ccache") and "OBJCACHE" not in os.environ:
         os.environ["OBJCACHE"] = "ccache"     # (the user's ccache dir: shared by checkouts)
+        # hits across checkouts in other folders: paths relative to the repository
+        os.environ.setdefault("CCACHE_BASEDIR", str(ROOT))
+        os.environ.setdefault("CCACHE_NOHASHDIR", "1")
     # cocotb rewrites asserts of every imported module unless told otherwise
     # (torch included: ~6 s per simulator start).
     os.environ.setdefault("COCOTB_REWRITE_ASSERTION_FILES", "tb_*.py")

@@ -1,5 +1,4 @@
 """The simulator runner: builds are cached by content, failures and hangs are reported."""
-import time
 
 import pytest
 from myhdl import always_comb, block
@@ -29,11 +28,11 @@ def test_passing_bench_and_cached_build(verilog):
     sim = simrun.get_sim()
     tdir = simrun.run("addone", [verilog], "tb_smoke", sim=sim, name="pass")
     assert (tdir / "results.xml").exists()
-    t0 = time.perf_counter()
     bdir1 = simrun.build(sim, "addone", [verilog])
+    stamp = (bdir1 / ".built").stat().st_mtime_ns
     bdir2 = simrun.build(sim, "addone", [verilog])
-    assert bdir1 == bdir2 and (bdir1 / ".built").exists()
-    assert time.perf_counter() - t0 < 5, "a cached build must not rebuild"
+    assert bdir1 == bdir2 and (bdir1 / ".built").stat().st_mtime_ns == stamp, \
+        "a cached build must not rebuild"
 
 
 def test_changed_source_gets_new_build(verilog, tmp_path):
@@ -51,8 +50,6 @@ def test_failure_is_reported_with_rerun_hint(verilog):
 
 
 def test_hang_is_stopped_by_wall_clock_timeout(verilog):
-    t0 = time.perf_counter()
-    with pytest.raises(simrun.SimulationError, match="wall-clock timeout"):
+    with pytest.raises(simrun.SimulationError, match="wall-clock timeout after 8 s"):
         simrun.run("addone", [verilog], "tb_smoke", name="hang", testcase="hangs",
                    extra_env={"SMOKE_HANG": "1"}, timeout_s=8)
-    assert time.perf_counter() - t0 < 60

@@ -109,14 +109,11 @@ def test_sram_geometry_validated():
                          ids=[_id(g) for g in GEOMETRIES] + ["big", "lanes3"])
 def test_sram_lint(geom, tmp_path):
     """Verilator -Wall clean (with LINT_WAIVERS, none today), compiles in
-    Icarus when installed; conversion of a 1024 x 1024-bit SRAM stays fast."""
+    Icarus when installed (conversion time is measured by bench/convert.py)."""
     from rtl import fsa_sram
 
     simrun.setup_tool_env()
-    t0 = time.monotonic()
     path = fsa_sram.convert(tmp_path, *geom)
-    dt = time.monotonic() - t0
-    assert dt < 30, f"conversion of {geom} took {dt:.1f} s"
     r = subprocess.run(["verilator", "--lint-only", "-Wall", *fsa_sram.LINT_WAIVERS, str(path)],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and "%Warning" not in r.stderr, r.stderr[-3000:]

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import decimal
 import math
-import time
 import zlib
 from fractions import Fraction
 from functools import lru_cache
@@ -884,11 +883,10 @@ def test_api_shapes_and_dtypes():
     assert N.canonical_nan("bf16").dtype == np.uint16
 
 
-def test_throughput_smoke():
-    """The model stays vectorised: 1e5 FMAs in well under a second."""
+def test_large_arrays_keep_shape_and_dtype():
+    """The model is vectorised over arbitrary shapes (throughput: bench/numerics.py)."""
     rng = np.random.default_rng(3)
-    a = rng.integers(0, 1 << 16, 100_000).astype(np.uint16)
-    c = rng.integers(0, 1 << 32, 100_000).astype(np.uint32)
-    t = time.perf_counter()
-    N.fma(a, a, c)
-    assert time.perf_counter() - t < 1.0
+    a = rng.integers(0, 1 << 16, (100, 1000)).astype(np.uint16)
+    c = rng.integers(0, 1 << 32, (100, 1000)).astype(np.uint32)
+    out = N.fma(a, a, c)
+    assert out.shape == (100, 1000) and out.dtype == np.uint32

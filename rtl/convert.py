@@ -24,7 +24,8 @@ def sig(width: int, init: int = 0) -> Signal:
     return Signal(intbv(init)[width:])
 
 
-def convert_block(factory: Callable[[], object], name: str, outdir: "str | Path") -> Path:
+def convert_block(factory: Callable[[], object], name: str, outdir: "str | Path",
+                  initial_values: bool = False) -> Path:
     """Elaborate ``factory()`` (returns a MyHDL block instance) and write
     ``<outdir>/<name>.v`` containing one module called `name`.
 
@@ -47,7 +48,7 @@ def convert_block(factory: Callable[[], object], name: str, outdir: "str | Path"
             inst = factory()
             # (convert() elaborates the design once more; keep the stubs for that too)
             inst.convert(hdl="Verilog", path=str(outdir), name=name, testbench=False,
-                         initial_values=False, timescale="1ns/1ps")
+                         initial_values=initial_values, timescale="1ns/1ps")
     finally:
         _converting = False
     path = outdir / f"{name}.v"

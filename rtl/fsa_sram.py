@@ -432,4 +432,6 @@ def convert(outdir: "str | Path", rows: int, row_bits: int, lane_bits: int,
         return fsa_sram(**ports(rows, row_bits, lane_bits, banks), rows=rows,
                         row_bits=row_bits, lane_bits=lane_bits, banks=banks)
 
-    return convert_block(factory, name, outdir)
+    # memories start at 0 in simulation (as in the golden model), so that a
+    # row read before it is written is 0 on Verilator and Icarus alike
+    return convert_block(factory, name, outdir, initial_values=True)

@@ -25,9 +25,13 @@ def sig(width: int, init: int = 0) -> Signal:
 
 
 def convert_block(factory: Callable[[], object], name: str, outdir: "str | Path",
-                  initial_values: bool = False) -> Path:
+                  init_memories: bool = False) -> Path:
     """Elaborate ``factory()`` (returns a MyHDL block instance) and write
     ``<outdir>/<name>.v`` containing one module called `name`.
+
+    Args:
+        init_memories: zero the module's memories at time 0 (simulation:
+            Verilator and Icarus then agree on never-written rows).
 
     Returns:
         The path of the written Verilog file.
@@ -48,7 +52,7 @@ def convert_block(factory: Callable[[], object], name: str, outdir: "str | Path"
             inst = factory()
             # (convert() elaborates the design once more; keep the stubs for that too)
             inst.convert(hdl="Verilog", path=str(outdir), name=name, testbench=False,
-                         initial_values=initial_values, timescale="1ns/1ps")
+                         initial_values=init_memories, timescale="1ns/1ps")
     finally:
         _converting = False
     path = outdir / f"{name}.v"
@@ -57,6 +61,10 @@ def convert_block(factory: Callable[[], object], name: str, outdir: "str | Path"
     # by Python set order (different in every process).
     text = path.read_text()
     text = re.sub(r"// (Date|File): .*\n", "", text)
+    if init_memories:
+        # MyHDL gives every register an initial value too: keep only the
+        # memories' initial blocks (registers are reset by rst)
+        text = re.sub(r"^((?:reg|wire) [^=;]*?) = [^;]+;$", r"\1;", text, flags=re.M)
     path.write_text(_canonical(text))
     return path
 

@@ -434,4 +434,4 @@ def convert(outdir: "str | Path", rows: int, row_bits: int, lane_bits: int,
 
     # memories start at 0 in simulation (as in the golden model), so that a
     # row read before it is written is 0 on Verilator and Icarus alike
-    return convert_block(factory, name, outdir, initial_values=True)
+    return convert_block(factory, name, outdir, init_memories=True)

@@ -226,6 +226,27 @@ def _cmd_exec(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_compile(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from fsa import config, isa, kernels, numerics
+    from fsa.elf import write_elf
+
+    cfg = config.get(args.config)
+    q, k, v = _load_inputs(args, cfg)
+    prog = kernels.attention(cfg, q.shape[0], k.shape[0], causal=args.causal)
+    enc = {"Q": numerics.from_float64(q, cfg.e_type), "K": numerics.from_float64(k, cfg.e_type),
+           "Vt": numerics.from_float64(v.T.copy(), cfg.e_type)}
+    Path(args.program).write_bytes(isa.to_bytes(prog.words()))
+    write_elf(args.elf, prog.memory_image(enc))
+    (addr, size), = prog.output_regions()
+    _say(f"wrote {args.program} ({len(prog.words())} words) and {args.elf}; the output O^T "
+         f"[{cfg.sa_rows}, {q.shape[0]}] ({cfg.a_type}) is at 0x{addr:x}, {size} bytes:")
+    print(f"fsa exec --config {cfg.name} --program {args.program} --load {args.elf} "
+          f"--dump out.bin:0x{addr:x}:{size}")
+    return 0
+
+
 def _cmd_plan_show(args: argparse.Namespace) -> int:
     from fsa import config
     from fsa.plan import FUNCS, chart, make_plan
@@ -274,6 +295,20 @@ def main(argv: "list[str] | None" = None) -> int:
     p.add_argument("--waves", help="dump a waveform (FST on Verilator, VCD on Icarus) to this file")
     p.add_argument("--max-cycles", type=int, default=20_000_000)
     p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("compile", help="write the attention kernel as inst.bin + mem.elf "
+                       "(inputs included), for fsa exec or other simulators")
+    p.add_argument("--config", default="FSA8X8Fp16Config")
+    p.add_argument("--seq-q", type=int, default=64)
+    p.add_argument("--seq-kv", type=int, default=64)
+    p.add_argument("--q")
+    p.add_argument("--k")
+    p.add_argument("--v")
+    p.add_argument("--causal", action="store_true")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--program", default="inst.bin")
+    p.add_argument("--elf", default="mem.elf")
+    p.set_defaults(func=_cmd_compile)
 
     p = sub.add_parser("exec", help="run a raw instruction stream (inst.bin + memory image)")
     p.add_argument("--config", required=True)

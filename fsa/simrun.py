@@ -268,3 +268,37 @@ def run(top: str, sources: Sequence[Path], test_module: str, *, sim: str | None 
             f"{': ' + err if err else ''}; {failed if failed else 'no'} failing cocotb tests.\n"
             f"log: {log}{waves_note}\nre-run: {how}\n--- log tail ---\n{tail}")
     return tdir
+
+
+def cached_convert(name: str, convert, key: str, deps: Sequence[str]) -> Path:
+    """Convert one MyHDL unit for a bench, once per distinct input.
+
+    Args:
+        name: Verilog module (and file) name.
+        convert: ``convert(outdir) -> Path`` writing ``<outdir>/<name>.v``.
+        key: the parameters of the conversion, as text.
+        deps: repository-relative source files the conversion depends on.
+
+    Returns:
+        The cached ``sims/gen/<unit>/<name>-<hash>/<name>.v``; safe for
+        concurrent pytest workers.
+    """
+    import myhdl
+
+    h = hashlib.sha256()
+    for f in list(deps) + ["rtl/convert.py", "fsa/formats.py"]:
+        h.update((ROOT / f).read_bytes())
+    h.update(f"{myhdl.__version__}|{key}".encode())
+    out = SIMS / "gen" / name.split("_")[1] / f"{name}-{h.hexdigest()[:16]}"
+    path = out / f"{name}.v"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(out) + ".lock", timeout=600):
+        if not path.exists():
+            tmp = out.with_name(out.name + f".tmp{os.getpid()}")
+            try:
+                written = convert(tmp)
+                out.mkdir(parents=True, exist_ok=True)
+                written.replace(path)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+    return path

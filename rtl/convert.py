@@ -7,7 +7,6 @@ it through a ``verilog_code`` wrapper (see :func:`instance_text`).
 """
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Callable

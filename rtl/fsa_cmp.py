@@ -18,7 +18,7 @@ E-rounded scores; ``PROP_MAX`` never folds 0 into it.
 """
 from __future__ import annotations
 
-from myhdl import always_comb, always_seq, block, intbv
+from myhdl import always_comb, always_seq, block
 
 from fsa.formats import get_format
 from rtl.convert import convert_block, sig, submodule

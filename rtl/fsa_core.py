@@ -500,7 +500,6 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, state, err_code
     ONE = cfg.e_fmt.one
     SCALE = cfg.attention_scale_bits(cfg.e_type)
     SLOPES = tuple(int(x) for x in slopes)
-    MASK_E = (1 << EW) - 1
     id_data = sig(R * EW)
     cval = sig(EW)
     cbcast = ConcatSignal(*([cval] * R))            # the constant on every lane

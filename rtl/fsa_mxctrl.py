@@ -30,7 +30,7 @@ Ports::
 """
 from __future__ import annotations
 
-from myhdl import always_comb, always_seq, block, concat, intbv, Signal
+from myhdl import always_comb, always_seq, block, concat, intbv
 
 from fsa import plan as fplan
 from rtl.convert import comb_expr, convert_block, sig
@@ -330,9 +330,8 @@ def fsa_mxctrl(clk, rst,
     fl0, fl1 = s_flags
     z0, z1 = s_zero
     c0, c1 = s_causal
-    spad_rd = sig(1)
     nxt_valid, nxt_const, nxt_csel, nxt_k, nxt_flags = sig(1), sig(1), sig(2), sig(KB), sig(3)
-    acc_rd, nxt_zero = sig(1), sig(1)
+    nxt_zero = sig(1)
     raddr_q = sig(ADDR_BITS)
     acc_cmd_i = sig(3)
 

@@ -39,7 +39,7 @@ the cycle after AR.
 """
 from __future__ import annotations
 
-from myhdl import ResetSignal, always_comb, always_seq, block, intbv
+from myhdl import ResetSignal, always_comb, always_seq, block
 
 from rtl.convert import convert_block, sig
 
@@ -78,7 +78,6 @@ def fsa_regs(clk, rst,
     w_have_a, w_have_d = sig(1), sig(1)
     w_addr = sig(8)
     w_data = sig(32)
-    w_busy = sig(1)           # both captured, acting
     b_pend = sig(1)
     b_resp = sig(2)
     unused_axil = sig(len(s_axil_awaddr) - 8 + len(s_axil_araddr) - 8 + 3 + 3 + 4)

@@ -42,7 +42,6 @@ def fsa_top(clk, rst, irq, s_axil, m, cfg=None):
     core_sigs = {k: v for k, v in cp.items() if k not in ("clk", "rst")}
     core_sigs.update(clk=clk, rst=rst)
     # core <-> DMA: command, status, narrow SRAM ports
-    dp = fsa_dma.ports(cfg)
     dma_flat = {}
     for n, d, w in fsa_dma.port_table(cfg):
         if n in ("clk", "rst"):

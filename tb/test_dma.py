@@ -12,7 +12,6 @@ the block itself (for parents that simulate it through
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -26,7 +25,6 @@ from fsa import config as fconfig
 from tb import simrun
 
 ROOT = Path(__file__).resolve().parent.parent
-GEN = ROOT / "sims" / "gen" / "fsa_dma"
 
 FULL = os.environ.get("FULL", "0") not in ("", "0")
 
@@ -44,30 +42,11 @@ CONFIGS = _configs()
 
 
 def dma_verilog(cfg) -> Path:
-    """Converted Verilog of `cfg`, cached under sims/gen/fsa_dma by a hash of
-    the inputs (MyHDL's output text varies between runs)."""
-    import myhdl
-    from filelock import FileLock
-
+    """Converted Verilog of `cfg`'s DMA (cached by a hash of the inputs)."""
     from rtl import fsa_dma
 
-    h = hashlib.sha256()
-    for f in (ROOT / "rtl/fsa_dma.py", ROOT / "rtl/convert.py", ROOT / "rtl/fsa_sram.py"):
-        h.update(f.read_bytes())
-    h.update(f"{myhdl.__version__}|{cfg.to_json()}".encode())
-    out = GEN / f"{cfg.name}-{h.hexdigest()[:16]}"
-    path = out / "fsa_dma.v"
-    GEN.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(out) + ".lock", timeout=300):
-        if not path.exists():
-            tmp = out.with_name(out.name + f".tmp{os.getpid()}")
-            try:
-                written = fsa_dma.convert(tmp, cfg)
-                out.mkdir(parents=True, exist_ok=True)
-                written.replace(path)
-            finally:
-                shutil.rmtree(tmp, ignore_errors=True)
-    return path
+    return simrun.cached_convert(f"fsa_dma_{cfg.name}", lambda d: fsa_dma.convert(d, cfg),
+                                 cfg.to_json(), ["rtl/fsa_dma.py", "rtl/fsa_sram.py"])
 
 
 @pytest.mark.sim

@@ -17,9 +17,7 @@ piece, of another piece, random slopes and raw random intercept words.
 """
 from __future__ import annotations
 
-import hashlib
 import os
-import shutil
 import time
 from pathlib import Path
 
@@ -31,7 +29,6 @@ from fsa.formats import FPFormat, get_format
 from tb import simrun
 
 ROOT = Path(__file__).resolve().parent.parent
-GEN = ROOT / "sims" / "gen" / "fsa_fma"
 
 #: (mul, add, pieces) cases; the last one exercises another piece count.
 CASES = [
@@ -48,38 +45,14 @@ N_EXP2 = 10000
 
 # ------------------------------------------------------------------ Verilog
 def fma_verilog(mul: str, add: str, pieces: int) -> Path:
-    """Converted Verilog of one configuration, cached under sims/gen/fsa_fma.
-
-    MyHDL's output text varies between runs (statement order), so the cache
-    key is a hash of the inputs; an unchanged design reuses its file and so
-    its simulator build.
-    """
-    import myhdl
-    from filelock import FileLock
-
+    """Converted Verilog of one configuration (cached by a hash of the inputs)."""
     from rtl.fp import fsa_fma
 
-    h = hashlib.sha256()
-    for f in (ROOT / "rtl/fp/fsa_fma.py", ROOT / "rtl/convert.py", ROOT / "fsa/formats.py"):
-        h.update(f.read_bytes())
-    h.update(f"{myhdl.__version__}|{mul}|{add}|{pieces}".encode())
     name = fsa_fma.module_name(mul, add, pieces)
-    out = GEN / f"{name}-{h.hexdigest()[:16]}"
-    path = out / f"{name}.v"
-    GEN.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(out) + ".lock", timeout=300):
-        if not path.exists():
-            tmp = out.with_name(out.name + f".tmp{os.getpid()}")
-            try:
-                written = fsa_fma.convert(tmp, mul, add, pieces)
-                out.mkdir(parents=True, exist_ok=True)
-                written.replace(path)
-            finally:
-                shutil.rmtree(tmp, ignore_errors=True)
-    return path
+    return simrun.cached_convert(name, lambda d: fsa_fma.convert(d, mul, add, pieces),
+                                 f"{mul}|{add}|{pieces}", ["rtl/fp/fsa_fma.py"])
 
 
-# ------------------------------------------------------------------ vectors
 def _bits(sign, field, man, f: FPFormat) -> np.ndarray:
     return ((np.asarray(sign, np.int64) << (f.width - 1))
             | (np.asarray(field, np.int64) << f.man_bits)

@@ -8,7 +8,6 @@ handshake accounting, a full read-back at the end).
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -21,7 +20,6 @@ import pytest
 from tb import simrun
 
 ROOT = Path(__file__).resolve().parent.parent
-GEN = ROOT / "sims" / "gen" / "fsa_sram"
 
 #: (rows, row_bits, lane_bits, banks)
 GEOMETRIES = [
@@ -35,31 +33,12 @@ CYCLES = 40000 if os.environ.get("FULL", "0") not in ("", "0") else 4000
 
 
 def sram_verilog(rows: int, row_bits: int, lane_bits: int, banks: int) -> Path:
-    """Converted Verilog of one geometry, cached under sims/gen/fsa_sram by a
-    hash of the inputs (MyHDL's output text varies between runs)."""
-    import myhdl
-    from filelock import FileLock
-
+    """Converted Verilog of one geometry (cached by a hash of the inputs)."""
     from rtl import fsa_sram
 
-    h = hashlib.sha256()
-    for f in (ROOT / "rtl/fsa_sram.py", ROOT / "rtl/convert.py"):
-        h.update(f.read_bytes())
-    h.update(f"{myhdl.__version__}|{rows}|{row_bits}|{lane_bits}|{banks}".encode())
     name = fsa_sram.module_name(rows, row_bits, lane_bits, banks)
-    out = GEN / f"{name}-{h.hexdigest()[:16]}"
-    path = out / f"{name}.v"
-    GEN.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(out) + ".lock", timeout=300):
-        if not path.exists():
-            tmp = out.with_name(out.name + f".tmp{os.getpid()}")
-            try:
-                written = fsa_sram.convert(tmp, rows, row_bits, lane_bits, banks)
-                out.mkdir(parents=True, exist_ok=True)
-                written.replace(path)
-            finally:
-                shutil.rmtree(tmp, ignore_errors=True)
-    return path
+    return simrun.cached_convert(name, lambda d: fsa_sram.convert(d, rows, row_bits, lane_bits, banks),
+                                 f"{rows}|{row_bits}|{lane_bits}|{banks}", ["rtl/fsa_sram.py"])
 
 
 def _id(g) -> str:

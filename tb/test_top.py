@@ -9,7 +9,7 @@ import pytest
 from fsa import config as fconfig
 from fsa import numerics as nx
 from fsa.golden.machine import Machine
-from fsa.isa import Dma, DmaFunc, Fence, Matrix, MxFunc, encode
+from fsa.isa import Dma, DmaFunc, Fence, Matrix, encode
 from fsa.simdev import run_on_device
 from fsa.simrun import os
 
@@ -27,7 +27,6 @@ def model_run(cfg, prog, memory, dumps):
 
 def dma_program(cfg):
     base = cfg.mem_base
-    R, C = cfg.sa_rows, cfg.sa_cols
     sp, ac = cfg.spad_row_bytes, cfg.acc_row_bytes
     prog = [
         Dma(DmaFunc.LOAD, repeat=6, sram_addr=2, sram_stride=3, mem_addr=base + 0x100,

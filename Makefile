@@ -6,7 +6,8 @@
 #   make verilog CONFIG=FSA8X8Fp16Config
 #   make run             FlashAttention (8x8 fp16, seq 64) on the RTL, scored vs torch
 #   make lint            Verilator lint (-Wall) of the generated Verilog
-#   make bench           benchmarks (print tables, write bench/results/*.json)
+#   make bench           benchmarks (tables, bench/results/*.json, docs/performance.md;
+#                        QUICK=1 for a short run)
 #   make clean           remove gen/ and sims/
 SHELL    := /bin/bash
 SIM      ?= verilator
@@ -48,8 +49,22 @@ run: sim-tools
 lint: $(STAMP)
 	$(PY) -m rtl.lint $(CONFIG)
 
-bench: $(STAMP)
-	$(PY) bench/numerics.py $(if $(QUICK),--quick,)
+BENCH_STAMP := .venv/.bench-installed
+BQ := $(if $(QUICK),--quick,)
+
+$(BENCH_STAMP): $(STAMP)
+	$(PY) -m pip install -q -e '.[bench]'
+	@touch $@
+
+bench: $(BENCH_STAMP) sim-tools
+	$(PY) bench/numerics.py $(BQ)
+	$(PY) bench/accuracy.py $(BQ)
+	$(PY) bench/utilisation.py $(BQ)
+	$(PY) bench/simspeed.py $(BQ)
+	$(PY) bench/convert.py $(BQ)
+	$(PY) bench/area.py $(BQ)
+	$(PY) bench/plots.py
+	$(PY) bench/mkdoc.py
 
 clean:
 	rm -rf gen sims

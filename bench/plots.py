@@ -1,0 +1,160 @@
+"""Plots for docs/performance.md from the benchmark results.
+
+Run as ``python bench/plots.py`` after bench/utilisation.py and
+bench/accuracy.py (reads ``bench/results/utilisation.json`` and
+``accuracy.json``). Needs matplotlib (``pip install -e .[bench]``). Writes:
+
+* ``docs/utilisation.png``: left, utilisation vs sequence length N for the
+  RTL configs (points: RTL runs; lines: the cycle model's steady-state fit
+  with the calibrated DMA; dotted: the reference formula 2R/(4R+C+P+5));
+  right, utilisation vs array size at N = 4096 from the model (free DMA,
+  64-bit and 512-bit AXI), the RTL steady-state points and the formula.
+* ``docs/accuracy_hist.png``: histograms of |O - O_torch| (log10) for fp16
+  and bf16 at P = 4, 8, 16.
+"""
+from __future__ import annotations
+
+import json
+
+import common
+import cyclemodel as cm
+from fsa import config as fconfig
+
+DOCS = common.ROOT / "docs"
+
+
+def _cfg_for(name: str):
+    """Rebuild a bench config from its name (preset + Q4K / AxiNNN suffixes)."""
+    base = name.replace("Q4K", "")
+    axi = None
+    if "Axi" in base:
+        base, axi = base.split("Axi")
+        axi = int(axi)
+    cfg = fconfig.get(base)
+    if axi:
+        cfg = cfg.replace(axi_data_bits=axi, name=f"{cfg.name}Axi{axi}")
+    return common.deep_queue(cfg)
+
+
+def utilisation_plot(u: dict, plt) -> None:
+    dma = cm.DmaTiming(**u["dma_timing"])
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.6))
+    names = []
+    for r in u["runs"]:
+        if r["config"] not in names:
+            names.append(r["config"])
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, name in enumerate(names):
+        col = colours[i % len(colours)]
+        cfg = _cfg_for(name)
+        R, C, P = cfg.sa_rows, cfg.sa_cols, cfg.exp2_pieces
+        ss = cm.steady_state(cfg, dma)
+        ns = [C * 2 ** k for k in range(1, 12) if C * 2 ** k <= 8192]
+        util = [4 * C * R * R * (n // C) * (n // R) /
+                (cm.predict_cycles(cfg, n, n, False, ss) * 2 * R * C) for n in ns]
+        label = name.replace("Fp16Config", "").replace("Q4K", "")
+        ax1.plot(ns, util, "-", color=col, lw=1.2, label=f"{label} model")
+        pts = [r for r in u["runs"] if r["config"] == name and not r["causal"]]
+        ax1.plot([r["N"] for r in pts], [r["utilisation"] for r in pts], "o", color=col,
+                 label=f"{label} RTL")
+        pts = [r for r in u["runs"] if r["config"] == name and r["causal"]]
+        if pts:
+            ax1.plot([r["N"] for r in pts], [r["utilisation"] for r in pts], "x", color=col)
+        if "Axi" not in name:
+            ax1.axhline(2 * R / (4 * R + C + P + 5), ls=":", color=col, lw=1)
+    ax1.set_xscale("log", base=2)
+    ax1.set_xlabel("sequence length N (seq_q = seq_kv, d = R)")
+    ax1.set_ylabel("utilisation = FLOPs / (cycles x 2RC)")
+    ax1.set_title("RTL (o non-causal, x causal), model (lines), 2R/(4R+C+P+5) (dotted)",
+                  fontsize=9)
+    ax1.legend(fontsize=7, ncol=2)
+    ax1.grid(alpha=0.3)
+    # right: vs array size
+    fits = u["prediction_fits"]
+    sizes = [4, 8, 16, 32, 64, 128]
+    model = {"free DMA": [], "64-bit AXI": [], "512-bit AXI": []}
+    for n in sizes:
+        base = fconfig.get(f"FSA{n}X{n}Fp16Config")
+        for label in model:
+            f = next((f for f in fits if f["R"] == n and f["dma"] == label), None)
+            if f is None:
+                if label == "512-bit AXI" and n * base.e_fmt.width < 512:
+                    model[label].append(float("nan"))     # rows narrower than a beat
+                    continue
+                cfg = base.replace(axi_data_bits=512, name=base.name + "Axi512") \
+                    if label == "512-bit AXI" else base
+                f = cm.steady_state(cfg, cm.IDEAL_DMA if label == "free DMA" else dma)
+            cyc = cm.predict_cycles(base, 4096, 4096, False, f)
+            flops = 4 * n * n * n * (4096 // n) ** 2
+            model[label].append(flops / (cyc * 2 * n * n))
+    for label, ys in model.items():
+        ax2.plot(sizes, ys, "-o" if label == "free DMA" else "--.", label=f"model, {label}")
+    ax2.plot(sizes, [2 * n / (5 * n + 13) for n in sizes], ":", color="k",
+             label="2R/(4R+C+P+5), P=8")
+    st = u["steady"]
+    ax2.plot([s["R"] for s in st], [s["rtl_util"] for s in st], "s", color="tab:red",
+             label="RTL steady state (per key block)")
+    ax2.set_xscale("log", base=2)
+    ax2.set_xticks(sizes, [f"{n}x{n}" for n in sizes])
+    ax2.set_xlabel("array R x C (d = R)")
+    ax2.set_ylabel("utilisation")
+    ax2.set_title("N = 4096, non-causal (model: steady-state fit)", fontsize=9)
+    ax2.legend(fontsize=7)
+    ax2.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(DOCS / "utilisation.png", dpi=110)
+    plt.close(fig)
+
+
+def accuracy_plot(a: dict, plt) -> None:
+    import numpy as np
+
+    bins = np.array(a["hist_bins_log10"])
+    mid = (bins[:-1] + bins[1:]) / 2
+    hists = a["histograms"]
+    # the largest non-causal case present
+    keys = [k for k in hists if "|causal=False|" in k and k.endswith("|fa3")]
+    best_n = max(int(k.split("|")[1][2:]) for k in keys)
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4), sharey=True)
+    for ax, e in zip(axes, ("Fp16", "Bf16")):
+        for P in (4, 8, 16):
+            k = next((k for k in keys if f"{e}Config|" in k and f"|N={best_n}|" in k and
+                      f"|P={P}|" in k), None)
+            if k is None:
+                continue
+            h = np.array(hists[k], float)
+            ax.step(mid, h / h.sum(), where="mid", label=f"P = {P}")
+        ref = a["reference"]
+        ax.axvline(np.log10(ref["mae"]), color="k", ls=":", lw=1, label="reference MAE")
+        ax.axvline(np.log10(ref["max_abs"]), color="k", ls="--", lw=1, label="reference max")
+        cfg = next(k for k in keys if f"{e}Config|" in k and f"|N={best_n}|" in k).split("|")[0]
+        ax.set_title(f"{cfg}, N = {best_n}, FA3 inputs: |O - SDPA| (fp32 O)", fontsize=9)
+        ax.set_xlabel("log10 absolute error")
+        ax.set_xlim(-8, -1)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    axes[0].set_ylabel("fraction of outputs")
+    fig.tight_layout()
+    fig.savefig(DOCS / "accuracy_hist.png", dpi=110)
+    plt.close(fig)
+
+
+def main() -> int:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    res = common.RESULTS
+    done = []
+    if (res / "utilisation.json").exists():
+        utilisation_plot(json.loads((res / "utilisation.json").read_text()), plt)
+        done.append("docs/utilisation.png")
+    if (res / "accuracy.json").exists():
+        accuracy_plot(json.loads((res / "accuracy.json").read_text()), plt)
+        done.append("docs/accuracy_hist.png")
+    print("wrote " + (", ".join(done) if done else "nothing (run the benchmarks first)"))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

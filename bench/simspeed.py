@@ -1,0 +1,153 @@
+"""Simulation speed: simulated cycles per second of a full attention run on
+Verilator and Icarus, and the Verilator build time and peak memory per config.
+
+Run as ``python bench/simspeed.py [--quick]`` from the repository root.
+(MyHDL conversion time and Verilog size: ``bench/convert.py``.)
+
+1. Attention (seq_q = seq_kv = N, d = R, fa3 inputs) through ``fsa_top``
+   with ``SimEngine``: the device's ``exec`` cycles, the simulated cycles of
+   the whole cocotb test (reset, loading the program over AXI4-Lite, the run,
+   reading the counters and the output back: cocotb's sim_time / 10 ns), the
+   test's real time as cocotb reports it, simulated cycles per second, and
+   the wall time of the whole ``SimEngine.run`` call (simulator start,
+   Python side included; the build is cached beforehand). Configs: the
+   presets with a 4096-word queue (as in bench/utilisation.py).
+2. Verilator build of ``fsa_top`` from scratch into a temporary folder,
+   without ccache, in a child process: wall time, and the peak resident
+   memory of the largest build process (``RUSAGE_CHILDREN`` ru_maxrss: the
+   C++ compiler). cocotb's runner runs ``make -j min(cpus, its limit)``, so
+   the compiler CPU time can exceed the wall time.
+
+Writes ``bench/results/simspeed.json``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+
+import common
+from common import deep_queue, table, write_json
+
+from fsa import config as fconfig
+from fsa import kernels
+from fsa.engines import SimEngine
+from fsa.report import fa3_inputs
+
+BUILD_CHILD = r"""
+import json, os, resource, sys, tempfile, time
+from pathlib import Path
+sys.path.insert(0, {root!r})
+os.environ["OBJCACHE"] = ""            # no ccache: a cold compile
+from fsa import config, simrun
+from rtl.generate import generate, verilog_files
+sys.path.insert(0, {bench!r})
+from common import deep_queue
+cfg = deep_queue(config.get({name!r}))
+out = generate(cfg, quiet=True)
+srcs = verilog_files(out)
+with tempfile.TemporaryDirectory(prefix="fsa-build-") as d:
+    simrun.SIMS = Path(d)
+    t = time.perf_counter()
+    bdir = simrun.build({sim!r}, "fsa_top", srcs)
+    wall = time.perf_counter() - t
+    size = sum(f.stat().st_size for f in Path(bdir).rglob("*") if f.is_file())
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({{"wall_s": wall, "peak_child_rss_mb": ru.ru_maxrss / 1024,
+                  "child_cpu_s": ru.ru_utime + ru.ru_stime, "build_dir_mb": size / 2**20,
+                  "verilog_kb": sum(s.stat().st_size for s in srcs) / 1024}}))
+"""
+
+
+def attention_speed(name: str, n: int, sim: str, rng) -> dict:
+    cfg = deep_queue(fconfig.get(name))
+    R = cfg.sa_rows
+    q, k, v = (fa3_inputs(rng, (n, R)) for _ in range(3))
+    prog = kernels.attention(cfg, n, n)
+    eng = SimEngine(cfg, sim=sim, max_cycles=20_000_000)
+    # warm-up on a one-block program: builds (cached) and starts the simulator once
+    small = kernels.attention(cfg, cfg.sa_cols, R)
+    eng.run(small, {"Q": q[:cfg.sa_cols], "K": k[:R], "V": v[:R]})
+    t = time.perf_counter()
+    res = eng.run(prog, {"Q": q, "K": k, "V": v})
+    wall = time.perf_counter() - t
+    xml = Path(eng.last_run["run_dir"]) / "results.xml"
+    tc = ET.parse(xml).getroot().find(".//testcase")
+    props = {p.get("name"): p.get("value") for p in tc.iter("property")}
+    sim_cycles = float(props["sim_time_duration"]) / 10.0
+    real = float(tc.get("time"))
+    return {"config": cfg.name, "sim": sim, "N": n, "exec_cycles": res.cycles,
+            "sim_cycles": sim_cycles, "test_real_s": real, "cycles_per_s": sim_cycles / real,
+            "engine_wall_s": wall}
+
+
+def build_cost(name: str, sim: str, timeout: float) -> dict:
+    code = BUILD_CHILD.format(root=str(common.ROOT), bench=str(common.BENCH), name=name, sim=sim)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=timeout, cwd=common.ROOT)
+    if p.returncode != 0:
+        raise RuntimeError(f"build of {name} failed:\n{p.stderr[-3000:]}")
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    try:
+        from cocotb_tools.runner import _get_max_parallel_build_jobs as jobs
+        make_jobs = jobs()
+    except ImportError:
+        make_jobs = None
+    r.update(config=deep_queue(fconfig.get(name)).name, sim=sim, make_jobs=make_jobs,
+             makeflags=os.environ.get("MAKEFLAGS", ""))
+    return r
+
+
+def main(argv: "list[str] | None" = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="4x4 only")
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    rng = np.random.default_rng(2)
+    runs = [("FSA4X4Fp16Config", 32, "verilator"), ("FSA4X4Fp16Config", 16, "icarus")]
+    if not args.quick:
+        runs += [("FSA8X8Fp16Config", 64, "verilator"), ("FSA16X16Fp16Config", 128, "verilator"),
+                 ("FSA8X8Fp16Config", 32, "icarus")]
+    import shutil
+    if shutil.which("iverilog") is None:
+        print("   (iverilog not found: the Icarus rows are skipped; `make SIM=icarus` installs it)")
+        runs = [r for r in runs if r[2] != "icarus"]
+    speed = []
+    for name, n, sim in runs:
+        r = attention_speed(name, n, sim, rng)
+        speed.append(r)
+        print(f"   {r['config']} N={n} {sim}: {r['cycles_per_s']:.0f} cycles/s", flush=True)
+    print("\n1. Simulation speed, attention through fsa_top (cocotb + cocotbext-axi)")
+    print(table(["config", "simulator", "N", "exec cycles", "simulated cycles", "test real s",
+                 "cycles/s", "SimEngine.run wall s"],
+                [[r["config"], r["sim"], r["N"], r["exec_cycles"], int(r["sim_cycles"]),
+                  r["test_real_s"], r["cycles_per_s"], r["engine_wall_s"]] for r in speed],
+                ["", "", "", "", "", ".2f", ".0f", ".2f"]))
+
+    builds = []
+    names = ["FSA4X4Fp16Config"] if args.quick else \
+        ["FSA4X4Fp16Config", "FSA8X8Fp16Config", "FSA16X16Fp16Config"]
+    for name in names:
+        r = build_cost(name, "verilator", timeout=3600)
+        builds.append(r)
+        print(f"   build {r['config']}: {r['wall_s']:.0f} s", flush=True)
+    print(f"\n2. Verilator build of fsa_top from scratch (no ccache, child process, "
+          f"make -j{builds[0].get('make_jobs')})")
+    print(table(["config", "Verilog KiB", "build s", "compiler CPU s", "peak RSS MiB", "build dir MiB"],
+                [[r["config"], r["verilog_kb"], r["wall_s"], r["child_cpu_s"], r["peak_child_rss_mb"],
+                  r["build_dir_mb"]] for r in builds], ["", ".0f", ".0f", ".0f", ".0f", ".0f"]))
+    out = write_json("simspeed", {"quick": args.quick, "speed": speed, "builds": builds,
+                                  "seconds": time.perf_counter() - t0})
+    print(f"\nwrote {out.relative_to(common.ROOT)} ({time.perf_counter() - t0:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

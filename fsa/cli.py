@@ -101,7 +101,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             import glob
             import shutil
             found = sorted(glob.glob(f"{eng.last_run['run_dir']}/*.fst") +
-                           glob.glob(f"{eng.last_run['run_dir']}/*.vcd"))
+                           glob.glob(f"{eng.last_run['run_dir']}/*.vcd"))   # (VCD: other setups)
             if found:
                 shutil.copy(found[0], args.waves)
                 _say(f"waveform written to {args.waves}")
@@ -292,7 +292,7 @@ def main(argv: "list[str] | None" = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", help="save the output O as .npy")
     p.add_argument("--json", help="write the report as JSON")
-    p.add_argument("--waves", help="dump a waveform (FST on Verilator, VCD on Icarus) to this file")
+    p.add_argument("--waves", help="dump an FST waveform of the run to this file")
     p.add_argument("--max-cycles", type=int, default=20_000_000)
     p.set_defaults(func=_cmd_run)
 

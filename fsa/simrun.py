@@ -251,6 +251,10 @@ def run(top: str, sources: Sequence[Path], test_module: str, *, sim: str | None 
     finally:
         if saved is not None:
             os.environ["PYTEST_CURRENT_TEST"] = saved
+        if waves:
+            # Icarus's dump lands in the build folder: keep it with this run
+            for f in list(bdir.glob("*.fst")) + list(bdir.glob("*.vcd")):
+                shutil.move(str(f), str(tdir / f.name))
     failed = None
     if results.exists():
         try:

@@ -454,57 +454,28 @@ def fsa_mxctrl(clk, rst,
     insts.append(issue)
 
     rl0, rl1 = s_rel
-    ss0, ss1 = s_sstr
-    as0, as1 = s_astr
-    bz0, bz1 = s_busy
+    loads = [sig(1), sig(1)]
+    ld0, ld1 = loads
+    inp = (in_func, in_spad_addr, in_spad_stride, in_acc_addr, in_acc_stride, in_rev_in,
+           in_rev_out, in_delay, in_zero, in_causal, in_rel_valid, in_rel_id, in_rel_value)
+
+    @always_comb
+    def slot_load():
+        ld0.next = accept and not take
+        ld1.next = accept and take
+    insts.append(slot_load)
+    rets = (ret0, ret1)
+    for i in range(2):
+        insts.append(_slot_regs(clk, rst, loads[i], s_busy[i], s_func[i], s_t[i], s_sptr[i],
+                                s_sstr[i], s_aptr[i], s_astr[i], s_flags[i], s_zero[i],
+                                s_causal[i], s_rel[i], rets[i], src[i]["sram"], src[i]["accrd"],
+                                inp))
 
     @always_seq(clk.posedge, reset=rst)
-    def slots():
-        # slot 0
-        if accept and not take:
-            bz0.next = True
-            f0.next = in_func
-            t0.next = 0
-            sp0.next = in_spad_addr
-            ss0.next = in_spad_stride
-            ap0.next = in_acc_addr
-            as0.next = in_acc_stride
-            fl0.next = concat(in_rev_in, in_rev_out, in_delay)
-            z0.next = in_zero
-            c0.next = in_causal
-            rl0.next = concat(in_rel_valid, in_rel_id, in_rel_value)
-        elif b0:
-            t0.next = t0 + 1
-            if t0 + 1 >= ret0:
-                bz0.next = False
-            if sr0:
-                sp0.next = (sp0 + ss0.signed()) % (1 << (ADDR_BITS + 1))
-            if ar0:
-                ap0.next = (ap0 + as0.signed()) % (1 << (ADDR_BITS + 1))
-        # slot 1
-        if accept and take:
-            bz1.next = True
-            f1.next = in_func
-            t1.next = 0
-            sp1.next = in_spad_addr
-            ss1.next = in_spad_stride
-            ap1.next = in_acc_addr
-            as1.next = in_acc_stride
-            fl1.next = concat(in_rev_in, in_rev_out, in_delay)
-            z1.next = in_zero
-            c1.next = in_causal
-            rl1.next = concat(in_rel_valid, in_rel_id, in_rel_value)
-        elif b1:
-            t1.next = t1 + 1
-            if t1 + 1 >= ret1:
-                bz1.next = False
-            if sr1:
-                sp1.next = (sp1 + ss1.signed()) % (1 << (ADDR_BITS + 1))
-            if ar1:
-                ap1.next = (ap1 + as1.signed()) % (1 << (ADDR_BITS + 1))
+    def last_slot():
         if accept:
             last.next = take
-    insts.append(slots)
+    insts.append(last_slot)
 
     @always_comb
     def sem_release():
@@ -522,6 +493,40 @@ def fsa_mxctrl(clk, rst,
         busy.next = b0 or b1
     insts.append(sem_release)
     return insts
+
+
+@block
+def _slot_regs(clk, rst, load, busy, func, t, sptr, sstr, aptr, astr, flags, zero, causal, rel,
+               ret, sram_rd, acc_rd, ins):
+    """One instruction slot: loaded with the accepted instruction, then its
+    cycle counter runs and its SRAM pointers step until it retires."""
+    (f_in, sa_in, ss_in, aa_in, as_in, ri_in, ro_in, dl_in, z_in, c_in, rv_in, rid_in,
+     rval_in) = ins
+    M = 1 << (ADDR_BITS + 1)
+
+    @always_seq(clk.posedge, reset=rst)
+    def slot():
+        if load:
+            busy.next = True
+            func.next = f_in
+            t.next = 0
+            sptr.next = sa_in
+            sstr.next = ss_in
+            aptr.next = aa_in
+            astr.next = as_in
+            flags.next = concat(ri_in, ro_in, dl_in)
+            zero.next = z_in
+            causal.next = c_in
+            rel.next = concat(rv_in, rid_in, rval_in)
+        elif busy:
+            t.next = t + 1
+            if t + 1 >= ret:
+                busy.next = False
+            if sram_rd:
+                sptr.next = (sptr + sstr.signed()) % M
+            if acc_rd:
+                aptr.next = (aptr + astr.signed()) % M
+    return slot
 
 
 @block

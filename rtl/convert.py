@@ -7,6 +7,7 @@ it through a ``verilog_code`` wrapper (see :func:`instance_text`).
 """
 from __future__ import annotations
 
+import contextlib
 import re
 from pathlib import Path
 from typing import Callable
@@ -44,7 +45,7 @@ def convert_block(factory: Callable[[], object], name: str, outdir: "str | Path"
     outdir.mkdir(parents=True, exist_ok=True)
     _converting = True     # submodules elaborate as stubs: their insides are other modules
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _fast_stack():
             # MyHDL's "driven but not read" notes are expected here (unused_*
             # sinks, ports of unit instances): keep them off the terminal
             warnings.simplefilter("ignore", ToVerilogWarning)
@@ -66,6 +67,36 @@ def convert_block(factory: Callable[[], object], name: str, outdir: "str | Path"
         text = re.sub(r"^((?:reg|wire) [^=;]*?) = [^;]+;$", r"\1;", text, flags=re.M)
     path.write_text(_canonical(text))
     return path
+
+
+@contextlib.contextmanager
+def _fast_stack():
+    """Make ``inspect.stack()`` cheap while a block is elaborated/converted.
+
+    MyHDL calls ``inspect.stack()`` two or three times per block and
+    generator instance and uses only each record's frame and function name;
+    the standard version also resolves every frame's source file and line,
+    which made a 128x128 array (16k PE instances) take minutes. This
+    version returns the same records without source context
+    (``code_context``/``index`` None)."""
+    import inspect
+    import sys
+
+    def stack(context=1):
+        f = sys._getframe(1)
+        out = []
+        while f is not None:
+            code = f.f_code
+            out.append(inspect.FrameInfo(f, code.co_filename, f.f_lineno, code.co_name, None, None))
+            f = f.f_back
+        return out
+
+    saved = inspect.stack
+    inspect.stack = stack
+    try:
+        yield
+    finally:
+        inspect.stack = saved
 
 
 _SENS = re.compile(r"always @\(([^()]*)\)")

@@ -63,8 +63,8 @@ bench: $(BENCH_STAMP) sim-tools
 	$(PY) bench/simspeed.py $(BQ)
 	$(PY) bench/convert.py $(BQ)
 	$(PY) bench/area.py $(BQ)
-	$(PY) bench/plots.py
-	$(PY) bench/mkdoc.py
+	$(PY) bench/plots.py $(BQ)
+	$(PY) bench/mkdoc.py $(BQ)
 
 clean:
 	rm -rf gen sims

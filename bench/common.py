@@ -19,6 +19,14 @@ if str(BENCH) not in sys.path:
 RESULTS = BENCH / "results"
 
 
+def results_dir(quick: bool) -> pathlib.Path:
+    """Where a benchmark's JSON (and, from plots.py / mkdoc.py, the report)
+    goes: ``bench/results/`` for full runs (committed, rendered into
+    docs/performance.md), ``bench/results/quick/`` for ``--quick`` runs (not
+    committed), so a quick run never overwrites the full figures."""
+    return RESULTS / "quick" if quick else RESULTS
+
+
 def deep_queue(cfg, words: int = 4096):
     """`cfg` with a deeper instruction queue (name suffixed ``Q4K``). The
     testbench (tb/device.py) pushes a program that fits the queue before
@@ -31,9 +39,11 @@ def deep_queue(cfg, words: int = 4096):
 
 
 def write_json(name: str, data: dict) -> pathlib.Path:
-    """Write ``bench/results/<name>.json`` with a small environment header."""
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    out = RESULTS / f"{name}.json"
+    """Write ``bench/results/<name>.json`` (``bench/results/quick/`` when
+    ``data["quick"]``) with a small environment header."""
+    outdir = results_dir(bool(data.get("quick")))
+    outdir.mkdir(parents=True, exist_ok=True)
+    out = outdir / f"{name}.json"
     head = {"bench": name, "when": time.strftime("%Y-%m-%d %H:%M:%S"),
             "python": platform.python_version(), "machine": platform.machine(),
             "cpus": os.cpu_count()}

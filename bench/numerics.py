@@ -23,10 +23,8 @@ Prints two tables and writes ``bench/results/numerics.json``:
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import pathlib
-import platform
 import sys
 import time
 from typing import Any
@@ -138,6 +136,7 @@ def main(argv: "list[str] | None" = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="2e5-element arrays, one repetition")
     args = ap.parse_args(argv)
+    t_start = time.perf_counter()
     n, reps = (200_000, 1) if args.quick else (1_000_000, 3)
 
     thr = throughput(n, reps)
@@ -159,16 +158,16 @@ def main(argv: "list[str] | None" = None) -> int:
                   f"{s['max_abs']:>10.3e} {s['max_rel']:>10.3e}")
             if r["pieces"] == 8 and cat == "all_fp32_output":
                 print(f"  {'':>3} reference (flush-to-zero, P=8): MAE {REFERENCE_MAE_P8:.1e}")
-    out = ROOT / "bench" / "results" / "numerics.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({
+    sys.path.insert(0, str(ROOT / "bench"))
+    from common import write_json
+    out = write_json("numerics", {
         "quick": args.quick,
-        "python": platform.python_version(),
         "numpy": np.__version__,
         "throughput": thr,
         "exp2_accuracy": acc,
         "reference": {"pieces": 8, "flush_to_zero": True, "mae": REFERENCE_MAE_P8},
-    }, indent=2) + "\n")
+        "seconds": time.perf_counter() - t_start,
+    })
     print(f"\nwrote {out.relative_to(ROOT)}")
     return 0
 

@@ -36,7 +36,7 @@ def _cfg_for(name: str):
     return common.deep_queue(cfg)
 
 
-def utilisation_plot(u: dict, plt) -> None:
+def utilisation_plot(u: dict, plt, out) -> None:
     dma = cm.DmaTiming(**u["dma_timing"])
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.6))
     names = []
@@ -102,11 +102,11 @@ def utilisation_plot(u: dict, plt) -> None:
     ax2.legend(fontsize=7)
     ax2.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(DOCS / "utilisation.png", dpi=110)
+    fig.savefig(out, dpi=110)
     plt.close(fig)
 
 
-def accuracy_plot(a: dict, plt) -> None:
+def accuracy_plot(a: dict, plt, out) -> None:
     import numpy as np
 
     bins = np.array(a["hist_bins_log10"])
@@ -135,23 +135,31 @@ def accuracy_plot(a: dict, plt) -> None:
         ax.legend(fontsize=8)
     axes[0].set_ylabel("fraction of outputs")
     fig.tight_layout()
-    fig.savefig(DOCS / "accuracy_hist.png", dpi=110)
+    fig.savefig(out, dpi=110)
     plt.close(fig)
 
 
-def main() -> int:
+def main(argv: "list[str] | None" = None) -> int:
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true",
+                    help="plot the quick results (bench/results/quick/) into that folder")
+    args = ap.parse_args(argv)
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    res = common.RESULTS
+    res = common.results_dir(args.quick)
+    outdir = res if args.quick else DOCS
     done = []
     if (res / "utilisation.json").exists():
-        utilisation_plot(json.loads((res / "utilisation.json").read_text()), plt)
-        done.append("docs/utilisation.png")
+        utilisation_plot(json.loads((res / "utilisation.json").read_text()), plt,
+                         outdir / "utilisation.png")
+        done.append(str((outdir / "utilisation.png").relative_to(common.ROOT)))
     if (res / "accuracy.json").exists():
-        accuracy_plot(json.loads((res / "accuracy.json").read_text()), plt)
-        done.append("docs/accuracy_hist.png")
+        accuracy_plot(json.loads((res / "accuracy.json").read_text()), plt,
+                      outdir / "accuracy_hist.png")
+        done.append(str((outdir / "accuracy_hist.png").relative_to(common.ROOT)))
     print("wrote " + (", ".join(done) if done else "nothing (run the benchmarks first)"))
     return 0
 

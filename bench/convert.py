@@ -1,9 +1,9 @@
 """MyHDL -> Verilog conversion time and generated Verilog size per array size.
 
 Run as ``python bench/convert.py [--quick] [--sizes 4 8 16 32 64 128] [--merge]``
-from the repository root (default sizes 4 ... 64; --quick: 4, 8, 16;
+from the repository root (default sizes 4 ... 128; --quick: 4, 8, 16;
 ``--merge`` keeps the rows of other sizes from the last results, e.g.
-``--sizes 128 --merge`` adds the 128x128 row, several minutes on its own).
+``--sizes 64 --merge`` redoes the 64x64 row only).
 
 Each configuration ``FSA<N>X<N>Fp16Config`` is converted from scratch
 (``rtl.generate.generate(cfg, outdir=<temp>, force=True)``) in its own
@@ -60,12 +60,12 @@ def convert_one(n: int, timeout: float) -> dict:
 def main(argv: "list[str] | None" = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="sizes 4, 8, 16")
-    ap.add_argument("--sizes", type=int, nargs="*", help="array sizes N (N x N), default 4..64")
+    ap.add_argument("--sizes", type=int, nargs="*", help="array sizes N (N x N), default 4..128")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per conversion")
     ap.add_argument("--merge", action="store_true",
                     help="keep the other sizes' rows of the existing results JSON")
     args = ap.parse_args(argv)
-    sizes = args.sizes or ([4, 8, 16] if args.quick else [4, 8, 16, 32, 64])
+    sizes = args.sizes or ([4, 8, 16] if args.quick else [4, 8, 16, 32, 64, 128])
     rows = []
     for n in sizes:
         r = convert_one(n, args.timeout)

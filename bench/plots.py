@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 
 import common
-import cyclemodel as cm
+from fsa import cyclemodel as cm
 from fsa import config as fconfig
 
 DOCS = common.ROOT / "docs"

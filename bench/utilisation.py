@@ -5,7 +5,7 @@ from the repository root. Prints five tables and writes
 ``bench/results/utilisation.json``:
 
 1. DMA calibration: DMA-only programs on the RTL (4x4) and the cycle model
-   (bench/cyclemodel.py) with the two fitted constants.
+   (fsa/cyclemodel.py) with the two fitted constants.
 2. Attention on the RTL (``SimEngine``) for 4x4, 8x8 and 16x16 fp16 at
    several sequence lengths (seq_q = seq_kv = N, d = R), causal and not:
    total cycles (the device's ``exec`` counter), utilisation = matmul FLOPs
@@ -38,7 +38,7 @@ import numpy as np
 import common  # noqa: F401  (sets sys.path)
 from common import deep_queue, table, write_json
 
-import cyclemodel as cm
+from fsa import cyclemodel as cm
 from fsa import config as fconfig
 from fsa import kernels
 from fsa.engines import SimEngine
@@ -50,8 +50,7 @@ P_DEFAULT = 8
 def attention_flops(seq_q: int, seq_kv: int, d: int, causal: bool, cfg) -> int:
     """Matmul FLOPs the kernel executes: 4 * C * R * d per (query block, key
     block) step it runs (the whole diagonal block when causal)."""
-    nq, nk = seq_q // cfg.sa_cols, seq_kv // cfg.sa_rows
-    steps = sum(min(i, nk - 1) + 1 for i in range(nq)) if causal else nq * nk
+    steps = cm.attention_steps(*cm.block_counts(cfg, seq_q, seq_kv, causal), causal)
     return 4 * cfg.sa_cols * cfg.sa_rows * d * steps
 
 

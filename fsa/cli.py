@@ -7,6 +7,8 @@
     fsa exec --config CFG --program inst.bin --load mem.elf --dump f:ADDR:SIZE
                                       run a raw instruction stream
     fsa plan show CONFIG FUNCTION     chart of a matrix function's schedule
+    fsa predict --config CFG --seq-q N --seq-kv M
+                                      cycles and utilisation from the cycle model
 """
 from __future__ import annotations
 
@@ -266,6 +268,46 @@ def _cmd_plan_show(args: argparse.Namespace) -> int:
     return 0
 
 
+DIRECT_LIMIT = 20_000     # key blocks up to which `fsa predict` runs the model on the program
+
+
+def _cmd_predict(args: argparse.Namespace) -> int:
+    from fsa import config, cyclemodel as cm, kernels
+
+    cfg = config.get(args.config)
+    if args.axi_bits:
+        cfg = cfg.replace(axi_data_bits=args.axi_bits, name=f"{cfg.name}Axi{args.axi_bits}")
+    R, C = cfg.sa_rows, cfg.sa_cols
+    dma = cm.IDEAL_DMA if args.free_dma else cm.DEFAULT_DMA
+    nq, nk = cm.block_counts(cfg, args.seq_q, args.seq_kv)   # checks the shape
+    steps = cm.attention_steps(nq, nk, args.causal)
+    if steps <= DIRECT_LIMIT:
+        prog = kernels.attention(cfg, args.seq_q, args.seq_kv, causal=args.causal, check=False)
+        res = cm.simulate(cfg, prog.instructions, dma)
+        cycles, how = res.cycles, f"model run on the {len(prog.words())}-word program"
+        if len(prog.words()) > cfg.inst_queue_size:
+            how += (f" (longer than the {cfg.inst_queue_size}-word queue: the model assumes the "
+                    "host keeps the queue full)")
+    else:
+        ss = cm.steady_state(cfg, dma)
+        cycles = round(cm.predict_cycles(cfg, args.seq_q, args.seq_kv, args.causal, ss))
+        how = (f"steady-state extrapolation ({steps} key-block steps > {DIRECT_LIMIT}: "
+               f"{ss['per_key_block']:g} cycles per key block, {ss['per_query_block']:g} per "
+               "query block" + ("; causal diagonal blocks costed as full ones" if args.causal
+                                else "") + ")")
+    flops = 4 * C * R * R * steps
+    ss = cm.steady_state(cfg, dma)
+    print(f"{cfg.name}: seq_q={args.seq_q} seq_kv={args.seq_kv} d={R}"
+          f"{' causal' if args.causal else ''}, DMA: "
+          f"{'free (matrix schedule alone)' if args.free_dma else f'{cfg.axi_data_bits}-bit AXI, calibrated on the RTL'}")
+    print(f"  cycles            {cycles}   ({how})")
+    print(f"  matmul FLOPs      {flops}")
+    print(f"  utilisation       {flops / (cycles * 2 * R * C):.4f}   (FLOPs / (cycles x 2RC))")
+    print(f"  per key block     {ss['per_key_block']:g} cycles (reference schedule "
+          f"{cm.reference_period(R, C, cfg.exp2_pieces)})")
+    return 0
+
+
 def main(argv: "list[str] | None" = None) -> int:
     ap = argparse.ArgumentParser(prog="fsa", description="FSA: FlashAttention in one systolic array")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -328,6 +370,18 @@ def main(argv: "list[str] | None" = None) -> int:
                    "ATTENTION_LSE_NORM_SCALE, ATTENTION_LSE_NORM (or a unique part: score)")
     q.add_argument("--bits", help="comma-separated PE bits to show (default all)")
     q.set_defaults(func=_cmd_plan_show)
+
+    p = sub.add_parser("predict", help="cycles and utilisation of attention from the cycle "
+                       "model (fsa/cyclemodel.py; equal to the RTL's exec counter on every "
+                       "regression run), for any config and length")
+    p.add_argument("--config", default="FSA8X8Fp16Config")
+    p.add_argument("--seq-q", type=int, default=64)
+    p.add_argument("--seq-kv", type=int, default=64)
+    p.add_argument("--causal", action="store_true")
+    p.add_argument("--axi-bits", type=int, help="AXI data width instead of the preset's")
+    p.add_argument("--free-dma", action="store_true",
+                   help="DMA costs nothing: the matrix schedule alone")
+    p.set_defaults(func=_cmd_predict)
 
     args = ap.parse_args(argv)
     try:

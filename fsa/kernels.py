@@ -170,6 +170,15 @@ def attention(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = Fa
             causal on a non-square array.
     """
     cfg = fconfig.get(cfg)
+    check_attention_shape(cfg, seq_q, seq_kv, causal)
+    R = cfg.sa_rows
+    e = cfg.e_type
+    return flash_attention.build(cfg, Input((seq_q, R), e), Input((seq_kv, R), e),
+                                 Input((R, seq_kv), e), causal=bool(causal), check=check)
+
+
+def check_attention_shape(cfg, seq_q, seq_kv, causal: bool = False) -> None:
+    """Raise ValueError unless :func:`attention` supports this shape on `cfg`."""
     R, C = cfg.sa_rows, cfg.sa_cols
     for name, v, m, what in (("seq_q", seq_q, C, "C (array columns, the query block)"),
                              ("seq_kv", seq_kv, R, "R (array rows, the key block)")):
@@ -179,6 +188,3 @@ def attention(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = Fa
     if causal and R != C:
         raise ValueError(f"attention: causal masking needs a square array (R == C); {cfg.name} is "
                          f"{R}x{C}; use causal=False or a square config")
-    e = cfg.e_type
-    return flash_attention.build(cfg, Input((seq_q, R), e), Input((seq_kv, R), e),
-                                 Input((R, seq_kv), e), causal=bool(causal), check=check)

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from fsa import config as fconfig
+from fsa import cyclemodel as cm
 from fsa import kernels, numerics as nx
 from fsa.engines import GoldenEngine
 from fsa.report import bit_diff, bound_scale, error_stats, fa3_inputs, torch_reference, within_bounds
@@ -73,7 +74,20 @@ def run_attention(cfg, q, k, v, causal, pauses=0.0):
     return prog, gold, res
 
 
-def check_device(cfg, prog, gold, res, what: str):
+def check_cycles(cfg, prog, run, what: str, pauses: float) -> None:
+    """The cycle model (fsa/cyclemodel.py, calibrated DMA timing) predicts the
+    device's exec counter exactly when the program fits the queue (the model
+    does not model the host's pushes) and the memory answers without pauses."""
+    if pauses or len(prog.words()) > cfg.inst_queue_size:
+        return
+    m = cm.simulate(cfg, prog.instructions, cm.DEFAULT_DMA)
+    assert m.cycles == run["counters"]["exec"], (
+        f"{what}: cycle model {m.cycles} cycles, RTL exec {run['counters']['exec']}")
+    for k in ("bubble", "mx_active", "dma_active"):
+        assert m.counters[k] == run["counters"][k], (what, k, m.counters, run["counters"])
+
+
+def check_device(cfg, prog, gold, res, what: str, pauses: float = 0.0):
     run = res["runs"][-1]
     assert run["state"] == "done", f"{what}: device state {run['state']}, error {run['error']} " \
                                    f"at instruction {run['error_index']} (SEED={SEED})"
@@ -88,6 +102,7 @@ def check_device(cfg, prog, gold, res, what: str):
     assert c["fence"] == counts.get("fence", 0), (c, counts)
     assert c["words"] == c["enq"] == c["deq"] == len(prog.words()), c
     assert c["exec"] > 0 and 0 < c["mx_active"] <= c["exec"] and c["dma_active"] <= c["exec"], c
+    check_cycles(cfg, prog, run, what, pauses)
     return rtl
 
 
@@ -98,7 +113,7 @@ def test_attention(name, sq, skv, causal, pauses, icarus, full):
     rng = np.random.default_rng(SEED)
     q, k, v = (nx.from_float64(fa3_inputs(rng, (n, cfg.sa_rows)), cfg.e_type) for n in (sq, skv, skv))
     prog, gold, res = run_attention(cfg, q, k, v, causal, pauses)
-    check_device(cfg, prog, gold, res, f"{name} {sq}x{skv}")
+    check_device(cfg, prog, gold, res, f"{name} {sq}x{skv}", pauses)
     ref = torch_reference(*(nx.to_float64(x, cfg.e_type) for x in (q, k, v)), causal)
     stats = error_stats(gold.o, ref)
     s = bound_scale(nx.to_float64(v, cfg.e_type))

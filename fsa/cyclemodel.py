@@ -47,7 +47,7 @@ from fsa import plan as fplan
 from fsa.config import FSAConfig
 
 __all__ = ["DmaTiming", "ModelResult", "simulate", "calibrate_dma", "steady_state",
-           "predict_cycles", "DEFAULT_DMA", "IDEAL_DMA", "reference_period", "timing_for"]
+           "predict_cycles", "block_counts", "attention_steps", "DEFAULT_DMA", "IDEAL_DMA", "reference_period", "timing_for"]
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,9 @@ class DmaTiming:
 
 
 #: Defaults: the values calibrate_dma() measures on the RTL with cocotbext-axi's
-#: AxiRam (bench/utilisation.py recalibrates and uses its own measurement).
+#: AxiRam (bench/utilisation.py recalibrates and uses its own measurement);
+#: the regression (tb/test_attention.py) checks the model with these against
+#: the RTL's counters on every run without AXI pauses.
 DEFAULT_DMA = DmaTiming()
 #: A DMA that costs nothing: the matrix engine's own schedule (issue rule and
 #: semaphores) alone.
@@ -453,16 +455,28 @@ def steady_state(cfg: FSAConfig, dma: DmaTiming = DEFAULT_DMA, causal: bool = Fa
             "fixed": fixed, "points": {f"{q}x{k}": v for (q, k), v in pts.items()}}
 
 
+def block_counts(cfg: FSAConfig, seq_q: int, seq_kv: int, causal: bool = False) -> tuple[int, int]:
+    """(query blocks, key blocks) of attention(seq_q, seq_kv) on `cfg`;
+    ValueError for a shape the kernel does not support."""
+    from fsa.kernels import check_attention_shape
+    check_attention_shape(cfg, seq_q, seq_kv, causal)
+    return seq_q // cfg.sa_cols, seq_kv // cfg.sa_rows
+
+
+def attention_steps(nq: int, nk: int, causal: bool) -> int:
+    """(query block, key block) steps the kernel runs: all of them, or with a
+    causal mask (top-left aligned, R == C) the blocks on or below the diagonal."""
+    if causal:
+        return sum(min(i, nk - 1) + 1 for i in range(nq))
+    return nq * nk
+
+
 def predict_cycles(cfg: FSAConfig, seq_q: int, seq_kv: int, causal: bool,
                    ss: dict) -> float:
-    """Cycles of attention(seq_q, seq_kv) from a :func:`steady_state` fit."""
-    nq = seq_q // cfg.sa_cols
-    nk = seq_kv // cfg.sa_rows
-    if causal:
-        kb = sum(min(i, nk - 1) + 1 for i in range(nq))
-    else:
-        kb = nq * nk
-    return ss["fixed"] + nq * ss["per_query_block"] + kb * ss["per_key_block"]
+    """Cycles of attention(seq_q, seq_kv) from a :func:`steady_state` fit
+    (causal: the diagonal blocks are costed like full ones)."""
+    nq, nk = block_counts(cfg, seq_q, seq_kv, causal)
+    return ss["fixed"] + nq * ss["per_query_block"] + attention_steps(nq, nk, causal) * ss["per_key_block"]
 
 
 def reference_period(R: int, C: int, P: int) -> int:

@@ -1,0 +1,67 @@
+"""The benchmark helpers and report writer (bench/): tables, where results go,
+and that docs/performance.md renders from the committed results."""
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+common = importlib.import_module("common")
+
+
+def test_table_aligns_and_formats():
+    t = common.table(["a", "value"], [["x", 1.23456], ["long name", None]], ["", ".2f"])
+    lines = t.splitlines()
+    assert len(lines) == 4 and len({len(x) for x in lines}) == 1       # all the same width
+    assert lines[2].endswith("1.23") and lines[3].endswith("-")
+
+
+def test_md_table():
+    t = common.md_table(["config", "cycles"], [["A", 10], ["B", 200]])
+    assert t.splitlines()[:2] == ["| config | cycles |", "|:---|---:|"]
+    assert "| B | 200 |" in t
+
+
+def test_quick_results_never_overwrite_full_ones(tmp_path, monkeypatch):
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    full = common.write_json("x", {"quick": False, "v": 1})
+    quick = common.write_json("x", {"quick": True, "v": 2})
+    assert full == tmp_path / "x.json" and quick == tmp_path / "quick" / "x.json"
+    assert json.loads(full.read_text())["v"] == 1 and json.loads(quick.read_text())["v"] == 2
+    assert "when" in json.loads(full.read_text())
+
+
+def test_deep_queue_names_the_change():
+    from fsa import config
+    c = common.deep_queue(config.get("FSA4X4Fp16Config"))
+    assert c.inst_queue_size == 4096 and c.name == "FSA4X4Fp16ConfigQ4K"
+    assert common.deep_queue(c) is c
+
+
+def test_performance_doc_renders_from_committed_results(tmp_path, monkeypatch):
+    """Every section renders from bench/results/*.json, and the model column
+    equals the RTL on every RTL point recorded there."""
+    mkdoc = importlib.import_module("mkdoc")
+    monkeypatch.setattr(mkdoc, "DOC", tmp_path / "performance.md")
+    assert mkdoc.main([]) == 0
+    text = (tmp_path / "performance.md").read_text()
+    for head in ("## 1. Utilisation", "## 2. Accuracy", "## 3.", "## 4. Area"):
+        assert head in text, head
+    u = json.loads((ROOT / "bench" / "results" / "utilisation.json").read_text())
+    assert u["runs"] and all(r["model_cycles"] == r["rtl_cycles"] for r in u["runs"])
+    assert all(s["model_cycles"] == s["rtl_cycles"] for s in u["steady"])
+
+
+def test_utilisation_flops():
+    pytest.importorskip("cocotb")
+    util = importlib.import_module("utilisation")
+    from fsa import config
+    cfg = config.get("FSA4X4Fp16Config")
+    # 2 query blocks x 3 key blocks, 4*C*R*d each
+    assert util.attention_flops(8, 12, 4, False, cfg) == 6 * 4 * 4 * 4 * 4
+    assert util.attention_flops(12, 12, 4, True, cfg) == 6 * 4 * 4 * 4 * 4

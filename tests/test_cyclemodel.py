@@ -1,0 +1,117 @@
+"""The cycle model (fsa/cyclemodel.py) without a simulator: its steady state
+against the reference schedule, its extrapolation against direct runs, its
+errors, and ``fsa predict``. (That it equals the RTL's exec counter is
+checked on every regression run without AXI pauses: tb/test_attention.py.)"""
+from __future__ import annotations
+
+import pytest
+
+from fsa import config as fconfig
+from fsa import cyclemodel as cm
+from fsa import isa, kernels
+from fsa.cli import main as cli
+
+
+@pytest.mark.parametrize("n", [4, 8, 16, 32])
+def test_free_dma_period_is_the_reference_schedule(n):
+    """With a DMA that costs nothing the kernel's steady state is the
+    reference period C + 2R + P + 4 + max(2R-1, R+C+1) = 4R + C + P + 5."""
+    cfg = fconfig.get(f"FSA{n}X{n}Fp16Config")
+    ss = cm.steady_state(cfg, cm.IDEAL_DMA)
+    P = cfg.exp2_pieces
+    assert ss["per_key_block"] == cm.reference_period(n, n, P) == 4 * n + n + P + 5
+    assert ss["per_key_block_check"] == ss["per_key_block"]      # periodic: the fit is exact
+
+
+def test_reference_period_formula():
+    assert cm.reference_period(4, 4, 8) == 33
+    assert cm.reference_period(8, 8, 8) == 53
+    assert cm.reference_period(16, 8, 8) == 8 + 32 + 8 + 4 + 31     # max(2R-1, R+C+1) = 2R-1
+    assert cm.reference_period(8, 16, 8) == 16 + 16 + 8 + 4 + 25    # R+C+1
+
+
+def test_dma_bound_period_grows_with_the_tile():
+    """64-bit AXI: a K or V tile is R * 2R bytes = R^2/4 beats; from 8x8 on the
+    DMA, not the schedule, sets the period (bench/results/utilisation.json:
+    70 at 8x8, 190 at 16x16 on the RTL)."""
+    for n, want in ((4, 33), (8, 70), (16, 190)):
+        cfg = fconfig.get(f"FSA{n}X{n}Fp16Config")
+        assert cm.steady_state(cfg)["per_key_block"] == want
+    wide = fconfig.get("FSA16X16Fp16Config").replace(axi_data_bits=256, name="W")
+    assert cm.steady_state(wide)["per_key_block"] == cm.reference_period(16, 16, 8)
+
+
+@pytest.mark.parametrize("name,n,causal", [("FSA8X8Fp16Config", 128, False),
+                                           ("FSA16X16Fp16Config", 256, False),
+                                           ("FSA4X4Bf16Config", 64, False)])
+def test_extrapolation_equals_direct_run(name, n, causal):
+    cfg = fconfig.get(name)
+    ss = cm.steady_state(cfg)
+    direct = cm.simulate(cfg, kernels.attention(cfg, n, n, causal=causal, check=False).instructions)
+    assert cm.predict_cycles(cfg, n, n, causal, ss) == direct.cycles
+
+
+def test_counters_are_consistent():
+    cfg = fconfig.get("FSA8X8Fp16Config")
+    prog = kernels.attention(cfg, 32, 48)
+    m = cm.simulate(cfg, prog.instructions)
+    c = m.counters
+    counts = prog.counts()
+    assert c["mx"] == counts["matrix"] and c["dma"] == counts["dma"]
+    assert c["bubble"] + c["mx_active"] == m.cycles
+    assert 0 < c["dma_active"] <= m.cycles
+    assert len(m.mx_starts) == counts["matrix"] and m.mx_starts == sorted(m.mx_starts)
+    assert all(a < d for a, d in m.dma_spans)
+
+
+def test_attention_steps_matches_a_brute_force_count():
+    for nq in range(1, 7):
+        for nk in range(1, 7):
+            assert cm.attention_steps(nq, nk, False) == nq * nk
+            brute = sum(1 for i in range(nq) for j in range(nk) if j <= i)
+            assert cm.attention_steps(nq, nk, True) == brute
+
+
+def test_bad_shapes_are_refused():
+    cfg = fconfig.get("FSA8X4Fp16Config")
+    with pytest.raises(ValueError, match="multiple of C"):
+        cm.block_counts(cfg, 6, 8)
+    with pytest.raises(ValueError, match="square array"):
+        cm.block_counts(cfg, 8, 8, causal=True)
+    assert cm.block_counts(cfg, 8, 16) == (2, 2)
+
+
+def test_deadlock_is_reported_not_hung():
+    """A semaphore that nobody releases: the model says so instead of looping."""
+    cfg = fconfig.get("FSA4X4Fp16Config")
+    prog = [isa.Dma(func=isa.DmaFunc.LOAD, sem_id=3, acquire_valid=True, acquire_value=1,
+                    repeat=1, mem_addr=cfg.mem_base, size=8), isa.Fence(stop=True)]
+    with pytest.raises(RuntimeError, match="deadlock"):
+        cm.simulate(cfg, prog)
+
+
+def test_default_dma_timing_is_the_calibrated_one():
+    # calibrate_dma on the RTL (bench/utilisation.py table 1c) fits 6 and 8
+    assert cm.DEFAULT_DMA == cm.timing_for(6, 8)
+
+
+def test_cli_predict(capsys):
+    assert cli(["predict", "--config", "FSA4X4Fp16Config", "--seq-q", "8", "--seq-kv", "12"]) == 0
+    out = capsys.readouterr().out
+    cfg = fconfig.get("FSA4X4Fp16Config")
+    want = cm.simulate(cfg, kernels.attention(cfg, 8, 12).instructions).cycles
+    line = next(x for x in out.splitlines() if x.strip().startswith("cycles"))
+    assert int(line.split()[1]) == want
+    assert "utilisation" in out
+
+
+def test_cli_predict_long_sequence_extrapolates(capsys):
+    assert cli(["predict", "--config", "FSA16X16Fp16Config", "--seq-q", "4096", "--seq-kv", "4096",
+                "--free-dma"]) == 0
+    out = capsys.readouterr().out
+    assert "steady-state extrapolation" in out and "per key block     93 cycles" in out
+
+
+def test_cli_predict_bad_shape(capsys):
+    assert cli(["predict", "--config", "FSA8X4Fp16Config", "--seq-q", "30", "--seq-kv", "32"]) == 2
+    assert "multiple of C" in capsys.readouterr().err

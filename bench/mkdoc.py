@@ -99,7 +99,12 @@ def sec_utilisation(u: dict) -> list[str]:
             "Not modelled: the host's pushes, AXI pauses, 4 KiB burst splits, errors. "
             "Predictions for long sequences use the model's own steady state: cycles = fixed + "
             "query blocks x per-query-block + key-block steps x per-key-block, fitted on four "
-            "short programs (2 and 3 query blocks x 4 and 8 key blocks).", "",
+            "short programs (2 and 3 query blocks x 4 and 8 key blocks). Besides the RTL "
+            "points above, the regression checks the model on every attention run without AXI "
+            "pauses (`tb/test_attention.py`: exec, bubble, mx_active and dma_active equal; "
+            "configs 4x4 fp16/bf16/fp32, 8x8, 8x4, causal and not). "
+            "`fsa predict --config CFG --seq-q N --seq-kv M [--causal] [--axi-bits B] "
+            "[--free-dma]` prints its prediction for any config and length.", "",
             "Predicted cycles per key block and per query block:", ""]
     out.append(md_table(["config", "DMA", "per key block", "per query block", "fixed"],
                         [[f["config"], f["dma"], f["per_key_block"], f["per_query_block"],

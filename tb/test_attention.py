@@ -47,6 +47,13 @@ CASES = [
     case("FSA4X4Fp32Config", 8, 8),
     case("FSA8X4Fp16Config", 8, 16),                              # non-square (R=8, C=4)
     case("FSA4X4Fp16TwoPortConfig", 8, 8, pauses=0.3),            # two AXI memory ports
+    case("FSA4X8Fp16Config", 16, 8),                              # non-square (R=4, C=8)
+    case("FSA4X4Fp16OnlyConfig", 8, 12),                          # fp16 accumulation
+    case("FSA16X8Fp16Config", 16, 32, full=True),
+    case("FSA8X16Fp16Config", 32, 16, full=True),
+    case("FSA8X8Fp16TwoPortConfig", 16, 24, full=True),
+    case("FSA8X8Fp32Config", 16, 16, full=True),
+    case("FSA8X8Bf16OnlyConfig", 16, 16, causal=True, full=True),
     case("FSA16X16Fp16Config", 64, 64, full=True),
     case("FSA16X16Fp16Config", 64, 64, causal=True, full=True),
     case("FSA32X32Fp16Config", 64, 96, full=True),

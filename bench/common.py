@@ -30,9 +30,10 @@ def results_dir(quick: bool) -> pathlib.Path:
 def deep_queue(cfg, words: int = 4096):
     """`cfg` with a deeper instruction queue (name suffixed ``Q4K``). The
     testbench (tb/device.py) pushes a program that fits the queue before
-    ``start``, and a longer one concurrently with the run, one AXI4-Lite
-    write at a time (about 4 cycles per word, see bench/utilisation.py), so
-    a program longer than the queue would measure the host, not the device."""
+    ``start``; a longer one fills the queue, starts, and pushes the rest during
+    the run, one AXI4-Lite write at a time (about 4 cycles per word, see
+    bench/utilisation.py), so a program longer than the queue would measure
+    the host, not the device."""
     if cfg.inst_queue_size >= words:
         return cfg
     return cfg.replace(inst_queue_size=words, name=f"{cfg.name}Q{words // 1024}K")

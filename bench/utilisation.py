@@ -169,7 +169,7 @@ def main(argv: "list[str] | None" = None) -> int:
         qe.append({"config": pre.name, "queue_words": pre.inst_queue_size, "N": n,
                    "words": r["words"], "rtl_cycles": r["cycles"], "model_cycles": m,
                    "rtl_cycles_per_word": r["cycles"] / r["words"]})
-    print(f"\n4. Preset queue ({pre.inst_queue_size} words): programs longer than the queue are "
+    print(f"\n4. Preset queue ({pre.inst_queue_size} words): the rest of a longer program is "
           "pushed during the run (tb/device.py); the model assumes every word is queued")
     print(table(["config", "N", "words", "RTL cycles", "model (no push limit)", "RTL cycles/word"],
                 [[q["config"], q["N"], q["words"], q["rtl_cycles"], q["model_cycles"],

@@ -384,11 +384,17 @@ def main(argv: "list[str] | None" = None) -> int:
     p.set_defaults(func=_cmd_predict)
 
     args = ap.parse_args(argv)
+    from fsa.simrun import SimulationError
     try:
         return args.func(args)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except SimulationError as e:
+        # the reason, the log and how to re-run; the log tail stays in the log
+        head = str(e).split("\n--- log tail ---")[0]
+        print(f"error: {head}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

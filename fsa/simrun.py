@@ -256,12 +256,16 @@ def run(top: str, sources: Sequence[Path], test_module: str, *, sim: str | None 
             for f in list(bdir.glob("*.fst")) + list(bdir.glob("*.vcd")):
                 shutil.move(str(f), str(tdir / f.name))
     failed = None
+    reasons: list[str] = []
     if results.exists():
         try:
             ntests, nfailed = get_results(results)
             failed = nfailed if ntests else None
         except RuntimeError:
             failed = None
+        reasons = failure_reasons(results)
+    if err is None and reasons:
+        err = "; ".join(reasons)
     if err is not None or failed is None or failed:
         tail = log.read_text(errors="replace")[-6000:] if log.exists() else ""
         how = (f"SIM={sim} SEED={seed} WAVES=1 {sys.executable} -m pytest "
@@ -272,6 +276,25 @@ def run(top: str, sources: Sequence[Path], test_module: str, *, sim: str | None 
             f"{': ' + err if err else ''}; {failed if failed else 'no'} failing cocotb tests.\n"
             f"log: {log}{waves_note}\nre-run: {how}\n--- log tail ---\n{tail}")
     return tdir
+
+
+def failure_reasons(results_xml: Path, limit: int = 600) -> list[str]:
+    """``"test: ExceptionType: message"`` for every failed test in a cocotb
+    results file (the message shortened to `limit` characters)."""
+    import xml.etree.ElementTree as ET
+    try:
+        root = ET.parse(results_xml).getroot()
+    except (ET.ParseError, OSError):
+        return []
+    out = []
+    for tc in root.iter("testcase"):
+        for f in list(tc.iter("failure")) + list(tc.iter("error")):
+            msg = " ".join((f.get("message") or "").split())
+            if len(msg) > limit:
+                msg = msg[:limit] + " ..."
+            typ = f.get("type") or "failure"
+            out.append(f"{tc.get('name')}: {typ}: {msg}")
+    return out
 
 
 def cached_convert(name: str, convert, key: str, deps: Sequence[str]) -> Path:

@@ -91,8 +91,10 @@ class Device:
     # ------------------------------------------------------------ programs
     async def push(self, words) -> None:
         """Push instruction words (each write is held while the queue is full)."""
+        self.pushed = 0
         for w in words:
             await self.write("push", int(w))
+            self.pushed += 1
 
     async def start(self) -> None:
         await self.write("start", 1)
@@ -130,11 +132,26 @@ class Device:
             await self.push(words)
             await self.start()
         else:
-            # the program is longer than the queue: start first, the pushes stall
-            # on the full queue until the device drains it
-            pusher = cocotb.start_soon(self.push(words))
+            # the program is longer than the queue: fill the queue, start, and
+            # push the rest while the device runs (each push is held while the
+            # queue is full); max_cycles covers the pushes and the rest of the run
+            q = self.cfg.inst_queue_size
+            await self.push(words[:q])
+            pusher = cocotb.start_soon(self.push(words[q:]))
             await self.start()
+            t0 = cocotb.utils.get_sim_time("ns")
             await First(pusher, ClockCycles(self.clk, max_cycles))
+            if not pusher.done():
+                pusher.cancel()
+                st = await self.status()
+                raise DeviceTimeout(f"device did not finish within {max_cycles} cycles: the host "
+                                    f"had pushed {q + self.pushed} of {len(words)} words (the queue "
+                                    f"holds {self.cfg.inst_queue_size}): {st}")
+            used = int((cocotb.utils.get_sim_time("ns") - t0) // 10)
+            if int(self.dut.irq.value):
+                max_cycles = 1
+            else:
+                max_cycles = max(1, max_cycles - used)
         waited = await self.wait_irq(max_cycles)
         st = await self.status()
         st["waited"] = waited

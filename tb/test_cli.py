@@ -102,3 +102,18 @@ def test_fsa_exec_bad_files(tmp_path):
     r = fsa("exec", "--config", "FSA4X4Fp16Config", "--program", tmp_path / "bad.bin",
             "--sim", "golden", check=False)
     assert r.returncode == 2 and "unknown" in r.stderr.lower()
+
+
+@pytest.mark.parametrize("seq", [8, 16])     # fits the 256-word queue / does not (329 words)
+def test_fsa_run_cycle_limit_is_a_clean_error(seq):
+    """A run that hits --max-cycles ends with exit 1 and one message naming
+    the timeout, how far the host got with the program, and the log; no
+    Python traceback."""
+    r = fsa("run", "--config", "FSA4X4Fp16Config", "--sim", get_sim(), "--seq-q", seq,
+            "--seq-kv", seq, "--max-cycles", 150, check=False)
+    assert r.returncode == 1, (r.returncode, r.stderr[-2000:])
+    assert "Traceback" not in r.stderr, r.stderr[-3000:]
+    err = r.stderr.strip().splitlines()
+    assert err[0].startswith("error: ") and "DeviceTimeout" in err[0] and "150 cycles" in err[0], err
+    assert ("words (the queue holds 256)" in err[0]) == (seq == 16), err[0]
+    assert any(line.startswith("log: ") for line in err), err

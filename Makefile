@@ -57,6 +57,9 @@ $(BENCH_STAMP): $(STAMP)
 	@touch $@
 
 bench: $(BENCH_STAMP) sim-tools
+	@# the simulation-speed bench also times Icarus: install it where we can,
+	@# otherwise simspeed.py skips the Icarus rows and says so
+	@bash scripts/need_iverilog.sh || echo "[bench] continuing without Icarus"
 	$(PY) bench/numerics.py $(BQ)
 	$(PY) bench/accuracy.py $(BQ)
 	$(PY) bench/utilisation.py $(BQ)

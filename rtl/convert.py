@@ -44,6 +44,7 @@ def convert_block(factory: Callable[[], object], name: str, outdir: "str | Path"
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     _converting = True     # submodules elaborate as stubs: their insides are other modules
+    _reset_myhdl_names()
     try:
         with warnings.catch_warnings(), _fast_stack():
             # MyHDL's "driven but not read" notes are expected here (unused_*
@@ -67,6 +68,22 @@ def convert_block(factory: Callable[[], object], name: str, outdir: "str | Path"
         text = re.sub(r"^((?:reg|wire) [^=;]*?) = [^;]+;$", r"\1;", text, flags=re.M)
     path.write_text(_canonical(text))
     return path
+
+
+def _reset_myhdl_names() -> None:
+    """Forget the block and instance names MyHDL has handed out in this
+    process. MyHDL keeps them in globals (and a call counter per block
+    function) and makes every new name unique against all earlier ones, so
+    without this the same module converted after others gets other wire
+    names: the Verilog text (and the simulator build cache keyed on it) would
+    depend on what the process converted before."""
+    import myhdl._block as mblock
+    import myhdl._simulator as msim
+
+    mblock._name_set.clear()
+    mblock._inst_name_set.clear()
+    for b in msim._blocks:
+        b.calls = 0
 
 
 @contextlib.contextmanager

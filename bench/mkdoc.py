@@ -103,7 +103,8 @@ def sec_utilisation(u: dict) -> list[str]:
             "short programs (2 and 3 query blocks x 4 and 8 key blocks). Besides the RTL "
             "points above, the regression checks the model on every attention run without AXI "
             "pauses (`tb/test_attention.py`: exec, bubble, mx_active and dma_active equal; "
-            "configs 4x4 fp16/bf16/fp32, 8x8, 8x4, causal and not). "
+            "configs 4x4 fp16/bf16/fp32/fp16-only, 8x8, 8x4, 4x8, causal and not; more "
+            "under FULL=1). "
             "`fsa predict --config CFG --seq-q N --seq-kv M [--causal] [--axi-bits B] "
             "[--free-dma]` prints its prediction for any config and length.", "",
             "Predicted cycles per key block and per query block:", ""]

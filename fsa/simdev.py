@@ -15,7 +15,7 @@ from fsa.config import FSAConfig
 def run_on_device(cfg: FSAConfig, words: list[int], memory: list[tuple[int, bytes]],
                   dumps: list[tuple[int, int]], *, sim: str | None = None,
                   max_cycles: int = 1_000_000, pauses: float = 0.0, seed: int = 1,
-                  inject: dict | None = None, reset_midway: int = 0,
+                  inject: dict | None = None, reset_midway: int = 0, overfill: int = 0,
                   timeout_s: float = 1800, name: str | None = None,
                   progress=None) -> dict:
     """Run `words` on the device with `memory` preloaded; dump `dumps`.
@@ -31,6 +31,9 @@ def run_on_device(cfg: FSAConfig, words: list[int], memory: list[tuple[int, byte
         inject: {"read": [lo, hi]} / {"write": [lo, hi]}: SLVERR there.
         reset_midway: reset the device this many cycles after the first
             start, then run the program again.
+        overfill: first push the queue's size plus this many words while the
+            device is idle (the extra ones must be refused, not hang the
+            host; result "overfill"), then reset and run the program.
         progress: optional callable(str) for progress messages.
 
     Returns:
@@ -46,7 +49,8 @@ def run_on_device(cfg: FSAConfig, words: list[int], memory: list[tuple[int, byte
     case = {"config": cfg.to_dict(), "words": [int(w) & 0xFFFFFFFF for w in words],
             "memory": [[int(a), bytes(b).hex()] for a, b in memory],
             "dumps": [[int(a), int(n)] for a, n in dumps], "max_cycles": int(max_cycles),
-            "pauses": pauses, "seed": seed, "inject": inject or {}, "reset_midway": reset_midway}
+            "pauses": pauses, "seed": seed, "inject": inject or {}, "reset_midway": reset_midway,
+            "overfill": int(overfill)}
     (tmp / "case.json").write_text(json.dumps(case))
     say(f"building and running the {simrun.get_sim(sim)} simulation")
     tdir = simrun.run("fsa_top", verilog_files(out), "tb_top", sim=sim, name=name,

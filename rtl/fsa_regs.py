@@ -4,8 +4,11 @@ ours after 0x30).
 ==========  ======  ==========================================================
 offset      access  meaning
 ==========  ======  ==========================================================
-0x00        W       push one instruction word (the write is held — no B
-                    response — while the instruction queue is full)
+0x00        W       push one instruction word; while the queue is full the
+                    write is held (no B response) if the device is running,
+                    and refused with SLVERR (the word dropped) if it is idle,
+                    done or in error: nothing would drain the queue, and the
+                    host must not hang
 0x04        W       start (from DONE it also clears the counters)
 0x08        R       state: 0 idle, 1 active, 2 done, 3 error
 0x0C        R       execution cycles
@@ -42,6 +45,7 @@ from __future__ import annotations
 from myhdl import ResetSignal, always_comb, always_seq, block
 
 from rtl.convert import convert_block, sig
+from rtl.fsa_core import S_ACTIVE as STATE_ACTIVE
 
 MODULE = "fsa_regs"
 MAGIC = 0x46534131
@@ -110,11 +114,17 @@ def fsa_regs(clk, rst,
             w_data.next = s_axil_wdata
         if w_have_a and w_have_d and not b_pend:
             if w_addr == 0x00:
-                if inst_ready:               # held while the queue is full
+                if inst_ready:
                     w_have_a.next = False
                     w_have_d.next = False
                     b_pend.next = True
                     b_resp.next = OKAY
+                elif state != STATE_ACTIVE:  # full and not running: refuse
+                    w_have_a.next = False
+                    w_have_d.next = False
+                    b_pend.next = True
+                    b_resp.next = SLVERR
+                # (full and running: held until the queue has room)
             else:
                 w_have_a.next = False
                 w_have_d.next = False

@@ -79,8 +79,25 @@ class Device:
     async def read(self, name: str) -> int:
         return await self.ctrl.read_dword(CTRL_BASE + REGS[name])
 
-    async def write(self, name: str, value: int) -> None:
-        await self.ctrl.write_dword(CTRL_BASE + REGS[name], value)
+    #: cycles a register write may wait for its B response (a push is held
+    #: while the queue is full and the device runs; run() sets it to its limit)
+    write_limit = 100_000
+
+    async def write(self, name: str, value: int) -> int:
+        """Write a register; returns the B response (0 OKAY, 2 SLVERR).
+
+        Raises:
+            DeviceTimeout: no response within ``write_limit`` cycles.
+        """
+        task = cocotb.start_soon(self.ctrl.write(CTRL_BASE + REGS[name],
+                                                 int(value).to_bytes(4, "little")))
+        await First(task, ClockCycles(self.clk, self.write_limit))
+        if not task.done():
+            task.cancel()
+            st = await self.status()
+            raise DeviceTimeout(f"AXI4-Lite write of {name} (0x{REGS[name]:02x}) got no response "
+                                f"within {self.write_limit} cycles: {st}")
+        return int(task.result().resp)
 
     def write_mem(self, addr: int, data: bytes) -> None:
         self.mem.write(addr, data)
@@ -90,10 +107,14 @@ class Device:
 
     # ------------------------------------------------------------ programs
     async def push(self, words) -> None:
-        """Push instruction words (each write is held while the queue is full)."""
+        """Push instruction words. A push to a full queue is held while the
+        device runs and refused (SLVERR, counted in ``self.refused``) when it
+        is idle, done or in error (rtl/fsa_regs.py)."""
         self.pushed = 0
+        self.refused = 0
         for w in words:
-            await self.write("push", int(w))
+            if await self.write("push", int(w)) != 0:
+                self.refused += 1
             self.pushed += 1
 
     async def start(self) -> None:
@@ -128,6 +149,7 @@ class Device:
 
     async def run(self, words, max_cycles: int) -> dict:
         """Push, start, wait for irq; return the status (state, error, counters)."""
+        self.write_limit = max(1000, max_cycles)
         if len(words) <= self.cfg.inst_queue_size:
             await self.push(words)
             await self.start()
@@ -140,9 +162,16 @@ class Device:
             pusher = cocotb.start_soon(self.push(words[q:]))
             await self.start()
             t0 = cocotb.utils.get_sim_time("ns")
-            await First(pusher, ClockCycles(self.clk, max_cycles))
-            if not pusher.done():
+            if not int(self.dut.irq.value):
+                await First(pusher, RisingEdge(self.dut.irq), ClockCycles(self.clk, max_cycles))
+            if int(self.dut.irq.value):
+                # stopped (an error) with words still to push: the rest are
+                # refused at once; let the pusher finish
+                await First(pusher, ClockCycles(self.clk, 16 * len(words)))
+            stuck = not pusher.done()
+            if stuck:
                 pusher.cancel()
+            if stuck and not int(self.dut.irq.value):
                 st = await self.status()
                 raise DeviceTimeout(f"device did not finish within {max_cycles} cycles: the host "
                                     f"had pushed {q + self.pushed} of {len(words)} words (the queue "
@@ -155,6 +184,7 @@ class Device:
         waited = await self.wait_irq(max_cycles)
         st = await self.status()
         st["waited"] = waited
+        st["push_refused"] = getattr(self, "refused", 0)
         return st
 
 

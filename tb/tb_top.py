@@ -35,6 +35,13 @@ async def run_program(dut):
     result = {"identity": ident, "runs": []}
     words = case["words"]
     max_cycles = case["max_cycles"]
+    if case.get("overfill"):
+        # more words than the queue holds while idle: the extra pushes are refused
+        q = cfg.inst_queue_size
+        await dev.push([0] * (q + case["overfill"]))
+        result["overfill"] = {"refused": dev.refused, "state": (await dev.status())["state"],
+                              "q_free": await dev.read("q_free")}
+        await dev.reset()
     if case.get("reset_midway"):
         # start the program, reset in the middle, then run it again cleanly
         await dev.push(words[:cfg.inst_queue_size])

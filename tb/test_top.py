@@ -146,6 +146,31 @@ def test_program_longer_than_the_queue():
     assert res["dumps"] == model_run(cfg, prog, memory, dumps)
 
 
+def test_error_while_the_host_is_still_pushing():
+    """An illegal word early in a program longer than the queue: the device
+    stops in the error state while the host still has words to push; the run
+    reports that error (not a timeout) without waiting out the cycle limit."""
+    cfg = fconfig.get("FSA4X4Fp16Config").replace(name="FSA4X4Fp16Q16Config", inst_queue_size=16)
+    words = encode([Fence(mx=True)] * 5) + [0xE0000000] + encode([Fence(mx=True)] * 60)
+    assert len(words) > 4 * cfg.inst_queue_size
+    res = run_on_device(cfg, words, [(cfg.mem_base, bytes(64))], [], max_cycles=100_000)
+    run = res["runs"][-1]
+    assert (run["state"], run["error"], run["error_index"]) == ("error", "ILLEGAL_TYPE", 5), run
+    assert run["waited"] < 1000, run
+
+
+def test_pushes_to_a_full_idle_queue_are_refused():
+    """Pushing more words than the queue holds before start: the extra writes
+    answer SLVERR at once (nothing would drain the queue) instead of holding
+    the host forever; after a reset the device runs normally."""
+    cfg = fconfig.get("FSA4X4Fp16Config").replace(name="FSA4X4Fp16Q16Config", inst_queue_size=16)
+    prog = [Fence(mx=True), Fence(dma=True, stop=True)]
+    res = run_on_device(cfg, encode(prog), [(cfg.mem_base, bytes(64))], [], max_cycles=1000,
+                        overfill=5)
+    assert res["overfill"] == {"refused": 5, "state": "idle", "q_free": 0}, res["overfill"]
+    assert res["runs"][-1]["state"] == "done", res["runs"][-1]
+
+
 def test_reset_midway_then_clean_run():
     cfg = fconfig.get("FSA4X4Fp16Config")
     prog, memory, dumps = attention_case(cfg, 4, 8)

@@ -76,8 +76,23 @@ class Device:
         self.dut.rst.value = 0
         await ClockCycles(self.clk, 2)
 
+    #: cycles a register read may wait for its R response (the RTL answers
+    #: in the cycle after AR)
+    read_limit = 1000
+
     async def read(self, name: str) -> int:
-        return await self.ctrl.read_dword(CTRL_BASE + REGS[name])
+        """Read a register.
+
+        Raises:
+            DeviceTimeout: no response within ``read_limit`` cycles.
+        """
+        task = cocotb.start_soon(self.ctrl.read_dword(CTRL_BASE + REGS[name]))
+        await First(task, ClockCycles(self.clk, self.read_limit))
+        if not task.done():
+            task.cancel()
+            raise DeviceTimeout(f"AXI4-Lite read of {name} (0x{REGS[name]:02x}) got no response "
+                                f"within {self.read_limit} cycles")
+        return task.result()
 
     #: cycles a register write may wait for its B response (a push is held
     #: while the queue is full and the device runs; run() sets it to its limit)

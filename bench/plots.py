@@ -30,10 +30,7 @@ def _cfg_for(name: str):
     if "Axi" in base:
         base, axi = base.split("Axi")
         axi = int(axi)
-    cfg = fconfig.get(base)
-    if axi:
-        cfg = cfg.replace(axi_data_bits=axi, name=f"{cfg.name}Axi{axi}")
-    return common.deep_queue(cfg)
+    return common.deep_queue(fconfig.with_axi_bits(base, axi) if axi else fconfig.get(base))
 
 
 def utilisation_plot(u: dict, plt, out) -> None:
@@ -50,7 +47,7 @@ def utilisation_plot(u: dict, plt, out) -> None:
         R, C, P = cfg.sa_rows, cfg.sa_cols, cfg.exp2_pieces
         ss = cm.steady_state(cfg, dma)
         ns = [C * 2 ** k for k in range(1, 12) if C * 2 ** k <= 8192]
-        util = [4 * C * R * R * (n // C) * (n // R) /
+        util = [cm.attention_flops(cfg, n, n, False) /
                 (cm.predict_cycles(cfg, n, n, False, ss) * 2 * R * C) for n in ns]
         label = name.replace("Fp16Config", "").replace("Q4K", "")
         ax1.plot(ns, util, "-", color=col, lw=1.2, label=f"{label} model")
@@ -81,12 +78,10 @@ def utilisation_plot(u: dict, plt, out) -> None:
                 if label == "512-bit AXI" and n * base.e_fmt.width < 512:
                     model[label].append(float("nan"))     # rows narrower than a beat
                     continue
-                cfg = base.replace(axi_data_bits=512, name=base.name + "Axi512") \
-                    if label == "512-bit AXI" else base
+                cfg = fconfig.with_axi_bits(base, 512) if label == "512-bit AXI" else base
                 f = cm.steady_state(cfg, cm.IDEAL_DMA if label == "free DMA" else dma)
             cyc = cm.predict_cycles(base, 4096, 4096, False, f)
-            flops = 4 * n * n * n * (4096 // n) ** 2
-            model[label].append(flops / (cyc * 2 * n * n))
+            model[label].append(cm.attention_flops(base, 4096, 4096, False) / (cyc * 2 * n * n))
     for label, ys in model.items():
         ax2.plot(sizes, ys, "-o" if label == "free DMA" else "--.", label=f"model, {label}")
     ax2.plot(sizes, [2 * n / (5 * n + 13) for n in sizes], ":", color="k",

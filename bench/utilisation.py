@@ -47,19 +47,9 @@ from fsa.report import fa3_inputs
 P_DEFAULT = 8
 
 
-def attention_flops(seq_q: int, seq_kv: int, d: int, causal: bool, cfg) -> int:
-    """Matmul FLOPs the kernel executes: 4 * C * R * d per (query block, key
-    block) step it runs (the whole diagonal block when causal)."""
-    steps = cm.attention_steps(*cm.block_counts(cfg, seq_q, seq_kv, causal), causal)
-    return 4 * cfg.sa_cols * cfg.sa_rows * d * steps
-
-
 def make_cfg(name: str, axi: "int | None" = None):
     """The preset with a 4096-word queue and optionally another AXI width."""
-    cfg = fconfig.get(name)
-    if axi:
-        cfg = cfg.replace(axi_data_bits=axi, name=f"{cfg.name}Axi{axi}")
-    return deep_queue(cfg)
+    return deep_queue(fconfig.with_axi_bits(name, axi) if axi else fconfig.get(name))
 
 
 def run_rtl(cfg, seq_q: int, seq_kv: int, causal: bool, sim: str, rng) -> dict:
@@ -111,7 +101,7 @@ def main(argv: "list[str] | None" = None) -> int:
             for causal in (False, True):
                 r = run_rtl(cfg, n, n, causal, args.sim, rng)
                 m = cm.simulate(cfg, r["prog"].instructions, dma)
-                fl = attention_flops(n, n, R, causal, cfg)
+                fl = cm.attention_flops(cfg, n, n, causal)
                 runs.append({"config": cfg.name, "R": R, "C": C, "N": n, "causal": causal,
                              "key_blocks": r["key_blocks"], "words": r["words"],
                              "rtl_cycles": r["cycles"], "model_cycles": m.cycles,
@@ -183,8 +173,7 @@ def main(argv: "list[str] | None" = None) -> int:
     for name in pred_cfgs:
         base = fconfig.get(name)
         for label, dt in dmas.items():
-            cfg = base.replace(axi_data_bits=512, name=base.name + "Axi512") \
-                if label == "512-bit AXI" else base
+            cfg = fconfig.with_axi_bits(base, 512) if label == "512-bit AXI" else base
             t = time.perf_counter()
             ss = cm.steady_state(cfg, dt)
             fits.append({"config": cfg.name, "R": cfg.sa_rows, "C": cfg.sa_cols, "dma": label, **ss,
@@ -192,7 +181,7 @@ def main(argv: "list[str] | None" = None) -> int:
             for n in ns:
                 for causal in (False, True):
                     cyc = cm.predict_cycles(cfg, n, n, causal, ss)
-                    fl = attention_flops(n, n, cfg.sa_rows, causal, cfg)
+                    fl = cm.attention_flops(cfg, n, n, causal)
                     preds.append({"config": base.name, "R": cfg.sa_rows, "dma": label, "N": n,
                                   "causal": causal, "cycles": cyc,
                                   "utilisation": fl / (cyc * 2 * cfg.sa_rows * cfg.sa_cols)})

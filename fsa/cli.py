@@ -274,29 +274,26 @@ DIRECT_LIMIT = 20_000     # key blocks up to which `fsa predict` runs the model 
 def _cmd_predict(args: argparse.Namespace) -> int:
     from fsa import config, cyclemodel as cm, kernels
 
-    cfg = config.get(args.config)
-    if args.axi_bits:
-        cfg = cfg.replace(axi_data_bits=args.axi_bits, name=f"{cfg.name}Axi{args.axi_bits}")
+    cfg = config.with_axi_bits(args.config, args.axi_bits) if args.axi_bits else config.get(args.config)
     R, C = cfg.sa_rows, cfg.sa_cols
     dma = cm.IDEAL_DMA if args.free_dma else cm.DEFAULT_DMA
-    nq, nk = cm.block_counts(cfg, args.seq_q, args.seq_kv)   # checks the shape
-    steps = cm.attention_steps(nq, nk, args.causal)
+    flops = cm.attention_flops(cfg, args.seq_q, args.seq_kv, args.causal)   # checks the shape
+    steps = flops // (4 * C * R * R)
+    ss = cm.steady_state(cfg, dma)
     if steps <= DIRECT_LIMIT:
         prog = kernels.attention(cfg, args.seq_q, args.seq_kv, causal=args.causal, check=False)
-        res = cm.simulate(cfg, prog.instructions, dma)
-        cycles, how = res.cycles, f"model run on the {len(prog.words())}-word program"
-        if len(prog.words()) > cfg.inst_queue_size:
+        n_words = len(prog.words())
+        cycles = cm.simulate(cfg, prog.instructions, dma).cycles
+        how = f"model run on the {n_words}-word program"
+        if n_words > cfg.inst_queue_size:
             how += (f" (longer than the {cfg.inst_queue_size}-word queue: the model assumes the "
                     "host keeps the queue full)")
     else:
-        ss = cm.steady_state(cfg, dma)
         cycles = round(cm.predict_cycles(cfg, args.seq_q, args.seq_kv, args.causal, ss))
         how = (f"steady-state extrapolation ({steps} key-block steps > {DIRECT_LIMIT}: "
                f"{ss['per_key_block']:g} cycles per key block, {ss['per_query_block']:g} per "
                "query block" + ("; causal diagonal blocks costed as full ones" if args.causal
                                 else "") + ")")
-    flops = 4 * C * R * R * steps
-    ss = cm.steady_state(cfg, dma)
     print(f"{cfg.name}: seq_q={args.seq_q} seq_kv={args.seq_kv} d={R}"
           f"{' causal' if args.causal else ''}, DMA: "
           f"{'free (matrix schedule alone)' if args.free_dma else f'{cfg.axi_data_bits}-bit AXI, calibrated on the RTL'}")

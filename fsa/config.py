@@ -22,7 +22,7 @@ from typing import Any
 
 from .formats import FORMATS, FPFormat, get_format
 
-__all__ = ["FSAConfig", "PRESETS", "get", "names", "DEFAULT"]
+__all__ = ["FSAConfig", "PRESETS", "get", "names", "DEFAULT", "with_axi_bits"]
 
 #: (element, accumulate) format pairs the hardware supports.
 FORMAT_PAIRS = {("fp16", "fp32"), ("bf16", "fp32"), ("fp32", "fp32"),
@@ -290,3 +290,10 @@ def get(name: "str | FSAConfig") -> FSAConfig:
     close = difflib.get_close_matches(name, PRESETS, n=4, cutoff=0.5)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
     raise ValueError(f"unknown config {name!r}{hint} (`fsa configs` lists all {len(PRESETS)})")
+
+
+def with_axi_bits(cfg: "str | FSAConfig", bits: int) -> FSAConfig:
+    """`cfg` with another AXI data width, named ``<name>Axi<bits>``
+    (ValueError for a width the device does not support)."""
+    cfg = get(cfg)
+    return cfg.replace(axi_data_bits=bits, name=f"{cfg.name}Axi{bits}")

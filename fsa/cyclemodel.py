@@ -47,7 +47,7 @@ from fsa import plan as fplan
 from fsa.config import FSAConfig
 
 __all__ = ["DmaTiming", "ModelResult", "simulate", "calibrate_dma", "steady_state",
-           "predict_cycles", "block_counts", "attention_steps", "DEFAULT_DMA", "IDEAL_DMA", "reference_period", "timing_for"]
+           "predict_cycles", "block_counts", "attention_steps", "attention_flops", "DEFAULT_DMA", "IDEAL_DMA", "reference_period", "timing_for"]
 
 
 @dataclass(frozen=True)
@@ -469,6 +469,14 @@ def attention_steps(nq: int, nk: int, causal: bool) -> int:
     if causal:
         return sum(min(i, nk - 1) + 1 for i in range(nq))
     return nq * nk
+
+
+def attention_flops(cfg: FSAConfig, seq_q: int, seq_kv: int, causal: bool) -> int:
+    """Matmul FLOPs the attention kernel executes with d = R: 4 * C * R * R
+    per (query block, key block) step it runs (the whole diagonal block when
+    causal)."""
+    nq, nk = block_counts(cfg, seq_q, seq_kv, causal)
+    return 4 * cfg.sa_cols * cfg.sa_rows * cfg.sa_rows * attention_steps(nq, nk, causal)
 
 
 def predict_cycles(cfg: FSAConfig, seq_q: int, seq_kv: int, causal: bool,

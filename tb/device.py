@@ -53,6 +53,7 @@ class Device:
     def __init__(self, dut, cfg, pauses: float = 0.0, seed: int = 1):
         self.dut, self.cfg = dut, cfg
         self.clk, self.rst = dut.clk, dut.rst
+        self.pushed = self.refused = 0     # pushes answered / refused (see push())
         cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
         self.ctrl = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
         prefixes = ["m_axi"] if cfg.mem_ports == 1 else [f"m_axi{i}" for i in range(cfg.mem_ports)]
@@ -86,13 +87,21 @@ class Device:
         Raises:
             DeviceTimeout: no response within ``read_limit`` cycles.
         """
-        task = cocotb.start_soon(self.ctrl.read_dword(CTRL_BASE + REGS[name]))
-        await First(task, ClockCycles(self.clk, self.read_limit))
-        if not task.done():
-            task.cancel()
+        task = await self._bounded(self.ctrl.read_dword(CTRL_BASE + REGS[name]), self.read_limit)
+        if task is None:
             raise DeviceTimeout(f"AXI4-Lite read of {name} (0x{REGS[name]:02x}) got no response "
                                 f"within {self.read_limit} cycles")
         return task.result()
+
+    async def _bounded(self, coro, cycles: int):
+        """Run `coro` for at most `cycles` clock cycles: its finished task,
+        or None (cancelled) if it did not finish."""
+        task = cocotb.start_soon(coro)
+        await First(task, ClockCycles(self.clk, cycles))
+        if task.done():
+            return task
+        task.cancel()
+        return None
 
     #: cycles a register write may wait for its B response (a push is held
     #: while the queue is full and the device runs; run() sets it to its limit)
@@ -104,11 +113,10 @@ class Device:
         Raises:
             DeviceTimeout: no response within ``write_limit`` cycles.
         """
-        task = cocotb.start_soon(self.ctrl.write(CTRL_BASE + REGS[name],
-                                                 int(value).to_bytes(4, "little")))
-        await First(task, ClockCycles(self.clk, self.write_limit))
-        if not task.done():
-            task.cancel()
+        task = await self._bounded(self.ctrl.write(CTRL_BASE + REGS[name],
+                                                   int(value).to_bytes(4, "little")),
+                                   self.write_limit)
+        if task is None:
             st = await self.status()
             raise DeviceTimeout(f"AXI4-Lite write of {name} (0x{REGS[name]:02x}) got no response "
                                 f"within {self.write_limit} cycles: {st}")
@@ -124,9 +132,8 @@ class Device:
     async def push(self, words) -> None:
         """Push instruction words. A push to a full queue is held while the
         device runs and refused (SLVERR, counted in ``self.refused``) when it
-        is idle, done or in error (rtl/fsa_regs.py)."""
-        self.pushed = 0
-        self.refused = 0
+        is idle, done or in error (rtl/fsa_regs.py). ``self.pushed`` counts
+        the pushes answered since the last run() started."""
         for w in words:
             if await self.write("push", int(w)) != 0:
                 self.refused += 1
@@ -165,6 +172,7 @@ class Device:
     async def run(self, words, max_cycles: int) -> dict:
         """Push, start, wait for irq; return the status (state, error, counters)."""
         self.write_limit = max(1000, max_cycles)
+        self.pushed = self.refused = 0
         if len(words) <= self.cfg.inst_queue_size:
             await self.push(words)
             await self.start()
@@ -183,23 +191,19 @@ class Device:
                 # stopped (an error) with words still to push: the rest are
                 # refused at once; let the pusher finish
                 await First(pusher, ClockCycles(self.clk, 16 * len(words)))
-            stuck = not pusher.done()
-            if stuck:
+            if not pusher.done():
                 pusher.cancel()
-            if stuck and not int(self.dut.irq.value):
-                st = await self.status()
-                raise DeviceTimeout(f"device did not finish within {max_cycles} cycles: the host "
-                                    f"had pushed {q + self.pushed} of {len(words)} words (the queue "
-                                    f"holds {self.cfg.inst_queue_size}): {st}")
+                if not int(self.dut.irq.value):
+                    st = await self.status()
+                    raise DeviceTimeout(f"device did not finish within {max_cycles} cycles: the "
+                                        f"host had pushed {self.pushed} of {len(words)} words "
+                                        f"(the queue holds {q}): {st}")
             used = int((cocotb.utils.get_sim_time("ns") - t0) // 10)
-            if int(self.dut.irq.value):
-                max_cycles = 1
-            else:
-                max_cycles = max(1, max_cycles - used)
+            max_cycles = max(1, max_cycles - used)       # (0 waited if irq is already high)
         waited = await self.wait_irq(max_cycles)
         st = await self.status()
         st["waited"] = waited
-        st["push_refused"] = getattr(self, "refused", 0)
+        st["push_refused"] = self.refused
         return st
 
 

@@ -31,7 +31,13 @@ stretches:
 Not modelled: the host's instruction pushes, AXI pauses, bursts split at
 4 KiB boundaries, errors.
 
-:func:`steady_state` runs the model on two short programs and returns the
+The same model is the kernel language's dispatch check
+(:func:`fsa.program.check_dispatch`): :func:`simulate` with ``races=True``
+reports a deadlock or two engines that could take the same semaphore value
+at once, under the device's dispatch or the golden model's (``dispatch=``,
+:data:`DISPATCH_MODES`) and the DMA timings of :func:`check_timings`.
+
+:func:`steady_state` runs the model on four short programs and returns the
 per-key-block and per-query-block costs, which :func:`predict_cycles` uses for
 long sequences on large arrays (where building the program itself would be
 slow).
@@ -46,8 +52,9 @@ from fsa import isa
 from fsa import plan as fplan
 from fsa.config import FSAConfig
 
-__all__ = ["DmaTiming", "ModelResult", "simulate", "calibrate_dma", "steady_state",
-           "predict_cycles", "block_counts", "attention_steps", "attention_flops", "DEFAULT_DMA", "IDEAL_DMA", "reference_period", "timing_for"]
+__all__ = ["DmaTiming", "ModelResult", "DispatchError", "DISPATCH_MODES", "simulate",
+           "check_timings", "calibrate_dma", "steady_state", "predict_cycles", "block_counts",
+           "attention_steps", "DEFAULT_DMA", "IDEAL_DMA", "reference_period", "timing_for"]
 
 
 @dataclass(frozen=True)
@@ -134,13 +141,54 @@ def _sram_use(plans: list[fplan.Plan]) -> list[dict]:
     return out
 
 
+def check_timings(cfg: FSAConfig) -> dict[str, DmaTiming]:
+    """The DMA timings :func:`fsa.program.check_dispatch` runs a program
+    under, by name: the calibrated DMA (:data:`DEFAULT_DMA`), a free one
+    (:data:`IDEAL_DMA`: the matrix engine is the slow one) and a slow one
+    whose every transfer ends eight times the longest matrix function after
+    it starts (the DMA is the slow one)."""
+    slow = 8 * max(p.retire for p in _plans(cfg))
+    return {"calibrated DMA": DEFAULT_DMA, "free DMA": IDEAL_DMA,
+            "slow DMA": DmaTiming(slow, slow, DEFAULT_DMA.load_first, DEFAULT_DMA.store_first)}
+
+
+class DispatchError(RuntimeError):
+    """The program deadlocks, or (with ``races=True``) races, in :func:`simulate`;
+    the message names the waiting instructions and the semaphore values."""
+
+
+#: How :func:`simulate` dispatches: "hardware" is the device's decoder (one
+#: word per cycle, ONE pending instruction per engine, the decoder waits while
+#: the next instruction's engine has one); "golden" is the golden model's view
+#: (fsa/golden/machine.py): every instruction up to a fence that must wait is
+#: queued at once, in unbounded per-engine queues. The engines' timing is the
+#: same in both; only "hardware" predicts the device's cycles.
+DISPATCH_MODES = ("hardware", "golden")
+
+
 def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DMA,
-             max_cycles: int = 10**9) -> ModelResult:
+             max_cycles: int = 10**9, dispatch: str = "hardware",
+             races: bool = False) -> ModelResult:
     """Predict the cycles of `instructions` on `cfg`'s device.
 
+    Args:
+        cfg: the config (its plans, SRAM banks and AXI width).
+        instructions: :mod:`fsa.isa` instructions, in program order.
+        dma: the DMA timing.
+        max_cycles: give up after this many cycles.
+        dispatch: one of :data:`DISPATCH_MODES` ("hardware" for predictions;
+            "golden" for the checks of :func:`fsa.program.check_dispatch`).
+        races: raise when the next matrix and the next DMA instruction could
+            both acquire the same semaphore value in the same cycle (which of
+            them gets it would depend on timing).
+
     Raises:
-        RuntimeError: the model deadlocks or exceeds `max_cycles`.
+        DispatchError: the program deadlocks (or races, with `races`).
+        RuntimeError: no stop within `max_cycles`.
     """
+    if dispatch not in DISPATCH_MODES:
+        raise ValueError(f"simulate: dispatch must be one of {DISPATCH_MODES}, got {dispatch!r}")
+    golden = dispatch == "golden"
     plans = _plans(cfg)
     CF = [p.conflict_free for p in plans]
     RET = [p.retire for p in plans]
@@ -162,8 +210,8 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
     pc = 0            # instruction being collected / held in the decode register
     have = 0          # words popped of instruction pc
     dec_full = False
-    mx_p = None       # pending matrix instruction index
-    dm_p = None       # pending DMA instruction index
+    mxq: list[int] = []     # pending matrix instructions (hardware: at most one)
+    dmq: list[int] = []     # pending DMA instructions (hardware: at most one)
     dm = None         # the DMA instruction in flight (dict)
     slots = [None, None]      # [func, start, index]
     last = 0
@@ -173,6 +221,15 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
 
     def acq_ok(x) -> bool:
         return (not x.acquire_valid) or (val[x.sem_id] == x.acquire_value and not held[x.sem_id])
+
+    def fence_ok(fx, mx_idle: bool, dma_idle: bool) -> bool:
+        ok = (mx_idle or not fx.mx) and (dma_idle or not fx.dma)
+        return ok and (mx_idle and dma_idle if fx.stop else True)
+
+    def waiting(q: list[int], what: str) -> str:
+        x = ins[q[0]]
+        return (f"{what} instruction {q[0]} waits for semaphore {x.sem_id} == {x.acquire_value} "
+                f"(it is {val[x.sem_id]}{', held' if held[x.sem_id] else ''})")
 
     def port_busy(c: int, mem: str, bank: int) -> bool:
         """The matrix engine uses SRAM `mem` bank `bank` in cycle c."""
@@ -207,8 +264,18 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
         changed = False
         # matrix issue
         mx_accept = False
-        if mx_p is not None:
-            x = ins[mx_p]
+        if races and mxq and dmq:
+            a, b = ins[mxq[0]], ins[dmq[0]]
+            if a.acquire_valid and b.acquire_valid and a.sem_id == b.sem_id and acq_ok(a) \
+                    and acq_ok(b):
+                raise DispatchError(
+                    f"semaphore race at cycle {c}: matrix instruction {mxq[0]} and DMA "
+                    f"instruction {dmq[0]} can both acquire semaphore {a.sem_id} = "
+                    f"{a.acquire_value} at once, so their order depends on timing; give the "
+                    f"semaphore more values (a larger n) so that each waiting instruction has "
+                    f"its own value")
+        if mxq:
+            x = ins[mxq[0]]
             f = int(x.func)
             if acq_ok(x):
                 ls = slots[last]
@@ -220,7 +287,7 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
                 mx_accept = ok and bok and (fr[0] or fr[1])
         # DMA issue (the engine is ready once done has pulsed; the core's
         # in-flight flag clears the cycle after)
-        dm_issue = (dm_p is not None and not inflight and acq_ok(ins[dm_p]))
+        dm_issue = bool(dmq) and not inflight and acq_ok(ins[dmq[0]])
         # DMA beats: one SRAM narrow-port access per cycle, lost to the array port
         if inflight and dm["done"] is None:
             changed = True
@@ -245,23 +312,33 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
                 rel.append((x.sem_id, x.release_value))
         # decoder
         stop = False
-        pop = (not dec_full) and pc < n
-        dispatch = None
-        if dec_full:
+        pop = (not dec_full) and pc < n and not golden
+        take_n = 0        # instructions the decoder dispatches at the end of cycle c
+        if golden:        # everything up to a fence that must wait, at once
+            new_m = new_d = False
+            while pc + take_n < n:
+                k = kind[pc + take_n]
+                if k == "f":
+                    fx = ins[pc + take_n]
+                    mx_idle = not mxq and not mx_busy and not new_m
+                    dma_idle = not dmq and not inflight and not new_d
+                    if not fence_ok(fx, mx_idle, dma_idle):
+                        break
+                    take_n += 1
+                    if fx.stop:
+                        stop = True
+                        break
+                else:
+                    new_m, new_d = new_m or k == "m", new_d or k == "d"
+                    take_n += 1
+        elif dec_full:
             k = kind[pc]
-            if k == "m" and mx_p is None:
-                dispatch = "m"
-            elif k == "d" and dm_p is None:
-                dispatch = "d"
+            if (k == "m" and not mxq) or (k == "d" and not dmq):
+                take_n = 1
             elif k == "f":
                 fx = ins[pc]
-                mx_idle = mx_p is None and not mx_busy
-                dma_idle = dm_p is None and not inflight
-                ok = (mx_idle or not fx.mx) and (dma_idle or not fx.dma)
-                if fx.stop:
-                    ok = ok and mx_idle and dma_idle
-                if ok:
-                    dispatch = "f"
+                if fence_ok(fx, not mxq and not mx_busy, not dmq and not inflight):
+                    take_n = 1
                     stop = bool(fx.stop)
         # ---------------- counters for cycle c
         if not mx_busy:
@@ -275,17 +352,17 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
         # ---------------- next state
         if mx_accept:
             take = (1 - last) if (fr[0] and fr[1]) else (1 if fr[1] else 0)
-            x = ins[mx_p]
-            slots[take] = [int(x.func), c + 1, mx_p]
+            x = ins[mxq[0]]
+            slots[take] = [int(x.func), c + 1, mxq[0]]
             last = take
             mx_starts.append(c + 1)
             cnt["mx"] += 1
             if x.acquire_valid:
                 held[x.sem_id] = True
-            mx_p = None
+            mxq.pop(0)
             changed = True
         if dm_issue:
-            x = ins[dm_p]
+            x = ins[dmq[0]]
             mem = "spad" if (x.func == isa.DmaFunc.LOAD and not x.is_accum) else "acc"
             per_row = math.ceil(x.size / beat) if x.size else 0
             rows = x.repeat if per_row else 0
@@ -293,7 +370,7 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
             bank = [((x.sram_addr + i * x.sram_stride) % nb) for i in range(rows)
                     for _ in range(per_row)]
             first, base = dma.first(x), dma.base(x)
-            dm = {"idx": dm_p, "c0": c, "mem": mem, "bank": bank, "k": 0, "first": first,
+            dm = {"idx": dmq[0], "c0": c, "mem": mem, "bank": bank, "k": 0, "first": first,
                   "tail": base - first + 1, "done": None}
             if dma.ideal:
                 dm["done"] = c + 1
@@ -304,7 +381,7 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
             cnt["dma"] += 1
             if x.acquire_valid:
                 held[x.sem_id] = True
-            dm_p = None
+            dmq.pop(0)
             changed = True
         for sid, v in rel:
             val[sid] = v
@@ -313,13 +390,14 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
         if dm_done:
             dm = None
             changed = True
-        if dispatch is not None:
-            if dispatch == "m":
-                mx_p = pc
-            elif dispatch == "d":
-                dm_p = pc
+        if take_n:
+            for j in range(pc, pc + take_n):
+                if kind[j] == "m":
+                    mxq.append(j)
+                elif kind[j] == "d":
+                    dmq.append(j)
             dec_full = False
-            pc += 1
+            pc += take_n
             changed = True
         elif pop:
             have += 1
@@ -341,8 +419,10 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
             cand.append(dm["done"])
         cand = [t for t in cand if t > c]
         if not cand:
-            raise RuntimeError(f"cycle model deadlock at cycle {c}: pc {pc}, pending mx {mx_p}, "
-                               f"dma {dm_p}")
+            waits = [waiting(q, w) for q, w in ((mxq, "matrix"), (dmq, "DMA")) if q]
+            if pc < n:
+                waits.append(f"the decoder is stuck at instruction {pc}")
+            raise DispatchError(f"deadlock at cycle {c}: " + "; ".join(waits))
         nxt = min(cand)
         span = nxt - c - 1           # cycles c+1 .. nxt-1 look exactly like cycle c
         if span > 0:

@@ -40,7 +40,7 @@ the next, see :class:`fsa.kernel.Semaphore`):
 
 The only fence is the final ``Fence(mx, dma, stop)``. The program is checked
 at build time against the hardware's one-pending-instruction-per-engine
-dispatcher (:func:`fsa.kernel.check_dispatch`).
+dispatcher (:func:`fsa.kernel.check_dispatch`, the cycle model's dispatcher).
 """
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ float64 from the same rounded inputs; FlashAttention-3-style inputs:
 N(0, 1) plus, with probability 0.001, N(0, 10^2)), and the program runs to
 completion under a model of the hardware's in-order dispatcher with ONE
 pending instruction per engine (written here, independent of
-fsa.kernel.check_dispatch), for many interleavings.
+fsa.cyclemodel, which fsa.program.check_dispatch runs), for many interleavings.
 """
 from __future__ import annotations
 

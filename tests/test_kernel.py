@@ -287,17 +287,66 @@ def test_check_dispatch_reports_deadlock_and_race():
                   release_valid=True, release_value=0))
     k.emit(Matrix(MxFunc.LOAD_STATIONARY))
     k.load_tile(s, m, sem)
-    with pytest.raises(KernelError, match=r"deadlock under the one-pending-instruction-per-engine "
-                                          r"rule: matrix instruction 0 waits for semaphore 5 == 1"):
+    with pytest.raises(KernelError, match=r"t: deadlock under the one-pending-instruction-per-engine "
+                                          r"rule \(calibrated DMA\): matrix instruction 0 waits for "
+                                          r"semaphore 5 == 1"):
         k.build()
     race = [Matrix(MxFunc.LOAD_STATIONARY, sem_id=4, acquire_valid=True, release_valid=True,
                    release_value=1),
             Dma(repeat=1, size=8, mem_addr=CFG.mem_base, sem_id=4, acquire_valid=True,
                 release_valid=True, release_value=1),
             Fence(stop=True)]
-    with pytest.raises(KernelError, match="semaphore race: matrix instruction 0 and DMA instruction 1"):
-        check_dispatch(race)
-    assert check_dispatch(race[1:] + [Fence(stop=True)]) >= 1
+    # the golden model queues both at once and both may take value 0; the
+    # device decodes the matrix instruction first, which leaves the DMA waiting
+    with pytest.raises(KernelError, match=r"semaphore race at cycle \d+: matrix instruction 0 and "
+                                          r"DMA instruction 1 .*golden model's unbounded queues"):
+        check_dispatch(CFG, race, modes=["golden"])
+    with pytest.raises(KernelError, match=r"deadlock under the one-pending.*DMA instruction 1 waits "
+                                          r"for semaphore 4 == 0 \(it is 1\)"):
+        check_dispatch(CFG, race)
+    assert check_dispatch(CFG, race[1:] + [Fence(stop=True)]) > 0
+
+
+def test_check_dispatch_deadlock_depends_on_the_dispatch_mode():
+    """The deadlock above is the one-pending rule's: the golden model's
+    unbounded queues let the DMA load pass the stuck matrix instruction."""
+    ins = [Matrix(MxFunc.LOAD_STATIONARY, sem_id=5, acquire_valid=True, acquire_value=1,
+                  release_valid=True, release_value=0),
+           Matrix(MxFunc.LOAD_STATIONARY),
+           Dma(repeat=1, size=8, mem_addr=CFG.mem_base, sem_id=5, acquire_valid=True,
+               acquire_value=0, release_valid=True, release_value=1),
+           Fence(stop=True)]
+    assert check_dispatch(CFG, ins, modes=["golden"]) == 0       # (cycles: hardware mode only)
+    with pytest.raises(KernelError, match=r"deadlock under the one-pending-instruction-per-engine "
+                                          r"rule \(calibrated DMA\): matrix instruction 0 waits for "
+                                          r"semaphore 5 == 1 \(it is 0\); the decoder is stuck at "
+                                          r"instruction 1"):
+        check_dispatch(CFG, ins, modes=["hardware"])
+
+
+def test_check_dispatch_runs_every_mode_and_timing(monkeypatch):
+    """Both dispatch modes, each under the calibrated, a free and a slow DMA
+    (slower than the longest matrix function), all through the cycle model;
+    the result is the model's prediction for the device."""
+    from fsa import cyclemodel as cm
+    timings = cm.check_timings(CFG)
+    assert set(timings) == {"calibrated DMA", "free DMA", "slow DMA"}
+    assert timings["calibrated DMA"] == cm.DEFAULT_DMA and timings["free DMA"] == cm.IDEAL_DMA
+    longest = max(p.retire for p in cm._plans(CFG))
+    assert timings["slow DMA"].load_base > longest and timings["slow DMA"].store_base > longest
+    seen = []
+    real = cm.simulate
+
+    def spy(cfg, instructions, dma=cm.DEFAULT_DMA, **kw):
+        seen.append((kw["dispatch"], dma, kw["races"]))
+        return real(cfg, instructions, dma, **kw)
+
+    monkeypatch.setattr(cm, "simulate", spy)
+    prog = copy_scaled.build(CFG, Input((4, 4), "fp32"), check=False)
+    cycles = prog.check_dispatch()
+    assert sorted(seen, key=repr) == sorted([(m, t, True) for m in ("hardware", "golden")
+                                            for t in timings.values()], key=repr)
+    assert cycles == real(CFG, prog.instructions).cycles > 0
 
 
 # ------------------------------------------------------------------ programs
@@ -392,9 +441,10 @@ def test_ambiguous_semaphore_values_are_a_race():
         k.store_tile(out, acc[1:], sem)
         return out
 
-    with pytest.raises(KernelError, match=r"semaphore race: .* give the semaphore more values"):
+    with pytest.raises(KernelError, match=r"semaphore race at cycle \d+: matrix instruction 1 and "
+                                          r"DMA instruction 3 .* give the semaphore more values"):
         two_values.build(CFG, Input((4, 4), "fp32"))
     prog = two_values.build(CFG, Input((4, 4), "fp32"), check=False)
-    check_dispatch(prog.instructions)                       # one pending slot: fine
+    check_dispatch(CFG, prog.instructions, modes=["hardware"])     # one pending slot: fine
     with pytest.raises(KernelError, match="semaphore race"):
-        check_dispatch(prog.instructions, slots=None)
+        check_dispatch(CFG, prog.instructions, modes=["golden"])

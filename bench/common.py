@@ -39,6 +39,19 @@ def deep_queue(cfg, words: int = 4096):
     return cfg.replace(inst_queue_size=words, name=f"{cfg.name}Q{words // 1024}K")
 
 
+def attention_util(R: int, C: int, n: int, causal: bool, cycles: float) -> tuple[int, float]:
+    """(FLOPs, utilisation) of attention seq_q = seq_kv = `n`, d = R, on an
+    R x C array in `cycles`, by the project's one definition
+    (fsa.kernels.attention_flops: useful FLOPs, 4 d per (query, key) pair the
+    causal mask keeps; fsa.kernels.utilisation: over cycles x 2RC). The
+    benchmarks and the report derive every utilisation from the cycles with
+    this, so they agree with ``fsa run`` and ``fsa predict``."""
+    from fsa import kernels
+
+    fl = kernels.attention_flops(n, n, R, causal)
+    return fl, kernels.utilisation(fl, cycles, R, C)
+
+
 def write_json(name: str, data: dict) -> pathlib.Path:
     """Write ``bench/results/<name>.json`` (``bench/results/quick/`` when
     ``data["quick"]``) with a small environment header."""

@@ -32,15 +32,17 @@ def sec_utilisation(u: dict) -> list[str]:
            stamp(u, "python bench/utilisation.py [--quick]") + " Plot: `python bench/plots.py`.", "",
            "Attention (`fsa.kernels.attention`, seq_q = seq_kv = N, d = R, fp16 elements, fp32 "
            "accumulation, P = 8) through `fsa_top` on " + u["sim"] + " (`SimEngine`), "
-           "cycles = the device's `exec` counter (start to stop), utilisation = matmul FLOPs / "
-           "(cycles x 2RC) with FLOPs = 4 C R d per (query block, key block) step the kernel "
-           "runs. Configs: the presets with a 4096-word instruction queue (`...Q4K`; the "
+           "cycles = the device's `exec` counter (start to stop), utilisation = useful FLOPs / "
+           "(cycles x 2RC) with useful FLOPs = 4 d per (query, key) pair the causal mask keeps "
+           "(`fsa.kernels.attention_flops`, the definition `fsa run` and `fsa predict` use; the "
+           "masked part of the diagonal blocks the kernel runs is not counted). Configs: the presets with a 4096-word instruction queue (`...Q4K`; the "
            "presets' 256 words make the testbench's AXI4-Lite pushes the limit, table 1d), and "
            "8x8 / 16x16 with one AXI beat per scratchpad row (`...Axi128`, `...Axi256`). "
            "\"model\" is `fsa/cyclemodel.py` (below), run on the same program.", "",
            "### 1a. Total cycles", ""]
     rows = [[r["config"], r["N"], "yes" if r["causal"] else "no", r["key_blocks"], r["words"],
-             r["rtl_cycles"], r["model_cycles"], r["diff"], r["utilisation"],
+             r["rtl_cycles"], r["model_cycles"], r["diff"],
+             common.attention_util(r["R"], r["C"], r["N"], r["causal"], r["rtl_cycles"])[1],
              r["rtl_counters"]["bubble"], r["model_counters"]["bubble"],
              r["rtl_counters"]["dma_active"], r["model_counters"]["dma_active"]] for r in u["runs"]]
     out.append(md_table(["config", "N", "causal", "key blocks", "words", "RTL cycles",
@@ -117,8 +119,12 @@ def sec_utilisation(u: dict) -> list[str]:
         for label in dict.fromkeys(p["dma"] for p in u["predictions"]):
             sel = {(p["N"], p["causal"]): p for p in u["predictions"]
                    if p["config"] == name and p["dma"] == label}
-            rows.append([name, label] + [sel[(n, False)]["utilisation"] for n in ns]
-                        + [sel[(n, True)]["utilisation"] for n in ns])
+
+            def util(p: dict) -> float:        # from the cycles, by the one definition
+                return common.attention_util(p["R"], p.get("C", p["R"]), p["N"], p["causal"],
+                                             p["cycles"])[1]
+            rows.append([name, label] + [util(sel[(n, False)]) for n in ns]
+                        + [util(sel[(n, True)]) for n in ns])
     out += ["", "Predicted utilisation (d = R, fp16, P = 8); \"free DMA\" is the matrix "
             "schedule alone:", ""]
     out.append(md_table(["config", "DMA"] + [f"N={n}" for n in ns] + [f"N={n} causal" for n in ns],

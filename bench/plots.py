@@ -33,6 +33,11 @@ def _cfg_for(name: str):
     return common.deep_queue(fconfig.with_axi_bits(base, axi) if axi else fconfig.get(base))
 
 
+def run_util(r: dict) -> float:
+    """An RTL run's utilisation from its cycles (the one FLOPs definition)."""
+    return common.attention_util(r["R"], r["C"], r["N"], r["causal"], r["rtl_cycles"])[1]
+
+
 def utilisation_plot(u: dict, plt, out) -> None:
     dma = cm.DmaTiming(**u["dma_timing"])
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.6))
@@ -47,21 +52,21 @@ def utilisation_plot(u: dict, plt, out) -> None:
         R, C, P = cfg.sa_rows, cfg.sa_cols, cfg.exp2_pieces
         ss = cm.steady_state(cfg, dma)
         ns = [C * 2 ** k for k in range(1, 12) if C * 2 ** k <= 8192]
-        util = [cm.attention_flops(cfg, n, n, False) /
-                (cm.predict_cycles(cfg, n, n, False, ss) * 2 * R * C) for n in ns]
+        util = [common.attention_util(R, C, n, False, cm.predict_cycles(cfg, n, n, False, ss))[1]
+                for n in ns]
         label = name.replace("Fp16Config", "").replace("Q4K", "")
         ax1.plot(ns, util, "-", color=col, lw=1.2, label=f"{label} model")
         pts = [r for r in u["runs"] if r["config"] == name and not r["causal"]]
-        ax1.plot([r["N"] for r in pts], [r["utilisation"] for r in pts], "o", color=col,
+        ax1.plot([r["N"] for r in pts], [run_util(r) for r in pts], "o", color=col,
                  label=f"{label} RTL")
         pts = [r for r in u["runs"] if r["config"] == name and r["causal"]]
         if pts:
-            ax1.plot([r["N"] for r in pts], [r["utilisation"] for r in pts], "x", color=col)
+            ax1.plot([r["N"] for r in pts], [run_util(r) for r in pts], "x", color=col)
         if "Axi" not in name:
             ax1.axhline(2 * R / (4 * R + C + P + 5), ls=":", color=col, lw=1)
     ax1.set_xscale("log", base=2)
     ax1.set_xlabel("sequence length N (seq_q = seq_kv, d = R)")
-    ax1.set_ylabel("utilisation = FLOPs / (cycles x 2RC)")
+    ax1.set_ylabel("utilisation = useful FLOPs / (cycles x 2RC)")
     ax1.set_title("RTL (o non-causal, x causal), model (lines), 2R/(4R+C+P+5) (dotted)",
                   fontsize=9)
     ax1.legend(fontsize=7, ncol=2)
@@ -81,7 +86,7 @@ def utilisation_plot(u: dict, plt, out) -> None:
                 cfg = fconfig.with_axi_bits(base, 512) if label == "512-bit AXI" else base
                 f = cm.steady_state(cfg, cm.IDEAL_DMA if label == "free DMA" else dma)
             cyc = cm.predict_cycles(base, 4096, 4096, False, f)
-            model[label].append(cm.attention_flops(base, 4096, 4096, False) / (cyc * 2 * n * n))
+            model[label].append(common.attention_util(n, n, 4096, False, cyc)[1])
     for label, ys in model.items():
         ax2.plot(sizes, ys, "-o" if label == "free DMA" else "--.", label=f"model, {label}")
     ax2.plot(sizes, [2 * n / (5 * n + 13) for n in sizes], ":", color="k",

@@ -8,8 +8,9 @@ from the repository root. Prints five tables and writes
    (fsa/cyclemodel.py) with the two fitted constants.
 2. Attention on the RTL (``SimEngine``) for 4x4, 8x8 and 16x16 fp16 at
    several sequence lengths (seq_q = seq_kv = N, d = R), causal and not:
-   total cycles (the device's ``exec`` counter), utilisation = matmul FLOPs
-   / (cycles x 2RC), and the cycle model's prediction with its difference.
+   total cycles (the device's ``exec`` counter), utilisation = useful FLOPs
+   / (cycles x 2RC) (common.attention_util: 4 d per (query, key) pair the
+   causal mask keeps), and the cycle model's prediction with its difference.
    The configs are the presets with a 4096-word instruction queue (name
    suffix ``Q4K``; see common.deep_queue): with the presets' 256 words the
    testbench's AXI4-Lite pushes limit longer programs (table 4). The
@@ -36,7 +37,7 @@ import time
 import numpy as np
 
 import common  # noqa: F401  (sets sys.path)
-from common import deep_queue, table, write_json
+from common import attention_util, deep_queue, table, write_json
 
 from fsa import cyclemodel as cm
 from fsa import config as fconfig
@@ -101,18 +102,18 @@ def main(argv: "list[str] | None" = None) -> int:
             for causal in (False, True):
                 r = run_rtl(cfg, n, n, causal, args.sim, rng)
                 m = cm.simulate(cfg, r["prog"].instructions, dma)
-                fl = cm.attention_flops(cfg, n, n, causal)
+                fl, util = attention_util(R, C, n, causal, r["cycles"])
                 runs.append({"config": cfg.name, "R": R, "C": C, "N": n, "causal": causal,
                              "key_blocks": r["key_blocks"], "words": r["words"],
                              "rtl_cycles": r["cycles"], "model_cycles": m.cycles,
                              "diff": m.cycles - r["cycles"], "flops": fl,
-                             "utilisation": fl / (r["cycles"] * 2 * R * C),
+                             "utilisation": util,
                              "rtl_counters": r["counters"], "model_counters": m.counters,
                              "wall_s": r["wall_s"]})
                 print(f"   {cfg.name} N={n} causal={causal}: {r['cycles']} cycles "
                       f"(model {m.cycles}) in {r['wall_s']:.1f} s", flush=True)
     print(f"\n2. Attention on the RTL ({args.sim}), seq_q = seq_kv = N, d = R, fp16; "
-          "utilisation = matmul FLOPs / (cycles x 2RC)")
+          "utilisation = useful FLOPs / (cycles x 2RC)")
     print(table(["config", "N", "causal", "key blocks", "words", "RTL cycles", "model",
                  "model-RTL", "utilisation", "RTL bubble", "model bubble"],
                 [[r["config"], r["N"], "yes" if r["causal"] else "no", r["key_blocks"], r["words"],
@@ -181,10 +182,10 @@ def main(argv: "list[str] | None" = None) -> int:
             for n in ns:
                 for causal in (False, True):
                     cyc = cm.predict_cycles(cfg, n, n, causal, ss)
-                    fl = cm.attention_flops(cfg, n, n, causal)
-                    preds.append({"config": base.name, "R": cfg.sa_rows, "dma": label, "N": n,
-                                  "causal": causal, "cycles": cyc,
-                                  "utilisation": fl / (cyc * 2 * cfg.sa_rows * cfg.sa_cols)})
+                    _, util = attention_util(cfg.sa_rows, cfg.sa_cols, n, causal, cyc)
+                    preds.append({"config": base.name, "R": cfg.sa_rows, "C": cfg.sa_cols,
+                                  "dma": label, "N": n, "causal": causal, "cycles": cyc,
+                                  "utilisation": util})
     # check the extrapolation against a direct model run
     chk_cfg = fconfig.get("FSA32X32Fp16Config")
     chk_n = 256 if args.quick else 512

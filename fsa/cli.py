@@ -90,7 +90,21 @@ def _cmd_run(args: argparse.Namespace) -> int:
     report = {"config": cfg.name, "seq_q": int(q.shape[0]), "seq_kv": int(k.shape[0]),
               "d": cfg.sa_rows, "causal": bool(args.causal), "engine": args.sim}
     res = gold
-    if args.sim != "golden":
+    if args.sim == "golden":
+        # the golden model is untimed: the cycles are the cycle model's
+        import dataclasses
+
+        from fsa import cyclemodel as cm
+
+        res = dataclasses.replace(gold, cycles=cm.simulate(cfg, prog.instructions).cycles)
+        report["cycles_from"] = "cycle model (fsa/cyclemodel.py)"
+        if len(prog.words()) > cfg.inst_queue_size:
+            report["cycles_note"] = (f"the program ({len(prog.words())} words) is longer than the "
+                                     f"{cfg.inst_queue_size}-word queue; the model assumes the host "
+                                     f"keeps it full, the device may wait for the host's pushes")
+        _say(f"cycle model: {res.cycles} cycles")
+    else:
+        report["cycles_from"] = "device exec counter"
         eng = SimEngine(cfg, sim=args.sim, progress=_say, waves=bool(args.waves),
                         max_cycles=args.max_cycles)
         try:
@@ -116,6 +130,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     s = bound_scale(ve)
     report["vs_torch"] = dict(stats, bound_scale=s, within_bounds=within_bounds(stats, s, cfg.e_type))
     report["counters"] = res.counters
+    report["flops"] = res.flops
     report["cycles"] = res.cycles
     report["utilisation"] = res.utilisation
     report["cycles_per_key_block"] = res.cycles_per_key_block
@@ -135,8 +150,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         for f in d["first"]:
             print(f"    {f}")
     if res.cycles:
-        print(f"  cycles {res.cycles}, utilisation {100 * res.utilisation:.1f}%, "
+        print(f"  cycles {res.cycles}{' (cycle model)' if args.sim == 'golden' else ''}, "
+              f"utilisation {100 * res.utilisation:.1f}%, "
               f"{res.cycles_per_key_block:.1f} cycles per key block")
+        if "cycles_note" in report:
+            print(f"    ({report['cycles_note']})")
     if res.counters:
         print("  counters: " + ", ".join(f"{k} {v}" for k, v in res.counters.items()))
     if args.out:
@@ -277,8 +295,9 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     cfg = config.with_axi_bits(args.config, args.axi_bits) if args.axi_bits else config.get(args.config)
     R, C = cfg.sa_rows, cfg.sa_cols
     dma = cm.IDEAL_DMA if args.free_dma else cm.DEFAULT_DMA
-    flops = cm.attention_flops(cfg, args.seq_q, args.seq_kv, args.causal)   # checks the shape
-    steps = flops // (4 * C * R * R)
+    nq, nk = cm.block_counts(cfg, args.seq_q, args.seq_kv, args.causal)   # checks the shape
+    steps = cm.attention_steps(nq, nk, args.causal)
+    flops = kernels.attention_flops(args.seq_q, args.seq_kv, R, args.causal)
     ss = cm.steady_state(cfg, dma)
     if steps <= DIRECT_LIMIT:
         prog = kernels.attention(cfg, args.seq_q, args.seq_kv, causal=args.causal, check=False)
@@ -298,8 +317,9 @@ def _cmd_predict(args: argparse.Namespace) -> int:
           f"{' causal' if args.causal else ''}, DMA: "
           f"{'free (matrix schedule alone)' if args.free_dma else f'{cfg.axi_data_bits}-bit AXI, calibrated on the RTL'}")
     print(f"  cycles            {cycles}   ({how})")
-    print(f"  matmul FLOPs      {flops}")
-    print(f"  utilisation       {flops / (cycles * 2 * R * C):.4f}   (FLOPs / (cycles x 2RC))")
+    print(f"  FLOPs             {flops}   (useful: 4d per (query, key) pair the mask keeps)")
+    print(f"  utilisation       {kernels.utilisation(flops, cycles, R, C):.4f}   "
+          f"(FLOPs / (cycles x 2RC))")
     print(f"  per key block     {ss['per_key_block']:g} cycles (reference schedule "
           f"{cm.reference_period(R, C, cfg.exp2_pieces)})")
     return 0

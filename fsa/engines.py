@@ -8,11 +8,18 @@ memory image, and reads the outputs back. A subclass implements only
 run, and return an :class:`Execution` (a memory reader, counters, cycles).
 
 * :class:`GoldenEngine` -- the instruction-level golden model
-  (:class:`fsa.golden.machine.Machine`); no cycle count.
-* :class:`SimEngine` -- the RTL through AXI (Verilator or Icarus); its
-  ``execute`` is the one place left to write: push ``words`` into the
-  instruction queue, load the image into the AXI RAM, start, wait for done,
-  return the RAM's ``read`` and the device counters (``exec`` cycles ...).
+  (:class:`fsa.golden.machine.Machine`); no cycle count (``fsa run --sim
+  golden`` takes its cycles from :mod:`fsa.cyclemodel`).
+* :class:`SimEngine` -- the RTL (``fsa_top``) in Verilator or Icarus, driven
+  over AXI by cocotb (:func:`fsa.simdev.run_on_device`): ``execute`` loads the
+  image into the AXI RAM, pushes the words into the instruction queue,
+  starts the device, waits for done (or error: :class:`DeviceError`), dumps
+  the program's output regions and returns them with the device counters
+  (``exec`` = cycles, ``bubble``, ``mx_active`` ...).
+
+A :class:`Result` derives FLOPs and utilisation from the program's ``meta``
+with the one definition in :mod:`fsa.kernels` (:func:`fsa.kernels.attention_flops`:
+useful FLOPs, ``4 d`` per (query, key) pair the causal mask keeps).
 
 Example::
 
@@ -35,6 +42,7 @@ from typing import Any, Callable
 import numpy as np
 
 from fsa import config as fconfig
+from fsa import kernels
 from fsa import numerics as nx
 from fsa.config import FSAConfig
 from fsa.kernel import KernelError, Program, memory_reader
@@ -103,20 +111,22 @@ class Result:
 
     @property
     def flops(self) -> int | None:
-        """Attention FLOPs, 4 * seq_q * seq_kv * d (halved when causal)."""
+        """Useful attention FLOPs (:func:`fsa.kernels.attention_flops`:
+        ``4 seq_q seq_kv d``, only the unmasked pairs when causal); None for a
+        program that is not attention."""
         m = self.program.meta
         if m.get("kind") != "attention":
             return None
-        f = 4 * m["seq_q"] * m["seq_kv"] * m["d"]
-        return f // 2 if m["causal"] else f
+        return kernels.attention_flops(m["seq_q"], m["seq_kv"], m["d"], m["causal"])
 
     @property
     def utilisation(self) -> float | None:
-        """FLOPs / (cycles * 2 * R * C): the fraction of the array's peak."""
-        cfg = self.program.cfg
+        """:attr:`flops` / (cycles * 2 * R * C): the fraction of the array's
+        peak (:func:`fsa.kernels.utilisation`); None when untimed."""
         if self.cycles is None or self.flops is None or self.cycles <= 0:
             return None
-        return self.flops / (self.cycles * 2 * cfg.sa_rows * cfg.sa_cols)
+        cfg = self.program.cfg
+        return kernels.utilisation(self.flops, self.cycles, cfg.sa_rows, cfg.sa_cols)
 
     @property
     def cycles_per_key_block(self) -> float | None:
@@ -130,7 +140,7 @@ class Result:
         """The derived figures as a plain dict (for JSON records)."""
         return {"program": self.program.name, "config": self.program.cfg.name,
                 "meta": {k: v for k, v in self.program.meta.items() if k != "buffers"},
-                "cycles": self.cycles, "utilisation": self.utilisation,
+                "cycles": self.cycles, "flops": self.flops, "utilisation": self.utilisation,
                 "cycles_per_key_block": self.cycles_per_key_block,
                 "counters": dict(self.counters), "instructions": self.instruction_counts}
 

@@ -39,8 +39,15 @@ the next, see :class:`fsa.kernel.Semaphore`):
   only the last block's ``LSE_NORM`` -> ``STORE`` pair uses id 6.
 
 The only fence is the final ``Fence(mx, dma, stop)``. The program is checked
-at build time against the hardware's one-pending-instruction-per-engine
-dispatcher (:func:`fsa.kernel.check_dispatch`, the cycle model's dispatcher).
+at build time for deadlocks and semaphore races (:func:`fsa.kernel.check_dispatch`:
+the cycle model under the device's one-pending-instruction-per-engine
+dispatch and under the golden model's unbounded queues).
+
+FLOPs and utilisation (:func:`attention_flops`, :func:`utilisation`) are
+defined here once, for ``fsa run`` (:class:`fsa.engines.Result`), ``fsa
+predict`` and the benchmarks: utilisation counts the *useful* matmul FLOPs,
+``4 d`` per (query, key) pair that the causal mask keeps, over the array's
+peak ``2 R C`` FLOPs per cycle.
 """
 from __future__ import annotations
 
@@ -48,7 +55,8 @@ from fsa import config as fconfig
 from fsa.config import FSAConfig
 from fsa.kernel import Input, KernelBuilder, MemTile, Program, kernel
 
-__all__ = ["attention", "flash_attention", "buffer_plan"]
+__all__ = ["attention", "flash_attention", "buffer_plan", "check_attention_shape",
+           "attention_flops", "utilisation"]
 
 
 def buffer_plan(cfg: FSAConfig) -> dict[str, int]:
@@ -188,3 +196,39 @@ def check_attention_shape(cfg, seq_q, seq_kv, causal: bool = False) -> None:
     if causal and R != C:
         raise ValueError(f"attention: causal masking needs a square array (R == C); {cfg.name} is "
                          f"{R}x{C}; use causal=False or a square config")
+
+
+def attention_flops(seq_q: int, seq_kv: int, d: int, causal: bool = False) -> int:
+    """The useful FLOPs of one attention head: ``4 d`` per (query, key) pair
+    the output depends on (``2 d`` for the score ``q . k``, ``2 d`` for adding
+    ``p v``), so ``4 seq_q seq_kv d``; with the causal mask (top-left aligned,
+    query ``i`` sees keys ``0..i``) only the pairs it keeps, ``sum_i min(i + 1,
+    seq_kv)``: ``N (N + 1) / 2`` for ``N x N``, about half.
+
+    This is the project's one FLOPs definition (``fsa run``, ``fsa predict``,
+    the benchmarks). It counts useful work, not executed work: the kernel
+    runs the diagonal blocks of a causal mask whole (``R C`` pairs each, the
+    masked part included), and that masked work is not counted, so a causal
+    run's utilisation is what the array achieved on the attention itself.
+    The softmax arithmetic (max, exp2, sums, rescale, normalisation), done by
+    the same PEs, is not counted either.
+    """
+    for name, v in (("seq_q", seq_q), ("seq_kv", seq_kv), ("d", d)):
+        if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+            raise ValueError(f"attention_flops: {name} must be a positive int, got {v!r}")
+    if not causal:
+        pairs = seq_q * seq_kv
+    elif seq_q <= seq_kv:
+        pairs = seq_q * (seq_q + 1) // 2
+    else:                                    # queries past the last key see every key
+        pairs = seq_kv * (seq_kv + 1) // 2 + (seq_q - seq_kv) * seq_kv
+    return 4 * d * pairs
+
+
+def utilisation(flops: int, cycles: float, rows: int, cols: int) -> float:
+    """``flops / (cycles x 2 rows cols)``: the fraction of the peak of a
+    ``rows x cols`` array (one multiply-add, 2 FLOPs, per PE per cycle) that
+    `flops` (:func:`attention_flops`) used in `cycles`."""
+    if cycles <= 0:
+        raise ValueError(f"utilisation: cycles must be positive, got {cycles!r}")
+    return flops / (cycles * 2 * rows * cols)

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from fsa import config as fconfig
+from fsa import cyclemodel as cm
 from fsa import isa, kernels, numerics as nx
 from fsa.elf import write_elf
 from fsa.report import fa3_inputs
@@ -45,6 +46,18 @@ def test_fsa_run_rtl_equals_golden_with_user_inputs(tmp_path, name, causal):
     rep = json.loads((tmp_path / "r.json").read_text())
     assert rep["rtl_vs_golden"]["differ"] == 0 and rep["vs_torch"]["within_bounds"], rep
     assert rep["cycles"] > 0 and 0 < rep["utilisation"] < 1
+    # one FLOPs definition on every engine: 4 d per (query, key) pair the mask keeps
+    pairs = int(np.tril(np.ones((n, n))).sum()) if causal else n * n
+    flops = 4 * cfg.sa_rows * pairs
+    area = 2 * cfg.sa_rows * cfg.sa_cols
+    assert rep["flops"] == flops and rep["cycles_from"] == "device exec counter"
+    assert rep["utilisation"] == pytest.approx(flops / (rep["cycles"] * area))
+    # --sim golden: the cycle model's cycles (equal to the RTL's: the program fits the queue)
+    g = json.loads((tmp_path / "g.json").read_text())
+    model = cm.simulate(cfg, kernels.attention(cfg, n, n, causal=causal).instructions).cycles
+    assert g["flops"] == flops and g["cycles"] == model == rep["cycles"], (g, rep["cycles"])
+    assert g["cycles_from"].startswith("cycle model") and "cycles_note" not in g
+    assert g["utilisation"] == pytest.approx(flops / (model * area))
     gold, rtl = np.load(tmp_path / "gold.npy"), np.load(tmp_path / "rtl.npy")
     assert gold.tobytes() == rtl.tobytes()
 

@@ -57,8 +57,24 @@ def test_performance_doc_renders_from_committed_results(tmp_path, monkeypatch):
 
 
 def test_utilisation_flops():
-    from fsa import config, cyclemodel as cm
-    cfg = config.get("FSA4X4Fp16Config")
-    # 2 query blocks x 3 key blocks, 4*C*R*d each
-    assert cm.attention_flops(cfg, 8, 12, False) == 6 * 4 * 4 * 4 * 4
-    assert cm.attention_flops(cfg, 12, 12, True) == 6 * 4 * 4 * 4 * 4
+    """The benches derive utilisation from cycles with the one FLOPs
+    definition (fsa.kernels.attention_flops: useful FLOPs, 4 d per (query,
+    key) pair the causal mask keeps), as fsa run and fsa predict do."""
+    fl, u = common.attention_util(4, 4, 12, False, 1000)
+    assert fl == 4 * 12 * 12 * 4 and u == fl / (1000 * 2 * 16)
+    fl, u = common.attention_util(4, 4, 12, True, 1000)
+    assert fl == 4 * (12 * 13 // 2) * 4 and u == fl / (1000 * 2 * 16)    # not 6 whole 4x4 blocks
+    fl, u = common.attention_util(8, 4, 16, True, 500)                   # R x C = 8 x 4, d = 8
+    assert fl == 4 * (16 * 17 // 2) * 8 and u == fl / (500 * 2 * 32)
+
+
+def test_committed_results_use_the_one_flops_definition():
+    """bench/results/utilisation.json's derived figures agree with the
+    definition (so the JSON, the report and fsa run / predict agree)."""
+    u = json.loads((ROOT / "bench" / "results" / "utilisation.json").read_text())
+    for r in u["runs"]:
+        assert (r["flops"], r["utilisation"]) == common.attention_util(
+            r["R"], r["C"], r["N"], r["causal"], r["rtl_cycles"]), r
+    for p in u["predictions"]:
+        assert p["utilisation"] == common.attention_util(
+            p["R"], p.get("C", p["R"]), p["N"], p["causal"], p["cycles"])[1], p

@@ -248,7 +248,52 @@ def test_result_fields_and_derived_figures():
     assert r.summary()["cycles"] == 1000
     causal = attention(cfg, 8, 8, causal=True)
     rc = Timed(cfg).run(causal, {"Q": np.zeros((8, 4)), "K": np.zeros((8, 4)), "V": np.ones((8, 4))})
-    assert rc.flops == 4 * 8 * 8 * 4 // 2 and rc.cycles_per_key_block == pytest.approx(1000 / 3)
+    # useful FLOPs: 4 d per (query, key) pair the causal mask keeps (36 of 64)
+    kept = int(np.tril(np.ones((8, 8))).sum())
+    assert rc.flops == 4 * 4 * kept == 576 and rc.cycles_per_key_block == pytest.approx(1000 / 3)
+    assert rc.utilisation == pytest.approx(576 / (1000 * 2 * 16))
+    assert rc.summary()["flops"] == 576
+
+
+def unmasked_pairs(sq, skv):
+    """(query, key) pairs torch's is_causal mask keeps, counted from the mask."""
+    mask = torch.ones(sq, skv, dtype=torch.bool).tril(diagonal=0)
+    return int(mask.sum())
+
+
+@pytest.mark.parametrize("sq,skv", [(8, 8), (8, 16), (16, 8), (12, 4)])
+def test_attention_flops_count_the_pairs_the_mask_keeps(sq, skv):
+    from fsa.kernels import attention_flops
+    assert attention_flops(sq, skv, 4, causal=False) == 4 * sq * skv * 4
+    assert attention_flops(sq, skv, 4, causal=True) == 4 * unmasked_pairs(sq, skv) * 4
+    with pytest.raises(ValueError, match="seq_q must be a positive int"):
+        attention_flops(0, skv, 4)
+
+
+def test_fsa_run_and_fsa_predict_report_the_same_utilisation(tmp_path, capsys):
+    """One FLOPs definition: causal 64 x 64 on 8x8, `fsa run --sim golden`
+    (cycles from the cycle model) and `fsa predict` give the same FLOPs and
+    utilisation, and the JSON report carries flops, cycles and utilisation."""
+    import json
+
+    from fsa import cyclemodel as cm
+    from fsa.cli import main as cli
+
+    cfg = config.get("FSA8X8Fp16Config")
+    args = ["--config", cfg.name, "--seq-q", "64", "--seq-kv", "64", "--causal"]
+    assert cli(["run", "--sim", "golden", "--json", str(tmp_path / "r.json")] + args) == 0
+    rep = json.loads((tmp_path / "r.json").read_text())
+    flops = 4 * 8 * unmasked_pairs(64, 64)
+    cycles = cm.simulate(cfg, attention(cfg, 64, 64, causal=True).instructions).cycles
+    assert rep["flops"] == flops and rep["cycles"] == cycles
+    assert rep["utilisation"] == pytest.approx(flops / (cycles * 2 * 8 * 8))
+    assert rep["cycles_from"].startswith("cycle model") and "256-word queue" in rep["cycles_note"]
+    capsys.readouterr()
+    assert cli(["predict"] + args) == 0
+    out = {line.split()[0]: line.split()[1] for line in capsys.readouterr().out.splitlines()[1:]
+           if line.startswith("  ")}
+    assert int(out["cycles"]) == cycles and int(out["FLOPs"]) == flops
+    assert out["utilisation"] == f"{rep['utilisation']:.4f}"
 
 
 def test_engine_errors():

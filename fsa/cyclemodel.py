@@ -545,18 +545,12 @@ def block_counts(cfg: FSAConfig, seq_q: int, seq_kv: int, causal: bool = False) 
 
 def attention_steps(nq: int, nk: int, causal: bool) -> int:
     """(query block, key block) steps the kernel runs: all of them, or with a
-    causal mask (top-left aligned, R == C) the blocks on or below the diagonal."""
+    causal mask (top-left aligned, R == C) the blocks on or below the diagonal
+    (each run whole; FLOPs count only the pairs the mask keeps:
+    :func:`fsa.kernels.attention_flops`)."""
     if causal:
         return sum(min(i, nk - 1) + 1 for i in range(nq))
     return nq * nk
-
-
-def attention_flops(cfg: FSAConfig, seq_q: int, seq_kv: int, causal: bool) -> int:
-    """Matmul FLOPs the attention kernel executes with d = R: 4 * C * R * R
-    per (query block, key block) step it runs (the whole diagonal block when
-    causal)."""
-    nq, nk = block_counts(cfg, seq_q, seq_kv, causal)
-    return 4 * cfg.sa_cols * cfg.sa_rows * cfg.sa_rows * attention_steps(nq, nk, causal)
 
 
 def predict_cycles(cfg: FSAConfig, seq_q: int, seq_kv: int, causal: bool,

@@ -324,6 +324,35 @@ def test_check_dispatch_deadlock_depends_on_the_dispatch_mode():
         check_dispatch(CFG, ins, modes=["hardware"])
 
 
+def test_the_dma_timing_changes_what_the_device_dispatch_does():
+    """Value 1 of semaphore 3 is awaited by a matrix and a DMA instruction:
+    on the device a quick DMA hands it to the matrix first and the second DMA
+    then waits forever; a slow one lets both wait for it at once (a race)."""
+    from fsa import cyclemodel as cm
+
+    def dma(acq, rel):
+        return Dma(repeat=1, size=8, mem_addr=CFG.mem_base, sem_id=3, acquire_valid=True,
+                   acquire_value=acq, release_valid=True, release_value=rel)
+
+    def prog(last_acquire):
+        return [dma(0, 1),
+                Matrix(MxFunc.LOAD_STATIONARY, sem_id=3, acquire_valid=True, acquire_value=1,
+                       release_valid=True, release_value=2),
+                dma(last_acquire, (last_acquire + 1) % 3), Fence(stop=True)]
+
+    t = cm.check_timings(CFG)
+    for name in ("calibrated DMA", "free DMA"):
+        with pytest.raises(cm.DispatchError, match=r"deadlock at cycle \d+: DMA instruction 2 waits "
+                                                   r"for semaphore 3 == 1 \(it is 2\)"):
+            cm.simulate(CFG, prog(1), t[name], races=True)
+    with pytest.raises(cm.DispatchError, match=r"semaphore race at cycle \d+: matrix instruction 1 "
+                                               r"and DMA instruction 2"):
+        cm.simulate(CFG, prog(1), t["slow DMA"], races=True)
+    with pytest.raises(KernelError, match="deadlock under the one-pending"):
+        check_dispatch(CFG, prog(1))
+    assert check_dispatch(CFG, prog(2)) == cm.simulate(CFG, prog(2)).cycles > 0   # one waiter each
+
+
 def test_check_dispatch_runs_every_mode_and_timing(monkeypatch):
     """Both dispatch modes, each under the calibrated, a free and a slow DMA
     (slower than the longest matrix function), all through the cycle model;

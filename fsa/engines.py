@@ -11,11 +11,12 @@ run, and return an :class:`Execution` (a memory reader, counters, cycles).
   (:class:`fsa.golden.machine.Machine`); no cycle count (``fsa run --sim
   golden`` takes its cycles from :mod:`fsa.cyclemodel`).
 * :class:`SimEngine` -- the RTL (``fsa_top``) in Verilator or Icarus, driven
-  over AXI by cocotb (:func:`fsa.simdev.run_on_device`): ``execute`` loads the
-  image into the AXI RAM, pushes the words into the instruction queue,
-  starts the device, waits for done (or error: :class:`DeviceError`), dumps
-  the program's output regions and returns them with the device counters
-  (``exec`` = cycles, ``bubble``, ``mx_active`` ...).
+  over AXI by cocotb (:func:`fsa.simdev.run_on_device`, ``tb/tb_top.py``):
+  ``execute`` loads the image into the AXI RAM, pushes the words into the
+  instruction queue (what does not fit, during the run), starts the device,
+  waits for done (or error: :class:`DeviceError`), dumps the program's output
+  regions and returns them with the device counters (``exec`` = cycles,
+  ``bubble``, ``mx_active`` ...).
 
 A :class:`Result` derives FLOPs and utilisation from the program's ``meta``
 with the one definition in :mod:`fsa.kernels` (:func:`fsa.kernels.attention_flops`:

@@ -153,8 +153,18 @@ def check_timings(cfg: FSAConfig) -> dict[str, DmaTiming]:
 
 
 class DispatchError(RuntimeError):
-    """The program deadlocks, or (with ``races=True``) races, in :func:`simulate`;
-    the message names the waiting instructions and the semaphore values."""
+    """The program deadlocks, or (with ``races=True``) races, in :func:`simulate`.
+
+    Attributes:
+        kind: "deadlock" or "semaphore race".
+        cycle: the model cycle it was found in.
+        detail: the waiting instructions and semaphore values, and (race)
+            what to change; the message is ``"<kind> at cycle <cycle>: <detail>"``.
+    """
+
+    def __init__(self, kind: str, cycle: int, detail: str):
+        super().__init__(f"{kind} at cycle {cycle}: {detail}")
+        self.kind, self.cycle, self.detail = kind, cycle, detail
 
 
 #: How :func:`simulate` dispatches: "hardware" is the device's decoder (one
@@ -269,7 +279,7 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
             if a.acquire_valid and b.acquire_valid and a.sem_id == b.sem_id and acq_ok(a) \
                     and acq_ok(b):
                 raise DispatchError(
-                    f"semaphore race at cycle {c}: matrix instruction {mxq[0]} and DMA "
+                    "semaphore race", c, f"matrix instruction {mxq[0]} and DMA "
                     f"instruction {dmq[0]} can both acquire semaphore {a.sem_id} = "
                     f"{a.acquire_value} at once, so their order depends on timing; give the "
                     f"semaphore more values (a larger n) so that each waiting instruction has "
@@ -422,7 +432,7 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
             waits = [waiting(q, w) for q, w in ((mxq, "matrix"), (dmq, "DMA")) if q]
             if pc < n:
                 waits.append(f"the decoder is stuck at instruction {pc}")
-            raise DispatchError(f"deadlock at cycle {c}: " + "; ".join(waits))
+            raise DispatchError("deadlock", c, "; ".join(waits))
         nxt = min(cand)
         span = nxt - c - 1           # cycles c+1 .. nxt-1 look exactly like cycle c
         if span > 0:

@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from fsa import cyclemodel as cm
 from fsa import numerics as nx
 from fsa.config import FSAConfig
 from fsa.isa import Dma, Instruction, Matrix, disassemble, encode
@@ -341,7 +342,7 @@ class KernelDef:
             cfg: config or preset name.
             inputs: one :class:`Input` (or a ``(shape, fmt)`` / shape tuple)
                 per tile parameter of the function.
-            check: run the dispatcher deadlock check.
+            check: run :func:`check_dispatch` (deadlocks, semaphore races).
             params: keyword arguments passed to the function.
 
         Raises:
@@ -390,14 +391,12 @@ def check_dispatch(cfg: FSAConfig, instructions: Sequence[Instruction],
 
     Returns:
         The cycles the model predicts for the device (hardware dispatch,
-        calibrated DMA).
+        calibrated DMA; 0 when `modes` leaves "hardware" out).
 
     Raises:
         KernelError: a deadlock (which instructions wait for which semaphore
             values, and under which dispatch and timing) or a race.
     """
-    from fsa import cyclemodel as cm
-
     modes = tuple(cm.DISPATCH_MODES if modes is None else modes)
     rules = {"hardware": "the one-pending-instruction-per-engine rule",
              "golden": "the golden model's unbounded queues"}
@@ -407,14 +406,12 @@ def check_dispatch(cfg: FSAConfig, instructions: Sequence[Instruction],
             try:
                 r = cm.simulate(cfg, instructions, dma, dispatch=mode, races=True)
             except cm.DispatchError as e:
-                msg = str(e)
-                if msg.startswith("deadlock"):
-                    msg = (f"deadlock under {rules.get(mode, mode)} ({label}): "
-                           f"{msg.split(': ', 1)[1]}. Emit the instruction that releases the "
-                           f"awaited value earlier in the program (before the next instruction "
-                           f"of the waiting engine)")
+                if e.kind == "deadlock":
+                    msg = (f"deadlock under {rules.get(mode, mode)} ({label}): {e.detail}. Emit "
+                           f"the instruction that releases the awaited value earlier in the "
+                           f"program (before the next instruction of the waiting engine)")
                 else:
-                    msg = f"{msg} (under {rules.get(mode, mode)}, {label})"
+                    msg = f"{e} (under {rules.get(mode, mode)}, {label})"
                 raise KernelError(msg) from None
             if mode == "hardware" and dma == cm.DEFAULT_DMA:
                 cycles = r.cycles

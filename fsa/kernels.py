@@ -167,7 +167,8 @@ def attention(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = Fa
         seq_kv: keys/values, a positive multiple of R.
         causal: causal mask (query q sees keys <= q, top-left aligned like
             torch's ``is_causal``); needs R == C.
-        check: prove the program deadlock-free under the one-pending dispatcher.
+        check: run :func:`fsa.kernel.check_dispatch` (deadlocks and semaphore races in
+            the cycle model: six runs, two dispatch modes x three DMA timings).
 
     Returns:
         A :class:`~fsa.kernel.Program` with inputs ``Q``, ``K``, ``Vt`` (view

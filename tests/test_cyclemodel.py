@@ -4,12 +4,18 @@ errors, and ``fsa predict``. (That it equals the RTL's exec counter is
 checked on every regression run without AXI pauses: tb/test_attention.py.)"""
 from __future__ import annotations
 
+import dataclasses
+import json
+from pathlib import Path
+
 import pytest
 
 from fsa import config as fconfig
 from fsa import cyclemodel as cm
 from fsa import isa, kernels
 from fsa.cli import main as cli
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.parametrize("n", [4, 8, 16, 32])
@@ -90,9 +96,20 @@ def test_deadlock_is_reported_not_hung():
         cm.simulate(cfg, prog)
 
 
-def test_default_dma_timing_is_the_calibrated_one():
-    # calibrate_dma on the RTL (bench/utilisation.py table 1c) fits 6 and 8
-    assert cm.DEFAULT_DMA == cm.timing_for(6, 8)
+def test_default_dma_timing_reproduces_the_rtl_calibration():
+    """DEFAULT_DMA predicts, cycle for cycle, the exec counter the RTL
+    measured for every DMA-only calibration program (calibrate_dma on
+    Verilator, recorded by `make bench` in bench/results/utilisation.json);
+    a changed default, model or calibration program fails here."""
+    res = json.loads((ROOT / "bench" / "results" / "utilisation.json").read_text())
+    fields = {k: v for k, v in dataclasses.asdict(cm.DEFAULT_DMA).items() if k != "ideal"}
+    assert res["dma_timing"] == fields, (res["dma_timing"], cm.DEFAULT_DMA)
+    cfg = fconfig.get("FSA4X4Fp16Config")
+    progs = dict(cm.dma_programs(cfg))
+    rows = {r["program"]: r for r in res["calibration"]}
+    assert set(rows) == set(progs) and len(rows) >= 8, (sorted(rows), sorted(progs))
+    for name, prog in progs.items():
+        assert cm.simulate(cfg, prog, cm.DEFAULT_DMA).cycles == rows[name]["rtl"], name
 
 
 def test_cli_predict(capsys):

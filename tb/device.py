@@ -1,10 +1,13 @@
 """cocotb-side driver of the whole device (``fsa_top``) over its buses:
 cocotbext-axi ``AxiLiteMaster`` on the control port, a
 :class:`axi_faults.FaultyAxiRam` on every memory port (one shared sparse
-memory, one shared list of injectable AXI error responses), optional random pauses on all five
-AXI channels of every port, and the program flow: push the instruction
-words (0x00, held while the queue is full), start (0x04), wait for ``irq``
-with a cycle limit, read the state, the error register and the counters.
+memory, one shared list of injectable AXI error responses: :func:`poison`),
+optional random pauses on all five AXI channels of every port, and the
+program flow: push the instruction words (0x00, held while the queue is
+full), start (0x04), wait for ``irq`` with a cycle limit, read the state, the
+error register and the counters. For a program longer than the queue the
+rest is pushed while the device runs; ``fsa.cyclemodel.HARNESS_HOST`` is
+the rate of these pushes, measured on the RTL.
 """
 from __future__ import annotations
 

@@ -1,6 +1,9 @@
 """The regression: full attention through ``fsa_top`` over AXI (cocotbext-axi),
 bit-equal to the golden model and within the accuracy bounds against
-torch.nn.functional.scaled_dot_product_attention, with consistent counters.
+torch.nn.functional.scaled_dot_product_attention, with consistent counters,
+and on every run without AXI pauses (programs longer than the instruction
+queue included) the counters equal to the cycle model's
+(``check_cycles``; the coverage summary names the runs it did not check).
 
 Default tier: a handful of configs and shapes (``make SIM=verilator``).
 ``FULL=1`` adds 16x16 and 32x32 arrays and longer sequences. ``SEED=n``

@@ -84,10 +84,10 @@ def test_summary_appears_under_xdist_and_reflects_the_runs():
     prints one summary holding both runs: their configs, the instructions
     of their programs, and the devices' exec counters, which equal the cycle
     model's predictions (checked by the runs themselves)."""
-    cases = [(4, 4), (8, 12)]
-    ids = [f"tb/test_attention.py::test_attention[FSA4X4Fp16Config-{q}x{k}]" for q, k in cases]
-    env = dict(os.environ)
-    env.pop("PYTEST_XDIST_WORKER", None)
+    cases = [(4, 4, False), (12, 12, True)]          # both in the Icarus tier too
+    ids = [f"tb/test_attention.py::test_attention[FSA4X4Fp16Config-{q}x{k}"
+           f"{'-causal' if c else ''}]" for q, k, c in cases]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     r = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "-v", "-p", "no:cacheprovider",
                         *ids], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     out = r.stdout
@@ -95,10 +95,13 @@ def test_summary_appears_under_xdist_and_reflects_the_runs():
     workers = set(re.findall(r"\[(gw\d)\] \[[ \d]+%\] PASSED", out))
     assert workers == {"gw0", "gw1"}, out[-3000:]          # each worker ran one of them
     cfg = fconfig.get("FSA4X4Fp16Config")
-    progs = [kernels.attention(cfg, q, k) for q, k in cases]
+    progs = [kernels.attention(cfg, q, k, causal=c) for q, k, c in cases]
     assert "functional coverage of this session (2 device runs)" in out, out[-3000:]
     assert _items(_line(out, "instructions")) == _expected_instructions(progs)
     assert _items(_line(out, "configs")) == {"FSA4X4Fp16Config": 2}
+    assert _items(_line(out, "stalls")) == {"pauses": 2}             # "no pauses x2"
+    causal = sum(bool(i.causal) for p in progs for i in p.instructions if isinstance(i, Matrix))
+    assert causal > 0 and _items(_line(out, "flags"))["causal"] == causal
     exec_total = sum(cm.simulate(cfg, p.instructions, host=cm.HARNESS_HOST).cycles for p in progs)
     words = sum(len(p.words()) for p in progs)
     dev = _line(out, "device")

@@ -456,7 +456,7 @@ def _fail(problems: list[str], what: str) -> None:
 async def _start(dut, stalls: float = 0.0, tag: str = "") -> Bench:
     cfg = _cfg()
     assert cfg.mem_base % RAM_SIZE == 0, (
-        f"the bench maps the window with AxiRam's address % {RAM_SIZE:#x}: mem_base "
+        f"the bench maps the window with the memory's address % {RAM_SIZE:#x}: mem_base "
         f"{cfg.mem_base:#x} must be a multiple of it")
     # reset from the first edge on: Icarus starts with every register X, and
     # cocotbext-axi samples valid/ready from the first edge

@@ -6,9 +6,10 @@ model, by simulating the control state of ``rtl/fsa_core.py`` and
 ``rtl/fsa_mxctrl.py`` register for register, with time jumps over quiet
 stretches:
 
-* the instruction queue (every word is assumed to be in the queue before
-  ``start``: the model does not model the host's AXI4-Lite pushes, so it is
-  only exact for programs of at most ``inst_queue_size`` words);
+* the instruction queue: every word in the queue at ``start``, or, with a
+  :class:`HostPush` (``host=``), the first ``inst_queue_size`` words before
+  ``start`` and the rest pushed by the host at its rate while the device runs
+  (:data:`HARNESS_HOST`: the cocotb harness's rate, measured on the RTL);
 * the decoder: one word popped per cycle, a complete instruction dispatched
   in the next cycle into its engine's one-entry pending register (the decoder
   waits while that register is full), fences wait for the engines they name,
@@ -28,8 +29,9 @@ stretches:
   ``AxiRam`` answers at one beat per cycle; a real memory would need its own
   figures).
 
-Not modelled: the host's instruction pushes, AXI pauses, bursts split at
-4 KiB boundaries, errors.
+Not modelled: AXI pauses, bursts split at 4 KiB boundaries, errors; a
+host other than a :class:`HostPush` (without one, programs longer than the
+queue are predicted as if it were deep enough).
 
 The same model is the kernel language's dispatch check
 (:func:`fsa.program.check_dispatch`): :func:`simulate` with ``races=True``
@@ -54,7 +56,8 @@ from fsa.config import FSAConfig
 
 __all__ = ["DmaTiming", "ModelResult", "DispatchError", "DISPATCH_MODES", "simulate",
            "check_timings", "calibrate_dma", "steady_state", "predict_cycles", "block_counts",
-           "attention_steps", "DEFAULT_DMA", "IDEAL_DMA", "reference_period", "timing_for"]
+           "attention_steps", "DEFAULT_DMA", "IDEAL_DMA", "reference_period", "timing_for",
+           "HostPush", "HARNESS_HOST"]
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,63 @@ DEFAULT_DMA = DmaTiming()
 #: A DMA that costs nothing: the matrix engine's own schedule (issue rule and
 #: semaphores) alone.
 IDEAL_DMA = DmaTiming(ideal=True)
+
+
+@dataclass(frozen=True)
+class HostPush:
+    """How a host feeds a program longer than the instruction queue (depth
+    ``Q``): it pushes the first ``Q`` words before ``start`` and the rest
+    one AXI4-Lite write at a time while the device runs; a push to a full
+    queue is held until a word leaves it (rtl/fsa_regs.py).
+
+    Push ``k`` (word ``Q + k``) is presented to the queue in cycle ``g_k``
+    (exec cycles, 0 = the first active cycle): ``g_0 = first``,
+    ``g_k = e_(k-1) + period``; it is enqueued in ``e_k = max(g_k, p_k + 1)``,
+    ``p_k`` being the cycle the decoder popped word ``k`` (the queue is full
+    until then), and the decoder may pop it from ``e_k + 1``.
+
+    Attributes:
+        first: the cycle the first push beyond the queue's depth is presented.
+        period: cycles from one push's enqueue to the next push (the
+            AXI4-Lite write's B response and the host's next AW/W).
+    """
+
+    first: int
+    period: int
+
+
+class _Feed:
+    """The words' arrival in the queue under a :class:`HostPush`."""
+
+    def __init__(self, host: HostPush, depth: int):
+        self.host, self.depth = host, depth
+        self.pops: list[int] = []      # cycle of each pop (word order)
+        self.enq: list[int] = []       # enqueue cycle of word depth + k
+
+    def arrival(self) -> int:
+        """First cycle the next word (index len(pops)) may be popped."""
+        k = len(self.pops) - self.depth
+        if k < 0:
+            return 0
+        while len(self.enq) <= k:
+            j = len(self.enq)
+            g = self.host.first if j == 0 else self.enq[-1] + self.host.period
+            self.enq.append(max(g, self.pops[j] + 1))
+        return self.enq[k] + 1
+
+    def available(self, c: int) -> bool:
+        return c >= self.arrival()
+
+
+#: The cocotb harness as a host (tb/device.py ``Device.run``: cocotbext-axi
+#: ``AxiLiteMaster``, one push at a time, the words beyond the queue's depth
+#: pushed from ``start`` on): fitted on seven FSA4X4Fp16Config attention
+#: programs of 329 to 1201 words on Verilator (the only pair in first -5..29,
+#: period 1..11 that gives all of their exec, bubble, mx_active and
+#: dma_active counters exactly);
+#: the regression checks it on every run longer than the queue
+#: (tb/test_attention.py ``check_cycles``).
+HARNESS_HOST = HostPush(first=2, period=4)
 
 
 @dataclass
@@ -178,7 +238,7 @@ DISPATCH_MODES = ("hardware", "golden")
 
 def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DMA,
              max_cycles: int = 10**9, dispatch: str = "hardware",
-             races: bool = False) -> ModelResult:
+             races: bool = False, host: "HostPush | None" = None) -> ModelResult:
     """Predict the cycles of `instructions` on `cfg`'s device.
 
     Args:
@@ -191,6 +251,8 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
         races: raise when the next matrix and the next DMA instruction could
             both acquire the same semaphore value in the same cycle (which of
             them gets it would depend on timing).
+        host: how the words beyond the queue's depth arrive (:class:`HostPush`);
+            None: every word is in the queue at ``start``.
 
     Raises:
         DispatchError: the program deadlocks (or races, with `races`).
@@ -200,6 +262,7 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
         raise ValueError(f"simulate: dispatch must be one of {DISPATCH_MODES}, got {dispatch!r}")
     golden = dispatch == "golden"
     plans = _plans(cfg)
+    feed = _Feed(host, cfg.inst_queue_size) if host is not None else None
     CF = [p.conflict_free for p in plans]
     RET = [p.retire for p in plans]
     REL = [p.release for p in plans]
@@ -322,7 +385,7 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
                 rel.append((x.sem_id, x.release_value))
         # decoder
         stop = False
-        pop = (not dec_full) and pc < n and not golden
+        pop = (not dec_full) and pc < n and not golden and (feed is None or feed.available(c))
         take_n = 0        # instructions the decoder dispatches at the end of cycle c
         if golden:        # everything up to a fence that must wait, at once
             new_m = new_d = False
@@ -410,6 +473,8 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
             pc += take_n
             changed = True
         elif pop:
+            if feed is not None:
+                feed.pops.append(c)
             have += 1
             if have == size[pc]:
                 dec_full = True
@@ -427,6 +492,8 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
                 cand += [b + CF[s[0]], b + RET[s[0]] - 1, b + RET[s[0]], b + REL[s[0]]]
         if dm is not None and dm["done"] is not None:
             cand.append(dm["done"])
+        if feed is not None and not dec_full and pc < n:
+            cand.append(feed.arrival())          # the next word reaches the queue
         cand = [t for t in cand if t > c]
         if not cand:
             waits = [waiting(q, w) for q, w in ((mxq, "matrix"), (dmq, "DMA")) if q]

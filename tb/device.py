@@ -1,9 +1,13 @@
 """cocotb-side driver of the whole device (``fsa_top``) over its buses:
-cocotbext-axi ``AxiLiteMaster`` on the control port, ``AxiRam`` on every
-memory port (one shared sparse memory), optional random pauses on all five
-AXI channels of every port, and the program flow: push the instruction
-words (0x00, held while the queue is full), start (0x04), wait for ``irq``
-with a cycle limit, read the state, the error register and the counters.
+cocotbext-axi ``AxiLiteMaster`` on the control port, a
+:class:`axi_faults.FaultyAxiRam` on every memory port (one shared sparse
+memory, one shared list of injectable AXI error responses: :func:`poison`),
+optional random pauses on all five AXI channels of every port, and the
+program flow: push the instruction words (0x00, held while the queue is
+full), start (0x04), wait for ``irq`` with a cycle limit, read the state, the
+error register and the counters. For a program longer than the queue the
+rest is pushed while the device runs; ``fsa.cyclemodel.HARNESS_HOST`` is
+the rate of these pushes, measured on the RTL.
 """
 from __future__ import annotations
 
@@ -12,7 +16,9 @@ import random
 import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, First, RisingEdge
-from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
+from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster
+
+from axi_faults import Fault, FaultList, FaultyAxiRam
 
 from fsa import errors
 
@@ -58,9 +64,11 @@ class Device:
         self.ctrl = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
         prefixes = ["m_axi"] if cfg.mem_ports == 1 else [f"m_axi{i}" for i in range(cfg.mem_ports)]
         self.rams = []
+        self.faults = FaultList()       # AXI error responses to inject (see poison())
         mem = None
         for i, pre in enumerate(prefixes):
-            ram = AxiRam(AxiBus.from_prefix(dut, pre), dut.clk, dut.rst, size=2 ** 39, mem=mem)
+            ram = FaultyAxiRam(AxiBus.from_prefix(dut, pre), dut.clk, dut.rst, size=2 ** 39,
+                               mem=mem, faults=self.faults)
             mem = ram.mem
             if pauses > 0:
                 for j, ch in enumerate((ram.write_if.aw_channel, ram.write_if.w_channel,
@@ -208,24 +216,12 @@ class Device:
 
 
 def poison(dev: Device, reads: "tuple[int, int] | None" = None,
-           writes: "tuple[int, int] | None" = None) -> None:
-    """Make the memory answer SLVERR for reads / writes in [lo, hi)."""
-    for ram in dev.rams:
-        if reads is not None:
-            lo, hi = reads
-            orig_r = ram.read_if._read
-
-            async def bad_read(address, length, orig=orig_r, lo=lo, hi=hi):
-                if lo <= address < hi:
-                    raise ValueError("poisoned read")
-                return await orig(address, length)
-            ram.read_if._read = bad_read
-        if writes is not None:
-            lo, hi = writes
-            orig_w = ram.write_if._write
-
-            async def bad_write(address, data, orig=orig_w, lo=lo, hi=hi):
-                if lo <= address < hi:
-                    raise ValueError("poisoned write")
-                return await orig(address, data)
-            ram.write_if._write = bad_write
+           writes: "tuple[int, int] | None" = None, resp: str = "SLVERR",
+           beat: "str | int" = "range") -> None:
+    """Make the memory answer `resp` (SLVERR or DECERR) for reads / writes
+    in [lo, hi): on every beat in the range, or on the first / middle / last
+    beat (or beat k) of every burst touching it (tb/axi_faults.py)."""
+    if reads is not None:
+        dev.faults.add(Fault("read", *reads, resp=resp, beat=beat))
+    if writes is not None:
+        dev.faults.add(Fault("write", *writes, resp=resp, beat=beat))

@@ -7,14 +7,15 @@ is cocotb's (``$COCOTB_RANDOM_SEED``).
 
 Parts (cocotb's matrix_multiplier split):
 
-* Memory: cocotbext-axi ``AxiRam`` on every ``m_axi*`` port, all sharing one
-  1 MiB sparse memory.  ``AxiRam`` maps address ``a`` to ``a % size``, so
+* Memory: :class:`axi_faults.FaultyAxiRam` (cocotbext-axi's ``AxiRam``
+  behaviour plus injectable error responses) on every ``m_axi*`` port, all
+  sharing one 1 MiB sparse memory and one fault list.  It maps address ``a`` to ``a % size``, so
   the config's window ``[mem_base, mem_base + mem_size)`` (mem_base a
   multiple of 1 MiB) lands at offset ``a - mem_base`` (modulo 1 MiB; the
   tests use the window's first 64 KiB and its last 4 KiB, which do not
   alias).  Optional random ``set_pause_generator`` pauses on all five
-  channels; SLVERR injection by wrapping the RAM's ``_read`` / ``_write``
-  (an exception there makes cocotbext-axi answer SLVERR).
+  channels; SLVERR / DECERR injection through the memory's fault list
+  (``Bench.faults``).
 * :class:`SramModel`: the scratchpad and the accumulator behind their
   narrow ports (``n_ready`` random when stalling, read data one cycle after
   acceptance, as rtl/fsa_sram.py); it checks the valid/ready rule (a request
@@ -33,7 +34,8 @@ every channel, SRAM stalls), ``dma_random`` (random legal instructions, light
 then heavy stalls), ``dma_throughput`` (rows overlap: about a cycle per
 one-beat row), ``dma_errors`` (each check error: the golden model's code and
 state, busy low, a later command done in 3 cycles without traffic),
-``dma_axi_errors`` (SLVERR on a read beat / a write response).
+``dma_axi_errors`` (SLVERR / DECERR on a read beat / a write response, on
+the beat in a range or the first / last beat of a burst).
 
 Every wait has a cycle limit and names what it waited for.
 """
@@ -49,12 +51,14 @@ import cocotb
 import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
-from cocotbext.axi import AxiBus, AxiRam
+from cocotbext.axi import AxiBus
 
 from fsa.config import FSAConfig
 from fsa.golden.machine import Machine, MachineError, Memory
 from fsa.isa import Dma, DmaFunc
 from rtl import fsa_dma
+
+from axi_faults import Fault, FaultList, FaultyAxiRam
 
 RAM_SIZE = 1 << 20
 #: the regions of the window the tests initialise and compare (offsets)
@@ -229,10 +233,12 @@ class Bench:
         self.dut, self.cfg, self.rng = dut, cfg, rng
         self.bb = cfg.axi_data_bits // 8
         self.prefixes = fsa_dma.axi_prefixes(cfg)
-        self.rams: list[AxiRam] = []
+        self.rams: list[FaultyAxiRam] = []
+        self.faults = FaultList()
         mem = None
         for pre in self.prefixes:
-            ram = AxiRam(AxiBus.from_prefix(dut, pre), dut.clk, dut.rst, size=RAM_SIZE, mem=mem)
+            ram = FaultyAxiRam(AxiBus.from_prefix(dut, pre), dut.clk, dut.rst, size=RAM_SIZE,
+                               mem=mem, faults=self.faults)
             mem = ram.mem
             for lg in (ram.write_if.log, ram.read_if.log):
                 lg.setLevel(logging.WARNING)
@@ -450,7 +456,7 @@ def _fail(problems: list[str], what: str) -> None:
 async def _start(dut, stalls: float = 0.0, tag: str = "") -> Bench:
     cfg = _cfg()
     assert cfg.mem_base % RAM_SIZE == 0, (
-        f"the bench maps the window with AxiRam's address % {RAM_SIZE:#x}: mem_base "
+        f"the bench maps the window with the memory's address % {RAM_SIZE:#x}: mem_base "
         f"{cfg.mem_base:#x} must be a multiple of it")
     # reset from the first edge on: Icarus starts with every register X, and
     # cocotbext-axi samples valid/ready from the first edge
@@ -721,45 +727,41 @@ async def dma_errors(dut):
     _fail(problems + b.problems(), "error cases")
 
 
-def _failing(orig, lo: int, hi: int):
-    async def op(address, *args):
-        if lo <= address < hi:
-            raise IOError(f"injected error at 0x{address:x}")
-        return await orig(address, *args)
-    return op
-
-
 @cocotb.test()
 async def dma_axi_errors(dut):
-    """SLVERR on a read beat and on a write burst: err with AXI_RD_ERR /
-    AXI_WR_ERR, every owed beat and response drained, busy low, no hang."""
+    """SLVERR / DECERR on a read beat and on a write burst: err with AXI_RD_ERR /
+    AXI_WR_ERR, every owed beat and response drained, busy low, no hang; the
+    injected error really was answered (the memory's log)."""
     b = await _start(dut, 0.2, "axierr")
     cfg = b.cfg
     problems = []
     srb, arb = cfg.spad_row_bytes, cfg.acc_row_bytes
     base = cfg.mem_base
-    cases = [
-        ("slverr_read", Dma(DmaFunc.LOAD, repeat=cfg.acc_rows, sram_addr=0, sram_stride=1, is_accum=True,
-                            mem_addr=base + 0x1000, mem_stride=arb, size=arb),
-         base + 0x1000 + 2 * arb + b.bb * (arb // b.bb - 1), "read", "AXI_RD_ERR"),
-        ("slverr_write", Dma(DmaFunc.STORE, repeat=8, sram_addr=0, sram_stride=1,
-                             mem_addr=base + 0x2000, mem_stride=srb, size=srb),
-         base + 0x2000 + 3 * srb, "write", "AXI_WR_ERR"),
+    rd = Dma(DmaFunc.LOAD, repeat=cfg.acc_rows, sram_addr=0, sram_stride=1, is_accum=True,
+             mem_addr=base + 0x1000, mem_stride=arb, size=arb)
+    wr = Dma(DmaFunc.STORE, repeat=8, sram_addr=0, sram_stride=1, mem_addr=base + 0x2000,
+             mem_stride=srb, size=srb)
+    bad_rd = base + 0x1000 + 2 * arb + b.bb * (arb // b.bb - 1)    # last beat of row 2
+    bad_wr = base + 0x2000 + 3 * srb                                # first beat of row 3
+    cases = [   # name, instruction, fault, expected code
+        ("slverr_read", rd, Fault("read", bad_rd, bad_rd + b.bb), "AXI_RD_ERR"),
+        ("slverr_write", wr, Fault("write", bad_wr, bad_wr + b.bb), "AXI_WR_ERR"),
+        ("decerr_read_first_beat", rd, Fault("read", bad_rd, bad_rd + b.bb, resp="DECERR",
+                                             beat="first"), "AXI_RD_ERR"),
+        ("decerr_write_last_beat", wr, Fault("write", bad_wr, bad_wr + b.bb, resp="DECERR",
+                                             beat="last"), "AXI_WR_ERR"),
     ]
-    for name, ins, bad, which, code in cases:
+    for name, ins, fault, code in cases:
         await b.reset()
         b.randomize()
-        saved = []
-        for ram in b.rams:
-            iface = ram.read_if if which == "read" else ram.write_if
-            attr = "_read" if which == "read" else "_write"
-            saved.append((iface, attr, getattr(iface, attr)))
-            setattr(iface, attr, _failing(getattr(iface, attr), bad, bad + b.bb))
+        b.faults.add(fault)
         try:
             await b.run([ins], 400 + 40 * ins.repeat * max(1, ins.size // b.bb), name)
+            injected = list(b.faults.injected)
         finally:
-            for iface, attr, orig in saved:
-                setattr(iface, attr, orig)
+            b.faults.clear()
+        if not injected or any(x[4] != fault.resp for x in injected):
+            problems.append(f"{name}: the memory injected {injected}, expected {fault.resp}")
         err, hw = int(b.dut.err.value), fsa_dma.ERR_NAMES.get(int(b.dut.err_code.value), "?")
         if not err or hw != code:
             problems.append(f"{name}: err={err} code={hw}, expected {code}")

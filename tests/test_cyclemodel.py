@@ -4,12 +4,18 @@ errors, and ``fsa predict``. (That it equals the RTL's exec counter is
 checked on every regression run without AXI pauses: tb/test_attention.py.)"""
 from __future__ import annotations
 
+import dataclasses
+import json
+from pathlib import Path
+
 import pytest
 
 from fsa import config as fconfig
 from fsa import cyclemodel as cm
 from fsa import isa, kernels
 from fsa.cli import main as cli
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.parametrize("n", [4, 8, 16, 32])
@@ -90,9 +96,59 @@ def test_deadlock_is_reported_not_hung():
         cm.simulate(cfg, prog)
 
 
-def test_default_dma_timing_is_the_calibrated_one():
-    # calibrate_dma on the RTL (bench/utilisation.py table 1c) fits 6 and 8
-    assert cm.DEFAULT_DMA == cm.timing_for(6, 8)
+def test_default_dma_timing_reproduces_the_rtl_calibration():
+    """DEFAULT_DMA predicts, cycle for cycle, the exec counter the RTL
+    measured for every DMA-only calibration program (calibrate_dma on
+    Verilator, recorded by `make bench` in bench/results/utilisation.json);
+    a changed default, model or calibration program fails here."""
+    res = json.loads((ROOT / "bench" / "results" / "utilisation.json").read_text())
+    fields = {k: v for k, v in dataclasses.asdict(cm.DEFAULT_DMA).items() if k != "ideal"}
+    assert res["dma_timing"] == fields, (res["dma_timing"], cm.DEFAULT_DMA)
+    cfg = fconfig.get("FSA4X4Fp16Config")
+    progs = dict(cm.dma_programs(cfg))
+    rows = {r["program"]: r for r in res["calibration"]}
+    assert set(rows) == set(progs) and len(rows) >= 8, (sorted(rows), sorted(progs))
+    for name, prog in progs.items():
+        assert cm.simulate(cfg, prog, cm.DEFAULT_DMA).cycles == rows[name]["rtl"], name
+
+
+def test_host_push_rate_reproduces_the_rtl_queue_runs():
+    """Programs longer than the queue: with the harness's push rate
+    (HARNESS_HOST) the model gives the exec cycles the RTL measured
+    (bench/results/utilisation.json, "queue_effect": 329 and 1201 words on a
+    256-word queue); without it, the 1201-word program is predicted far too
+    fast (the decoder would never wait for the host)."""
+    res = json.loads((ROOT / "bench" / "results" / "utilisation.json").read_text())
+    rows = res["queue_effect"]
+    assert any(r["words"] > 2 * r["queue_words"] for r in rows), rows
+    for r in rows:
+        cfg = fconfig.get(r["config"])
+        assert cfg.inst_queue_size == r["queue_words"]
+        prog = kernels.attention(cfg, r["N"], r["N"])
+        assert len(prog.words()) == r["words"]
+        m = cm.simulate(cfg, prog.instructions, host=cm.HARNESS_HOST)
+        assert m.cycles == r["rtl_cycles"], (r, m.cycles)
+        if r["words"] > 2 * r["queue_words"]:
+            assert cm.simulate(cfg, prog.instructions).cycles < r["rtl_cycles"] - 1000
+
+
+def test_host_push_model_properties():
+    """A program that fits the queue does not depend on the host; a longer
+    one is never faster with a slower host, and a host far slower than the
+    device leaves the decoder waiting for every word beyond the queue."""
+    cfg = fconfig.get("FSA4X4Fp16Config")
+    short = kernels.attention(cfg, 8, 12).instructions
+    free = cm.simulate(cfg, short).cycles
+    for host in (cm.HostPush(0, 1), cm.HARNESS_HOST, cm.HostPush(50, 100)):
+        assert cm.simulate(cfg, short, host=host).cycles == free
+    prog = kernels.attention(cfg, 16, 32)
+    extra = len(prog.words()) - cfg.inst_queue_size
+    assert extra > 0
+    cycles = [cm.simulate(cfg, prog.instructions, host=cm.HostPush(2, p)).cycles
+              for p in (1, 2, 4, 8, 16, 1000)]
+    assert cycles == sorted(cycles) and cycles[0] == cm.simulate(cfg, prog.instructions).cycles
+    slow = cm.simulate(cfg, prog.instructions, host=cm.HostPush(2, 1000))
+    assert 1000 * (extra - 1) < slow.cycles <= 1000 * (extra - 1) + cycles[0], (slow.cycles, extra)
 
 
 def test_cli_predict(capsys):

@@ -141,6 +141,28 @@ class FSAConfig:
                             f"{self.a_type} intercepts ({err})")
         need(self.div_bits_per_cycle in (1, 2, 4),
              f"div_bits_per_cycle must be 1, 2 or 4, got {self.div_bits_per_cycle!r}")
+        need(isinstance(self.ctrl_base, int) and not isinstance(self.ctrl_base, bool)
+             and 0 <= self.ctrl_base < (1 << 32) and self.ctrl_base % 0x100 == 0,
+             f"ctrl_base must be a non-negative 32-bit address, a multiple of 0x100 (the "
+             f"register block), got {self.ctrl_base!r}")
+        # What the generator and the DMA need (checked here so that a bad config
+        # fails at construction, naming the field, not later in rtl/).
+        beat = self.axi_data_bits
+        for what, bits, how in (("scratchpad", self.sa_rows * get_format(self.e_type).width,
+                                 "sa_rows x e_type"),
+                                ("accumulator", self.sa_cols * get_format(self.a_type).width,
+                                 "sa_cols x a_type")):
+            need(bits >= beat and bits % beat == 0,
+                 f"axi_data_bits = {beat} must divide the {what} row ({bits} bits = {how}): "
+                 f"the DMA moves whole beats into one SRAM row; "
+                 + (f"use axi_data_bits in {ok}" if (ok := [b for b in (32, 64, 128, 256, 512)
+                                                           if b <= bits and bits % b == 0])
+                    else "no AXI width fits: change the array size or the formats"))
+        for f, rows, banks in (("spad", self.spad_rows, self.spad_banks),
+                               ("acc", self.acc_rows, self.acc_banks)):
+            need(rows >= 2 * banks,
+                 f"{f}_rows must be >= 2 x {f}_banks = {2 * banks} (at least two rows per bank), "
+                 f"got {rows}")
 
     # --------------------------------------------------------------- derived
     @property

@@ -124,7 +124,12 @@ def generate(cfg, outdir: "str | Path | None" = None, *, force: bool = False,
 
     # several pytest workers may ask for the same config: one generates
     with FileLock(str(outdir) + ".lock", timeout=1800):
-        return _generate(cfg, outdir, force, quiet)
+        try:
+            return _generate(cfg, outdir, force, quiet)
+        except BaseException:
+            # nothing partial is left behind: a failed conversion removes its work folder
+            shutil.rmtree(outdir.with_name(outdir.name + ".tmp"), ignore_errors=True)
+            raise
 
 
 def _generate(cfg, outdir: Path, force: bool, quiet: bool) -> Path:

@@ -5,7 +5,8 @@ writes ``gen/<config>/``:
 
 * one ``.v`` file per module (hierarchy kept: each unit is converted once and
   instantiated by its parents),
-* ``FSAConfig.json`` (the reference's fields plus ours),
+* ``FSAConfig.json`` (exactly the reference's 12 fields) and
+  ``FSAConfig.fsa.json`` (ours, read back by ``FSAConfig.from_json``),
 * ``filelist.f`` (the Verilog files, leaves first),
 * ``manifest.json`` with the hash of the inputs (config + RTL sources); an
   unchanged input hash means nothing is regenerated.
@@ -160,7 +161,7 @@ def _generate(cfg, outdir: Path, force: bool, quiet: bool) -> Path:
     (tmp / "filelist.f").write_text("".join(f"{f}\n" for f in files))
     waivers = sorted({w for u in units_for(cfg) for w in u.lint_waivers})
     (tmp / "manifest.json").write_text(json.dumps({
-        "config": cfg.name, "input_hash": digest, "files": files + ["FSAConfig.json", "filelist.f"],
+        "config": cfg.name, "input_hash": digest, "files": files + ["FSAConfig.json", "FSAConfig.fsa.json", "filelist.f"],
         "modules": [u.module for u in units_for(cfg)], "lint_waivers": waivers,
         "convert_seconds": timings,
     }, indent=2) + "\n")

@@ -39,6 +39,103 @@ def _say(msg: str) -> None:
     print(f"[fsa] {msg}", flush=True)
 
 
+def _positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (argparse names the argument on error)."""
+    try:
+        v = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {v}")
+    return v
+
+
+#: approximate cost of the golden model per key-block step (measured on this
+#: project's 2-core machines: the program's Python objects and the model's time)
+GOLDEN_BYTES_PER_STEP = 3_000
+GOLDEN_SECONDS_PER_STEP = 0.02
+GOLDEN_MAX_SECONDS = 3600
+
+
+def _nonnegative_int(text: str) -> int:
+    """argparse type: an integer >= 0."""
+    try:
+        v = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {v}")
+    return v
+
+
+def _key_block_steps(cfg, seq_q: int, seq_kv: int, causal: bool) -> int:
+    """(query block, key block) steps of the attention kernel."""
+    n_qb, n_kb = -(-seq_q // cfg.sa_cols), -(-seq_kv // cfg.sa_rows)
+    if not causal:
+        return n_qb * n_kb
+    full = max(0, n_qb - n_kb)                       # query blocks that see every key block
+    tri = min(n_qb, n_kb)
+    return tri * (tri + 1) // 2 + full * n_kb
+
+
+def _available_memory() -> int | None:
+    """Bytes of memory available to a new allocation (Linux), or None."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def golden_estimate(cfg, seq_q: int, seq_kv: int, causal: bool) -> dict:
+    """Rough memory (bytes) and time (seconds) of a golden-model attention run."""
+    steps = _key_block_steps(cfg, seq_q, seq_kv, causal)
+    scale = max(1.0, cfg.sa_rows * cfg.sa_cols / 256)
+    data = 8 * 6 * (seq_q + 2 * seq_kv) * cfg.sa_rows     # inputs, images, outputs, torch
+    return {"steps": steps, "bytes": steps * GOLDEN_BYTES_PER_STEP + data,
+            "seconds": steps * GOLDEN_SECONDS_PER_STEP * scale}
+
+
+def _fmt_bytes(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if n < 1000 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} TB"
+
+
+def _fmt_seconds(t: float) -> str:
+    if t < 120:
+        return f"{t:.0f} s"
+    if t < 7200:
+        return f"{t / 60:.0f} min"
+    if t < 2 * 86400:
+        return f"{t / 3600:.1f} h"
+    return f"{t / 86400:.0f} days"
+
+
+def _check_golden_fits(cfg, seq_q: int, seq_kv: int, causal: bool, force: bool) -> None:
+    """Refuse (ValueError with the figures) a golden run that would not fit in
+    memory or would take more than an hour, unless `force`."""
+    est = golden_estimate(cfg, seq_q, seq_kv, causal)
+    avail = _available_memory()
+    figures = (f"{est['steps']:,} key-block steps, about {_fmt_bytes(est['bytes'])} of memory and "
+               f"{_fmt_seconds(est['seconds'])} for the golden model"
+               + (f"; this machine has {_fmt_bytes(avail)} available" if avail else ""))
+    too_big = avail is not None and est["bytes"] > 0.8 * avail
+    too_long = est["seconds"] > GOLDEN_MAX_SECONDS
+    if (too_big or too_long) and not force:
+        raise ValueError(f"attention {seq_q} x {seq_kv} on {cfg.name}: {figures}. "
+                         f"{'It would not fit in memory. ' if too_big else ''}"
+                         f"{'It would take more than an hour. ' if too_long else ''}"
+                         "Use shorter sequences, or --force to run anyway")
+    if est["seconds"] > 30:
+        _say(f"estimate: {figures}")
+
+
 def _load_inputs(args, cfg):
     """Q, K, V as float64 arrays (user .npy files or generated)."""
     import numpy as np
@@ -55,9 +152,19 @@ def _load_inputs(args, cfg):
                 a = np.load(path)
             except (OSError, ValueError) as e:
                 raise ValueError(f"--{name} {path}: cannot read a .npy file ({e})") from None
+            if not isinstance(a, np.ndarray):
+                raise ValueError(f"--{name} {path}: holds {type(a).__name__}, not one array")
+            if a.dtype.kind == "c":
+                raise ValueError(f"--{name} {path}: complex values (dtype {a.dtype}) are not "
+                                 "supported: attention inputs are real numbers")
+            if a.dtype.kind not in "iuf":
+                raise ValueError(f"--{name} {path}: dtype {a.dtype} is not a real number type "
+                                 "(use float16/32/64 or integers)")
             if a.ndim != 2 or a.shape[1] != R:
                 raise ValueError(f"--{name} {path}: shape {a.shape}; {cfg.name} needs "
                                  f"(sequence, {R}) (head dimension = array rows)")
+            if a.shape[0] == 0:
+                raise ValueError(f"--{name} {path}: the sequence is empty (shape {a.shape})")
             arrs.append(np.asarray(a, np.float64))
         q, k, v = arrs
         if k.shape != v.shape:
@@ -75,20 +182,31 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     from fsa import config, kernels, numerics
     from fsa.engines import DeviceError, GoldenEngine, SimEngine
-    from fsa.report import bit_diff, bound_scale, error_stats, torch_reference, within_bounds
+    from fsa.report import (bit_diff, bound_scale, bounds_verdict, conversion_overflow,
+                            error_stats, torch_reference)
 
     cfg = config.get(args.config)
     t0 = time.perf_counter()
     q, k, v = _load_inputs(args, cfg)
+    kernels.check_attention_shape(cfg, q.shape[0], k.shape[0], args.causal)
+    _check_golden_fits(cfg, q.shape[0], k.shape[0], args.causal, args.force)
     prog = kernels.attention(cfg, q.shape[0], k.shape[0], causal=args.causal)
-    inputs = {"Q": numerics.from_float64(q, cfg.e_type), "K": numerics.from_float64(k, cfg.e_type),
-              "V": numerics.from_float64(v, cfg.e_type)}
+    inputs, conv = {}, {}
+    for n, x in (("Q", q), ("K", k), ("V", v)):
+        conv[n] = conversion_overflow(x, cfg.e_type)
+        inputs[n] = numerics.from_float64(x, cfg.e_type)
+        if conv[n]["overflow"]:
+            _say(f"warning: {conv[n]['overflow']} finite values of {n} overflow {cfg.e_type} "
+                 f"and became +-inf")
+        if conv[n]["non_finite"]:
+            _say(f"note: {conv[n]['non_finite']} values of {n} are +-inf or NaN")
     _say(f"{cfg.name}: attention seq_q={q.shape[0]} seq_kv={k.shape[0]} d={cfg.sa_rows}"
          f"{' causal' if args.causal else ''}; {len(prog.words())} instruction words")
     _say("running the golden model")
-    gold = GoldenEngine(cfg).run(prog, inputs)
+    gold = GoldenEngine(cfg, progress=_say).run(prog, inputs)
     report = {"config": cfg.name, "seq_q": int(q.shape[0]), "seq_kv": int(k.shape[0]),
-              "d": cfg.sa_rows, "causal": bool(args.causal), "engine": args.sim}
+              "d": cfg.sa_rows, "causal": bool(args.causal), "engine": args.sim,
+              "inputs": conv}
     res = gold
     if args.sim == "golden":
         # the golden model is untimed: the cycles are the cycle model's
@@ -112,7 +230,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         except DeviceError as e:
             print(f"error: {e}", file=sys.stderr)
             return 1
-        _say(f"simulated {res.cycles} cycles; run folder {eng.last_run['run_dir']}")
+        run_dir = eng.last_run["run_dir"]
+        _say(f"simulated {res.cycles} cycles" + (f"; run folder {run_dir}" if args.keep else ""))
         if args.waves:
             import glob
             import shutil
@@ -123,12 +242,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 _say(f"waveform written to {args.waves}")
         diff = bit_diff(res.outputs["Ot"], gold.outputs["Ot"])
         report["rtl_vs_golden"] = diff
+        report["run_dir"] = run_dir
     _say("comparing with torch.nn.functional.scaled_dot_product_attention")
     qe, ke, ve = (numerics.to_float64(inputs[n], cfg.e_type) for n in ("Q", "K", "V"))
     ref = torch_reference(qe, ke, ve, args.causal)
     stats = error_stats(res.o, ref)
     s = bound_scale(ve)
-    report["vs_torch"] = dict(stats, bound_scale=s, within_bounds=within_bounds(stats, s, cfg.e_type))
+    within, why = bounds_verdict(stats, s, cfg.e_type)
+    report["vs_torch"] = dict(stats, bound_scale=s, within_bounds=within, verdict=why)
     report["counters"] = res.counters
     report["flops"] = res.flops
     report["cycles"] = res.cycles
@@ -142,7 +263,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
           f"{', causal' if args.causal else ''}")
     print(f"  vs torch SDPA:  MAE {stats['mae']:.3e}  RMSE {stats['rmse']:.3e}  max abs "
           f"{stats['max_abs']:.3e}  mean rel {stats['mean_rel']:.3e}  max rel {stats['max_rel']:.3e}"
-          f"  ({'within' if report['vs_torch']['within_bounds'] else 'OUTSIDE'} the bounds, s = {s:.2f})")
+          f"  ({why if within else 'OUTSIDE the bounds: ' + why}, s = {s:.2f})")
+    if stats["non_finite"] or stats["non_finite_mismatch"]:
+        print(f"  non-finite outputs: {stats['non_finite']} ({stats['non_finite_agree']} the same "
+              f"special value as torch); {stats['non_finite_mismatch']} positions disagree in "
+              f"finiteness; statistics over the {stats['compared']} finite pairs")
     if "rtl_vs_golden" in report:
         d = report["rtl_vs_golden"]
         verdict = "bit-exact" if d["differ"] == 0 else f"{d['differ']} values differ"
@@ -160,12 +285,31 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.out:
         np.save(args.out, res.o)
         _say(f"output O [{q.shape[0]}, {cfg.sa_rows}] saved to {args.out}")
+    ok = report["vs_torch"]["within_bounds"] and report.get("rtl_vs_golden", {}).get("differ", 0) == 0
+    if args.sim != "golden":
+        report["run_dir_kept"] = bool(args.keep or not ok)
+        if not report["run_dir_kept"]:
+            import shutil
+            shutil.rmtree(run_dir, ignore_errors=True)
+        elif not args.keep:
+            _say(f"run folder kept for inspection: {run_dir}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(report, f, indent=2)
+            json.dump(_json_safe(report), f, indent=2)
         _say(f"report written to {args.json}")
-    ok = report["vs_torch"]["within_bounds"] and report.get("rtl_vs_golden", {}).get("differ", 0) == 0
     return 0 if ok else 1
+
+
+def _json_safe(x):
+    """The report with non-finite floats as null (strict JSON has no NaN/Infinity)."""
+    import math
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: _json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_json_safe(v) for v in x]
+    return x
 
 
 def _parse_load(spec: str) -> tuple[str, int | None]:
@@ -210,6 +354,13 @@ def _cmd_exec(args: argparse.Namespace) -> int:
             dumps.append((path, int(addr, 0), int(size, 0)))
         except ValueError:
             raise ValueError(f"--dump {spec!r}: use FILE:ADDRESS:SIZE, e.g. out.bin:0x80001000:256") from None
+    lo, hi = cfg.mem_base, cfg.mem_base + cfg.mem_size
+    for path, a, n in dumps:
+        if n <= 0:
+            raise ValueError(f"--dump {path}:0x{a:x}:{n}: the size must be positive")
+        if a < lo or a + n > hi:
+            raise ValueError(f"--dump {path}:0x{a:x}:{n}: 0x{a:x}+{n} is outside the memory window "
+                             f"[0x{lo:x}, 0x{hi:x}) of {cfg.name}")
     _say(f"{cfg.name}: {len(prog)} instructions ({len(words)} words), "
          f"{sum(len(b) for _, b in memory)} bytes of memory image, on {args.sim}")
     report = {"config": cfg.name, "engine": args.sim, "instructions": len(prog)}
@@ -231,12 +382,18 @@ def _cmd_exec(args: argparse.Namespace) -> int:
                             max_cycles=args.max_cycles, progress=_say)
         run = res["runs"][-1]
         report.update(state=run["state"], error=run["error"], error_index=run["error_index"],
-                      counters=run["counters"])
+                      counters=run["counters"], run_dir=res["run_dir"], run_dir_kept=True)
         data = res["dumps"]
         if run["state"] != "done":
             print(f"error: device state {run['state']}, error {run['error']} at instruction "
-                  f"{run['error_index']}", file=sys.stderr)
+                  f"{run['error_index']} (run folder {res['run_dir']})", file=sys.stderr)
             return 1
+        if args.keep:
+            _say(f"run folder {res['run_dir']}")
+        else:
+            import shutil
+            shutil.rmtree(res["run_dir"], ignore_errors=True)
+            report["run_dir_kept"] = False
     for (path, a, n), b in zip(dumps, data):
         Path(path).write_bytes(b)
         _say(f"dumped 0x{a:x}+{n} to {path}")
@@ -342,29 +499,33 @@ def main(argv: "list[str] | None" = None) -> int:
                        "against torch and bit for bit against the golden model")
     p.add_argument("--config", default="FSA8X8Fp16Config")
     p.add_argument("--sim", default="verilator", choices=["verilator", "icarus", "golden"])
-    p.add_argument("--seq-q", type=int, default=64)
-    p.add_argument("--seq-kv", type=int, default=64)
+    p.add_argument("--seq-q", type=_positive_int, default=64)
+    p.add_argument("--seq-kv", type=_positive_int, default=64)
     p.add_argument("--q", help="Q as a .npy file [seq_q, d]")
     p.add_argument("--k", help="K as a .npy file [seq_kv, d]")
     p.add_argument("--v", help="V as a .npy file [seq_kv, d]")
     p.add_argument("--causal", action="store_true")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=_nonnegative_int, default=0)
     p.add_argument("--out", help="save the output O as .npy")
     p.add_argument("--json", help="write the report as JSON")
     p.add_argument("--waves", help="dump an FST waveform of the run to this file")
-    p.add_argument("--max-cycles", type=int, default=20_000_000)
+    p.add_argument("--force", action="store_true",
+                   help="run even when the golden model's estimated memory or time is too large")
+    p.add_argument("--max-cycles", type=_positive_int, default=20_000_000)
+    p.add_argument("--keep", action="store_true",
+                   help="keep the simulator's run folder (log, results) after a successful run")
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("compile", help="write the attention kernel as inst.bin + mem.elf "
                        "(inputs included), for fsa exec or other simulators")
     p.add_argument("--config", default="FSA8X8Fp16Config")
-    p.add_argument("--seq-q", type=int, default=64)
-    p.add_argument("--seq-kv", type=int, default=64)
+    p.add_argument("--seq-q", type=_positive_int, default=64)
+    p.add_argument("--seq-kv", type=_positive_int, default=64)
     p.add_argument("--q")
     p.add_argument("--k")
     p.add_argument("--v")
     p.add_argument("--causal", action="store_true")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=_nonnegative_int, default=0)
     p.add_argument("--program", default="inst.bin")
     p.add_argument("--elf", default="mem.elf")
     p.set_defaults(func=_cmd_compile)
@@ -376,7 +537,9 @@ def main(argv: "list[str] | None" = None) -> int:
     p.add_argument("--dump", action="append", help="FILE:ADDRESS:SIZE written after the run")
     p.add_argument("--sim", default="verilator", choices=["verilator", "icarus", "golden"])
     p.add_argument("--json", help="write the report as JSON")
-    p.add_argument("--max-cycles", type=int, default=20_000_000)
+    p.add_argument("--max-cycles", type=_positive_int, default=20_000_000)
+    p.add_argument("--keep", action="store_true",
+                   help="keep the simulator's run folder (log, results) after a successful run")
     p.set_defaults(func=_cmd_exec)
 
     p = sub.add_parser("plan", help="execution plans")
@@ -392,8 +555,8 @@ def main(argv: "list[str] | None" = None) -> int:
                        "model (fsa/cyclemodel.py; equal to the RTL's exec counter on every "
                        "regression run), for any config and length")
     p.add_argument("--config", default="FSA8X8Fp16Config")
-    p.add_argument("--seq-q", type=int, default=64)
-    p.add_argument("--seq-kv", type=int, default=64)
+    p.add_argument("--seq-q", type=_positive_int, default=64)
+    p.add_argument("--seq-kv", type=_positive_int, default=64)
     p.add_argument("--causal", action="store_true")
     p.add_argument("--axi-bits", type=int, help="AXI data width instead of the preset's")
     p.add_argument("--free-dma", action="store_true",

@@ -141,6 +141,28 @@ class FSAConfig:
                             f"{self.a_type} intercepts ({err})")
         need(self.div_bits_per_cycle in (1, 2, 4),
              f"div_bits_per_cycle must be 1, 2 or 4, got {self.div_bits_per_cycle!r}")
+        need(isinstance(self.ctrl_base, int) and not isinstance(self.ctrl_base, bool)
+             and 0 <= self.ctrl_base < (1 << 32) and self.ctrl_base % 0x100 == 0,
+             f"ctrl_base must be a non-negative 32-bit address, a multiple of 0x100 (the "
+             f"register block), got {self.ctrl_base!r}")
+        # What the generator and the DMA need (checked here so that a bad config
+        # fails at construction, naming the field, not later in rtl/).
+        beat = self.axi_data_bits
+        for what, bits, how in (("scratchpad", self.sa_rows * get_format(self.e_type).width,
+                                 "sa_rows x e_type"),
+                                ("accumulator", self.sa_cols * get_format(self.a_type).width,
+                                 "sa_cols x a_type")):
+            need(bits >= beat and bits % beat == 0,
+                 f"axi_data_bits = {beat} must divide the {what} row ({bits} bits = {how}): "
+                 f"the DMA moves whole beats into one SRAM row; "
+                 + (f"use axi_data_bits in {ok}" if (ok := [b for b in (32, 64, 128, 256, 512)
+                                                           if b <= bits and bits % b == 0])
+                    else "no AXI width fits: change the array size or the formats"))
+        for f, rows, banks in (("spad", self.spad_rows, self.spad_banks),
+                               ("acc", self.acc_rows, self.acc_banks)):
+            need(rows >= 2 * banks,
+                 f"{f}_rows must be >= 2 x {f}_banks = {2 * banks} (at least two rows per bank), "
+                 f"got {rows}")
 
     # --------------------------------------------------------------- derived
     @property
@@ -185,44 +207,96 @@ class FSAConfig:
         return attention_scale_bits(self.sa_rows, fmt)
 
     # ----------------------------------------------------------------- JSON
+    #: The reference's FSAConfig.json keys, in its order: its Python loader does
+    #: ``FSAConfig(**json)`` on a frozen dataclass with exactly these fields.
+    REFERENCE_KEYS = ("sa_rows", "sa_cols", "inst_queue_size", "e_type", "a_type", "mem_base",
+                      "mem_size", "mem_align", "spad_base", "spad_size", "acc_base", "acc_size")
+
+    def reference_dict(self) -> dict[str, Any]:
+        """Exactly the reference's 12 FSAConfig.json fields (sizes in bytes)."""
+        return {"sa_rows": self.sa_rows, "sa_cols": self.sa_cols,
+                "inst_queue_size": self.inst_queue_size,
+                "e_type": self.e_type, "a_type": self.a_type,
+                "mem_base": self.mem_base, "mem_size": self.mem_size,
+                "mem_align": self.mem_align,
+                "spad_base": 0, "spad_size": self.spad_size,
+                "acc_base": 0, "acc_size": self.acc_size}
+
     def to_dict(self) -> dict[str, Any]:
-        """The reference's FSAConfig.json fields plus ours."""
-        d = {
-            # reference fields (architecture.md section 10)
-            "sa_rows": self.sa_rows, "sa_cols": self.sa_cols,
-            "inst_queue_size": self.inst_queue_size,
-            "e_type": self.e_type, "a_type": self.a_type,
-            "mem_base": self.mem_base, "mem_size": self.mem_size,
-            "mem_align": self.mem_align,
-            "spad_base": 0, "spad_size": self.spad_size,
-            "acc_base": 0, "acc_size": self.acc_size,
-        }
+        """The reference's fields plus ours under ``"fsa"`` (one self-contained
+        dict, for hashing and for passing a config between processes)."""
+        d = self.reference_dict()
         d["fsa"] = asdict(self)
         return d
 
+    @staticmethod
+    def sibling_path(path: "str | Path") -> Path:
+        """Where our extra fields live beside a reference FSAConfig.json:
+        ``X.json`` -> ``X.fsa.json``."""
+        p = Path(path)
+        return p.with_name(p.stem + ".fsa.json")
+
     def to_json(self, path: "str | Path | None" = None) -> str:
-        text = json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n"
-        if path is not None:
-            Path(path).write_text(text)
+        """Without `path`: the JSON text of :meth:`to_dict` (every field).
+
+        With `path`: writes the reference-compatible file there (exactly the 12
+        reference keys, loadable by the reference's own tools) and our fields
+        to the sibling :meth:`sibling_path` (``{"fsa": {...}}``), which
+        :meth:`from_json` reads back; returns the reference file's text.
+        """
+        if path is None:
+            return json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n"
+        text = json.dumps(self.reference_dict(), indent=2) + "\n"
+        Path(path).write_text(text)
+        self.sibling_path(path).write_text(json.dumps({"fsa": asdict(self)}, indent=2) + "\n")
         return text
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "FSAConfig":
-        """Rebuild a config from :meth:`to_dict` output (or a reference-style
-        FSAConfig.json, which lacks our extra fields)."""
+        """Rebuild a config from :meth:`to_dict` output, or from a
+        reference-style FSAConfig.json (its 12 keys: the SRAM sizes give the
+        scratchpad/accumulator rows, mem_align the AXI width; the rest of our
+        fields take their defaults)."""
         if "fsa" in d:
             known = {f.name for f in fields(cls)}
             return cls(**{k: v for k, v in d["fsa"].items() if k in known})
+        missing = [k for k in ("sa_rows", "sa_cols", "e_type", "a_type") if k not in d]
+        if missing:
+            raise ValueError(f"FSAConfig.json: missing {', '.join(missing)}")
         r, c = int(d["sa_rows"]), int(d["sa_cols"])
         e, a = d["e_type"], d["a_type"]
+        kw: dict[str, Any] = {}
+        if e in FORMATS and a in FORMATS:
+            if "spad_size" in d and int(d["spad_size"]) % (r * get_format(e).bytes) == 0:
+                kw["spad_rows"] = int(d["spad_size"]) // (r * get_format(e).bytes)
+            if "acc_size" in d and int(d["acc_size"]) % (c * get_format(a).bytes) == 0:
+                kw["acc_rows"] = int(d["acc_size"]) // (c * get_format(a).bytes)
+        if "mem_align" in d:
+            kw["axi_data_bits"] = int(d["mem_align"]) * 8
         return cls(name=f"FSA{r}X{c}Imported", sa_rows=r, sa_cols=c, e_type=e, a_type=a,
                    inst_queue_size=int(d.get("inst_queue_size", 256)),
                    mem_base=int(d.get("mem_base", 0x8000_0000)),
-                   mem_size=int(d.get("mem_size", 0x1000_0000)))
+                   mem_size=int(d.get("mem_size", 0x1000_0000)), **kw)
 
     @classmethod
     def from_json(cls, path: "str | Path") -> "FSAConfig":
-        return cls.from_dict(json.loads(Path(path).read_text()))
+        """Read an FSAConfig.json: ours (with its ``.fsa.json`` sibling, or an
+        older file with the ``"fsa"`` key inside) or the reference's.
+
+        Raises:
+            ValueError: the file and its sibling disagree on a reference field.
+        """
+        d = json.loads(Path(path).read_text())
+        side = cls.sibling_path(path)
+        if "fsa" not in d and side.is_file():
+            cfg = cls.from_dict(json.loads(side.read_text()))
+            ref = cfg.reference_dict()
+            bad = [k for k in cls.REFERENCE_KEYS if k in d and d[k] != ref[k]]
+            if bad:
+                raise ValueError(f"{path}: {', '.join(f'{k} = {d[k]!r}' for k in bad)} disagree with "
+                                 f"{side.name} (which gives {', '.join(f'{k} = {ref[k]!r}' for k in bad)})")
+            return cfg
+        return cls.from_dict(d)
 
     def replace(self, **changes: Any) -> "FSAConfig":
         """A copy with some fields changed (validated)."""

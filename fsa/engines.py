@@ -192,6 +192,11 @@ class GoldenEngine(Engine):
 
     name = "golden"
 
+    def __init__(self, cfg: "FSAConfig | str", progress=None):
+        """`progress`: optional callable(str), told how far a long run is."""
+        super().__init__(cfg)
+        self.progress = progress
+
     def execute(self, program: Program, words: list[int],
                 image: list[tuple[int, bytes]]) -> Execution:
         from fsa.golden.machine import Machine
@@ -199,7 +204,11 @@ class GoldenEngine(Engine):
         m = Machine(self.cfg)
         for addr, b in image:
             m.mem.write(addr, b)
-        counters = m.run(list(program.instructions))
+        say = self.progress
+        tick = None if say is None else (
+            lambda done, total: say(f"golden model: {done}/{total} instructions "
+                                    f"({100 * done / max(total, 1):.0f}%)"))
+        counters = m.run(list(program.instructions), progress=tick)
         return Execution(m.mem.read, counters, None)
 
 

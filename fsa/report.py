@@ -22,18 +22,32 @@ def torch_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool) -
 
 def error_stats(got: np.ndarray, ref: np.ndarray) -> dict:
     """MAE, RMSE, max abs error, mean and max relative error (relative to
-    max(|ref|, 1e-6)); non-finite outputs are counted, not averaged."""
+    max(|ref|, 1e-6)) over the positions where both are finite, and an account
+    of the rest, so that no value leaves the statistics unnoticed:
+
+    * ``compared``: positions where both are finite (the statistics' population);
+    * ``non_finite``: outputs that are ±inf or NaN;
+    * ``non_finite_agree``: of those, the ones where the reference is the same
+      special value (NaN and NaN, or the same infinity): they agree exactly;
+    * ``non_finite_mismatch``: positions left out of the statistics that do
+      not agree (one side finite, the other not; NaN against an infinity;
+      opposite infinities).
+    """
     got = np.asarray(got, np.float64)
     ref = np.asarray(ref, np.float64)
     finite = np.isfinite(got) & np.isfinite(ref)
-    d = np.abs(got - ref)[finite]
+    agree = (np.isnan(got) & np.isnan(ref)) | (np.isinf(got) & (got == ref))
+    d = np.abs(got[finite] - ref[finite])
     rel = d / np.maximum(np.abs(ref[finite]), 1e-6)
     return {"mae": float(d.mean()) if d.size else float("nan"),
             "rmse": float(np.sqrt((d ** 2).mean())) if d.size else float("nan"),
             "max_abs": float(d.max()) if d.size else float("nan"),
             "mean_rel": float(rel.mean()) if rel.size else float("nan"),
             "max_rel": float(rel.max()) if rel.size else float("nan"),
-            "non_finite": int((~finite).sum())}
+            "compared": int(finite.sum()),
+            "non_finite": int((~np.isfinite(got)).sum()),
+            "non_finite_agree": int(agree.sum()),
+            "non_finite_mismatch": int((~finite & ~agree).sum())}
 
 
 def bit_diff(a: np.ndarray, b: np.ndarray, first: int = 5) -> dict:
@@ -48,11 +62,49 @@ def bit_diff(a: np.ndarray, b: np.ndarray, first: int = 5) -> dict:
 
 
 def bound_scale(v: np.ndarray) -> float:
-    """s = max(1, max|V| / 4): the accuracy bounds scale with it."""
-    return max(1.0, float(np.nanmax(np.abs(v))) / 4 if v.size else 1.0)
+    """s = max(1, max|V| / 4): the accuracy bounds scale with it. An infinite V
+    gives an infinite s (no bound); NaNs in V are ignored."""
+    a = np.abs(np.asarray(v, np.float64))
+    a = a[~np.isnan(a)]
+    return max(1.0, float(a.max()) / 4) if a.size else 1.0
+
+
+def bounds_verdict(stats: dict, s: float, e_type: str) -> tuple[bool, str]:
+    """Whether an error_stats result is within the accuracy bounds, and why not.
+
+    fp16/fp32 elements: max abs <= 5e-3 s and MAE <= 5e-4 s; bf16 ten times
+    those. Never "within" when the bound is infinite (V holds an infinity),
+    when an output was left out of the statistics without agreeing with the
+    reference (see error_stats), or when no value could be compared.
+    """
+    k = 10.0 if e_type == "bf16" else 1.0
+    if not np.isfinite(s):
+        return False, "the bound is infinite (V holds an infinity): no accuracy claim"
+    if stats.get("non_finite_mismatch", 0):
+        return False, (f"{stats['non_finite_mismatch']} outputs are non-finite where the reference "
+                       f"is not (or the other way round)")
+    if not stats.get("compared", 1):
+        return False, "no finite output to compare"
+    if not (stats["max_abs"] <= 5e-3 * s * k):
+        return False, f"max abs error {stats['max_abs']:.3e} > {5e-3 * s * k:.3e}"
+    if not (stats["mae"] <= 5e-4 * s * k):
+        return False, f"MAE {stats['mae']:.3e} > {5e-4 * s * k:.3e}"
+    return True, "within the bounds"
 
 
 def within_bounds(stats: dict, s: float, e_type: str) -> bool:
-    """fp16/fp32 elements: max abs <= 5e-3 s and MAE <= 5e-4 s; bf16 ten times those."""
-    k = 10.0 if e_type == "bf16" else 1.0
-    return stats["max_abs"] <= 5e-3 * s * k and stats["mae"] <= 5e-4 * s * k
+    """fp16/fp32 elements: max abs <= 5e-3 s and MAE <= 5e-4 s; bf16 ten times
+    those (see bounds_verdict for the cases that are never within)."""
+    return bounds_verdict(stats, s, e_type)[0]
+
+
+def conversion_overflow(x: np.ndarray, fmt: str) -> dict:
+    """How `x` (float64) fares when rounded to the element format `fmt`:
+    ``overflow``: finite values that became ±inf; ``non_finite``: values that
+    were already ±inf or NaN."""
+    from fsa import numerics as nx
+
+    x = np.asarray(x, np.float64)
+    back = nx.to_float64(nx.from_float64(x, fmt), fmt)
+    return {"overflow": int((np.isfinite(x) & ~np.isfinite(back)).sum()),
+            "non_finite": int((~np.isfinite(x)).sum())}

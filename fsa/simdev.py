@@ -5,6 +5,7 @@ device did (state, error, counters, cycles, memory dumps)."""
 from __future__ import annotations
 
 import json
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -55,6 +56,10 @@ def run_on_device(cfg: FSAConfig, words: list[int], memory: list[tuple[int, byte
     say(f"building and running the {simrun.get_sim(sim)} simulation")
     tdir = simrun.run("fsa_top", verilog_files(out), "tb_top", sim=sim, name=name,
                       extra_env={"FSA_CASE": str(tmp / "case.json")}, timeout_s=timeout_s)
+    # the case file is temporary: kept only when the run failed (the error above
+    # leaves it for a re-run), removed here once the run has produced its result
+    shutil.copy(tmp / "case.json", tdir / "case.json")
+    shutil.rmtree(tmp, ignore_errors=True)
     res = json.loads((tdir / "result.json").read_text())
     res["dumps"] = [bytes.fromhex(d) for d in res["dumps"]]
     res["run_dir"] = str(tdir)

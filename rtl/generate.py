@@ -5,7 +5,8 @@ writes ``gen/<config>/``:
 
 * one ``.v`` file per module (hierarchy kept: each unit is converted once and
   instantiated by its parents),
-* ``FSAConfig.json`` (the reference's fields plus ours),
+* ``FSAConfig.json`` (exactly the reference's 12 fields) and
+  ``FSAConfig.fsa.json`` (ours, read back by ``FSAConfig.from_json``),
 * ``filelist.f`` (the Verilog files, leaves first),
 * ``manifest.json`` with the hash of the inputs (config + RTL sources); an
   unchanged input hash means nothing is regenerated.
@@ -124,7 +125,12 @@ def generate(cfg, outdir: "str | Path | None" = None, *, force: bool = False,
 
     # several pytest workers may ask for the same config: one generates
     with FileLock(str(outdir) + ".lock", timeout=1800):
-        return _generate(cfg, outdir, force, quiet)
+        try:
+            return _generate(cfg, outdir, force, quiet)
+        except BaseException:
+            # nothing partial is left behind: a failed conversion removes its work folder
+            shutil.rmtree(outdir.with_name(outdir.name + ".tmp"), ignore_errors=True)
+            raise
 
 
 def _generate(cfg, outdir: Path, force: bool, quiet: bool) -> Path:
@@ -155,7 +161,7 @@ def _generate(cfg, outdir: Path, force: bool, quiet: bool) -> Path:
     (tmp / "filelist.f").write_text("".join(f"{f}\n" for f in files))
     waivers = sorted({w for u in units_for(cfg) for w in u.lint_waivers})
     (tmp / "manifest.json").write_text(json.dumps({
-        "config": cfg.name, "input_hash": digest, "files": files + ["FSAConfig.json", "filelist.f"],
+        "config": cfg.name, "input_hash": digest, "files": files + ["FSAConfig.json", "FSAConfig.fsa.json", "filelist.f"],
         "modules": [u.module for u in units_for(cfg)], "lint_waivers": waivers,
         "convert_seconds": timings,
     }, indent=2) + "\n")

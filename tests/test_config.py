@@ -65,11 +65,47 @@ def test_json_round_trip(tmp_path):
         p = tmp_path / f"{name}.json"
         cfg.to_json(p)
         d = json.loads(p.read_text())
-        for key in ("sa_rows", "sa_cols", "inst_queue_size", "e_type", "a_type", "mem_base",
-                    "mem_size", "mem_align", "spad_base", "spad_size", "acc_base", "acc_size"):
-            assert key in d, key
+        # exactly the reference's keys, in its order; ours in the sibling file
+        assert list(d) == ["sa_rows", "sa_cols", "inst_queue_size", "e_type", "a_type", "mem_base",
+                           "mem_size", "mem_align", "spad_base", "spad_size", "acc_base",
+                           "acc_size"], list(d)
+        assert (tmp_path / f"{name}.fsa.json").is_file()
         assert FSAConfig.from_json(p) == cfg
         assert config.get(str(p)) == cfg
+
+
+def test_json_loads_with_the_reference_loader(tmp_path):
+    """The reference's Python loader does FSAConfig(**json) on a frozen
+    dataclass with exactly its 12 fields: our file must load there."""
+    import dataclasses
+
+    Ref = dataclasses.make_dataclass("Ref", [(k, object) for k in FSAConfig.REFERENCE_KEYS],
+                                     frozen=True)
+    for name in ("FSA4X4Fp16Config", "FSA16X16Bf16Config", "FSA8X8Fp16TwoPortConfig"):
+        cfg = config.get(name)
+        cfg.to_json(tmp_path / "FSAConfig.json")
+        ref = Ref(**json.loads((tmp_path / "FSAConfig.json").read_text()))
+        assert (ref.sa_rows, ref.sa_cols, ref.e_type, ref.spad_size) == (
+            cfg.sa_rows, cfg.sa_cols, cfg.e_type, cfg.spad_rows * cfg.spad_row_bytes)
+
+
+def test_json_sibling_must_agree(tmp_path):
+    p = tmp_path / "FSAConfig.json"
+    config.get("FSA4X4Fp16Config").to_json(p)
+    d = json.loads(p.read_text())
+    d["mem_size"] = 0x100000
+    p.write_text(json.dumps(d))
+    with pytest.raises(ValueError, match="mem_size = 1048576 disagree with FSAConfig.fsa.json"):
+        FSAConfig.from_json(p)
+    (tmp_path / "FSAConfig.fsa.json").unlink()          # the reference file alone still loads
+    assert FSAConfig.from_json(p).mem_size == 0x100000
+
+
+def test_old_json_with_fsa_key_still_loads(tmp_path):
+    cfg = config.get("FSA8X8Bf16Config")
+    p = tmp_path / "old.json"
+    p.write_text(cfg.to_json())
+    assert FSAConfig.from_json(p) == cfg
 
 
 def test_reference_style_json_is_accepted(tmp_path):
@@ -80,6 +116,8 @@ def test_reference_style_json_is_accepted(tmp_path):
                              "acc_base": 0, "acc_size": 288}))
     cfg = FSAConfig.from_json(p)
     assert (cfg.sa_rows, cfg.e_type, cfg.a_type) == (8, "bf16", "fp32")
+    # the SRAM sizes and the alignment carry over
+    assert (cfg.spad_rows, cfg.acc_rows, cfg.axi_data_bits) == (48, 9, 64)
 
 
 def test_bf16_intercepts_limit_pieces_to_8():

@@ -17,6 +17,8 @@ misaligned data to the array and raise :class:`UnsupportedProgram`.
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from fsa import numerics as nx
@@ -204,9 +206,13 @@ class Machine:
         self.counters["dma"] += 1
 
     # ------------------------------------------------------------ programs
-    def run(self, program, max_steps: int = 10_000_000) -> dict:
+    def run(self, program, max_steps: int = 10_000_000, progress=None) -> dict:
         """Execute a program (instructions or 32-bit words) to its end or a
         fence with `stop`.
+
+        `progress`, if given, is called as ``progress(done, total)`` (program
+        instructions dispatched so far, program length) about every 5 seconds
+        of a long run.
 
         Returns:
             The counters (instructions of each kind).
@@ -221,8 +227,12 @@ class Machine:
         queues: dict[str, list[tuple[int, object]]] = {"mx": [], "dma": []}
         pc = 0
         steps = 0
+        next_report = time.monotonic() + 5.0
         while True:
             steps += 1
+            if progress is not None and time.monotonic() >= next_report:
+                progress(pc, len(program))
+                next_report = time.monotonic() + 5.0
             if steps > max_steps:
                 raise MachineError("TIMEOUT", f"program did not finish in {max_steps} steps")
             # dispatch in program order up to a fence that must wait

@@ -1,0 +1,169 @@
+"""The CLI refuses bad input naming the argument, reports what it could not
+score, and never claims accuracy it did not measure (issue: safe CLI).
+Golden model only: no HDL simulator."""
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pytest
+
+from fsa import cli
+from fsa.config import FSAConfig
+from fsa.report import bound_scale, bounds_verdict, error_stats, within_bounds
+
+CFG = "FSA4X4Fp16Config"
+
+
+def run(argv, capsys):
+    code = cli.main(argv)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def save(tmp_path, name, arr):
+    p = tmp_path / f"{name}.npy"
+    np.save(p, arr)
+    return str(p)
+
+
+def qkv(tmp_path, n=8, **over):
+    rng = np.random.default_rng(0)
+    arrs = {k: rng.standard_normal((n, 4)) for k in "qkv"}
+    arrs.update(over)
+    return [a for k in "qkv" for a in (f"--{k}", save(tmp_path, k, arrs[k]))]
+
+
+def test_complex_input_refused_naming_argument(tmp_path, capsys):
+    code, _, err = run(["run", "--config", CFG, "--sim", "golden",
+                        *qkv(tmp_path, q=np.ones((8, 4), np.complex128))], capsys)
+    assert code == 2 and "--q" in err and "complex" in err
+
+
+def test_string_input_refused_naming_argument(tmp_path, capsys):
+    code, _, err = run(["run", "--config", CFG, "--sim", "golden",
+                        *qkv(tmp_path, k=np.full((8, 4), "x"))], capsys)
+    assert code == 2 and "--k" in err and "not a real number" in err
+
+
+@pytest.mark.parametrize("argv, name", [
+    (["run", "--seq-q", "-8"], "--seq-q"), (["run", "--seq-kv", "0"], "--seq-kv"),
+    (["run", "--max-cycles", "-1"], "--max-cycles"), (["compile", "--seq-q", "-4"], "--seq-q"),
+    (["predict", "--seq-kv", "-4"], "--seq-kv"), (["run", "--seed", "-1"], "--seed"),
+    (["exec", "--config", CFG, "--program", "x", "--max-cycles", "0"], "--max-cycles")])
+def test_bad_sizes_named(argv, name, capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(argv)
+    assert e.value.code == 2
+    assert f"argument {name}" in capsys.readouterr().err
+
+
+def test_overflowing_inputs_reported(tmp_path, capsys):
+    v = np.random.default_rng(1).standard_normal((8, 4))
+    v[0, :3] = 1e6                      # fp16 max is 65504
+    rep = tmp_path / "r.json"
+    code, out, _ = run(["run", "--config", CFG, "--sim", "golden", "--json", str(rep),
+                        *qkv(tmp_path, v=v)], capsys)
+    r = json.loads(rep.read_text())
+    assert r["inputs"]["V"]["overflow"] == 3 and r["inputs"]["Q"]["overflow"] == 0
+    assert "3 finite values of V overflow fp16" in out
+    # V now holds infinities: no accuracy claim, and the exit code says so
+    assert r["vs_torch"]["within_bounds"] is False and "infinite" in r["vs_torch"]["verdict"]
+    assert code == 1 and "OUTSIDE the bounds" in out
+
+
+def test_infinite_v_is_never_within_bounds():
+    stats = {"max_abs": 0.0, "mae": 0.0, "compared": 4, "non_finite_mismatch": 0}
+    assert within_bounds(stats, 1.0, "fp16")
+    assert not within_bounds(stats, float("inf"), "fp16")
+    assert bound_scale(np.array([1.0, np.inf])) == float("inf")
+    assert bound_scale(np.array([np.nan, 8.0])) == 2.0
+
+
+def test_non_finite_outputs_counted_and_not_within():
+    ref = np.array([1.0, 2.0, np.nan, np.inf, 3.0])
+    got = np.array([1.0, 2.0, np.nan, np.inf, np.nan])
+    st = error_stats(got, ref)
+    assert st["compared"] == 2 and st["non_finite"] == 3
+    assert st["non_finite_agree"] == 2 and st["non_finite_mismatch"] == 1
+    ok, why = bounds_verdict(st, 1.0, "fp16")
+    assert not ok and "non-finite" in why
+    # the same special values on both sides agree: the finite ones are scored
+    st2 = error_stats(got[:4], ref[:4])
+    assert st2["non_finite_mismatch"] == 0 and bounds_verdict(st2, 1.0, "fp16")[0]
+    # opposite infinities disagree
+    assert error_stats(np.array([np.inf]), np.array([-np.inf]))["non_finite_mismatch"] == 1
+    # nothing finite to compare: no claim
+    assert not bounds_verdict(error_stats(np.array([np.nan]), np.array([np.nan])), 1.0, "fp16")[0]
+
+
+def test_huge_golden_run_refused_quickly(capsys):
+    t0 = time.perf_counter()
+    code, _, err = run(["run", "--config", "FSA8X8Fp16Config", "--sim", "golden",
+                        "--seq-q", "100000", "--seq-kv", "100000"], capsys)
+    assert code == 2 and time.perf_counter() - t0 < 60
+    assert "key-block steps" in err and "memory" in err and "--force" in err
+
+
+def test_golden_estimate_counts_causal_steps():
+    from fsa import config, kernels
+    cfg = config.get(CFG)
+    for sq, skv, causal in ((16, 8, True), (8, 16, True), (12, 20, False), (16, 16, True)):
+        prog = kernels.attention(cfg, sq, skv, causal=causal, check=False)
+        assert cli.golden_estimate(cfg, sq, skv, causal)["steps"] == prog.meta["key_blocks"]
+
+
+def test_exec_dump_outside_window_refused_before_running(tmp_path, capsys):
+    from fsa import isa
+    prog = tmp_path / "p.bin"
+    prog.write_bytes(isa.to_bytes(isa.encode([isa.Fence(stop=True)])))
+    for sim in ("golden", "verilator"):           # checked before any engine starts
+        code, _, err = run(["exec", "--config", CFG, "--program", str(prog), "--sim", sim,
+                            "--dump", f"{tmp_path}/o.bin:0x10:64"], capsys)
+        assert code == 2 and "outside the memory window" in err
+        code, _, err = run(["exec", "--config", CFG, "--program", str(prog), "--sim", sim,
+                            "--dump", f"{tmp_path}/o.bin:0x80000000:0"], capsys)
+        assert code == 2 and "must be positive" in err
+    assert not (tmp_path / "o.bin").exists()
+
+
+@pytest.mark.parametrize("kw, field", [
+    (dict(sa_rows=3, sa_cols=4), "axi_data_bits"), (dict(sa_rows=4, sa_cols=3), "accumulator row"),
+    (dict(sa_rows=4, sa_cols=4, axi_data_bits=512), "axi_data_bits"),
+    (dict(sa_rows=4, sa_cols=4, spad_banks=16), "spad_rows"),
+    (dict(sa_rows=4, sa_cols=4, acc_banks=4), "acc_rows"),
+    (dict(sa_rows=4, sa_cols=4, ctrl_base=-5), "ctrl_base"),
+    (dict(sa_rows=4, sa_cols=4, ctrl_base=0x8004), "ctrl_base"),
+    (dict(sa_rows=4, sa_cols=4, mem_base=-64), "memory window")])
+def test_config_validate_catches_generator_constraints(kw, field):
+    with pytest.raises(ValueError, match=field):
+        FSAConfig("Bad", **kw)
+
+
+def test_generator_leaves_nothing_partial(tmp_path, monkeypatch):
+    from rtl import generate as gen
+
+    def boom(d):
+        (d / "half.v").write_text("module half;\n")
+        raise RuntimeError("conversion failed")
+
+    monkeypatch.setattr(gen, "units_for", lambda cfg: [gen.Unit("half", boom, "test")])
+    with pytest.raises(RuntimeError, match="conversion failed"):
+        gen.generate(CFG, tmp_path / "out", force=True, quiet=True)
+    assert not (tmp_path / "out").exists() and not (tmp_path / "out.tmp").exists()
+
+
+def test_golden_machine_reports_progress(monkeypatch):
+    from fsa import config, kernels
+    from fsa.engines import GoldenEngine
+    from fsa.golden import machine
+
+    clock = iter(range(0, 10**9, 3))                 # every call: 3 s later
+    monkeypatch.setattr(machine.time, "monotonic", lambda: next(clock))
+    msgs = []
+    cfg = config.get(CFG)
+    rng = np.random.default_rng(0)
+    GoldenEngine(cfg, progress=msgs.append).run(
+        kernels.attention(cfg, 8, 8), {n: rng.standard_normal((8, 4)) for n in "QKV"})
+    assert msgs and all(m.startswith("golden model: ") for m in msgs)

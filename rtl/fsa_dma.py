@@ -111,7 +111,7 @@ from pathlib import Path
 from myhdl import ConcatSignal, ResetSignal, Signal, always, always_comb, always_seq, block, intbv
 
 from rtl.convert import comb_expr, convert_block, sig
-from rtl.fsa_sram import _mux_tree
+from rtl.prim import mux_tree as _mux_tree
 
 __all__ = ["fsa_dma", "convert", "ports", "port_table", "geometry", "LINT_WAIVERS",
            "MODULE", "ERR_NONE", "ERR_AXI_RD", "ERR_AXI_WR", "ERR_MEM_RANGE", "ERR_DMA_ALIGN",

@@ -8,7 +8,7 @@ primitive               what                                       used by
 :func:`normalise`       leading-zero count and normalising shift    fsa_cvt, fsa_div, fsa_fma
 :func:`round_rne`       round a normalised magnitude to a format    fsa_fma (twice)
 :func:`clog2`,          elaboration helpers (index widths,          fsa_sram, fsa_dma,
-:func:`zext`            zero extension of a signal)                 fsa_dma_port
+:func:`zext`, :func:`vsig` zero extension, bit-vector signals)     fsa_dma_port
 ======================  =========================================  ==========================
 
 Each primitive is a MyHDL ``@block`` that is *inlined* into the module of the
@@ -28,10 +28,12 @@ The generated Verilog of every primitive is ``verilator --lint-only -Wall``
 clean at the widths its users instantiate (checked by ``tb/test_prim.py`` and
 the lint of each user).
 """
-from rtl.prim.bits import clog2, zext
+from rtl.prim.arbiter import rr_arbiter
+from rtl.prim.bits import Bundle, clog2, vsig, zext
 from rtl.prim.fifo import fifo
 from rtl.prim.mux import mux_tree
 from rtl.prim.normalise import normalise
 from rtl.prim.rounding import round_rne
 
-__all__ = ["clog2", "zext", "fifo", "mux_tree", "normalise", "round_rne"]
+__all__ = ["Bundle", "clog2", "zext", "vsig", "fifo", "mux_tree", "normalise", "round_rne",
+           "rr_arbiter"]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from myhdl import ConcatSignal, intbv
 
-__all__ = ["clog2", "zext"]
+__all__ = ["clog2", "zext", "vsig", "Bundle"]
 
 
 def clog2(n: int) -> int:
@@ -20,3 +20,20 @@ def zext(s, width: int):
     if n > width:
         return s(width, 0)
     return ConcatSignal(intbv(0)[width - n:], s)
+
+
+def vsig(width: int, init: int = 0):
+    """An intbv signal, also for one bit (a bit vector that can be sliced
+    and takes part in arithmetic), unlike :func:`rtl.convert.sig`."""
+    from myhdl import Signal
+
+    return Signal(intbv(init)[width:])
+
+
+class Bundle:
+    """A group of signals (attributes).  MyHDL expands a top-level argument
+    ``x`` holding attributes ``a, b`` into ports ``x_a, x_b`` (nested:
+    ``x_y_a``), so a bundle names a unit's ports by group."""
+
+    def __init__(self, **signals):
+        self.__dict__.update(signals)

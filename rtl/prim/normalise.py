@@ -23,6 +23,9 @@ def normalise(x, lz, xn):
         lz: the count, at least ``S`` bits (wider: the top bits are 0, so a
             user can take it at the width of its exponent arithmetic).
         xn: the normalised value, ``N`` bits.
+
+    The block's variables are prefixed ``nz_`` (they are declared inside the
+    user's module, where a plain name could hide one of its signals).
     """
     N = len(x)
     L2 = 1 << (N - 1).bit_length()
@@ -36,36 +39,36 @@ def normalise(x, lz, xn):
     if L2 == N:
         @always_comb
         def lzc():
-            lv = intbv(0)[L2:]
-            cnt = intbv(0)[LZW:]
-            st = intbv(0)[NST + 1:]
-            ra = intbv(0)[NST + 1:]
-            lv[:] = x
-            st[:] = TOP
+            nz_lv = intbv(0)[L2:]
+            nz_cnt = intbv(0)[LZW:]
+            nz_st = intbv(0)[NST + 1:]
+            nz_ra = intbv(0)[NST + 1:]
+            nz_lv[:] = x
+            nz_st[:] = TOP
             for j in range(NST):
-                ra[:] = L2 - st
-                if (lv >> ra) == 0:
-                    lv[:] = lv << st
-                    cnt[NST - 1 - j] = 1
-                st[:] = st >> 1
-            lz.next = cnt
-            xn.next = lv
+                nz_ra[:] = L2 - nz_st
+                if (nz_lv >> nz_ra) == 0:
+                    nz_lv[:] = nz_lv << nz_st
+                    nz_cnt[NST - 1 - j] = 1
+                nz_st[:] = nz_st >> 1
+            lz.next = nz_cnt
+            xn.next = nz_lv
         return lzc
 
     @always_comb
     def lzc_pad():
-        lv = intbv(0)[L2:]
-        cnt = intbv(0)[LZW:]
-        st = intbv(0)[NST + 1:]
-        ra = intbv(0)[NST + 1:]
-        lv[:] = concat(x, intbv(0)[L2 - N:])
-        st[:] = TOP
+        nz_lv = intbv(0)[L2:]
+        nz_cnt = intbv(0)[LZW:]
+        nz_st = intbv(0)[NST + 1:]
+        nz_ra = intbv(0)[NST + 1:]
+        nz_lv[:] = concat(x, intbv(0)[L2 - N:])
+        nz_st[:] = TOP
         for j in range(NST):
-            ra[:] = L2 - st
-            if (lv >> ra) == 0:
-                lv[:] = lv << st
-                cnt[NST - 1 - j] = 1
-            st[:] = st >> 1
-        lz.next = cnt
-        xn.next = lv[L2:L2 - N]
+            nz_ra[:] = L2 - nz_st
+            if (nz_lv >> nz_ra) == 0:
+                nz_lv[:] = nz_lv << nz_st
+                nz_cnt[NST - 1 - j] = 1
+            nz_st[:] = nz_st >> 1
+        lz.next = nz_cnt
+        xn.next = nz_lv[L2:L2 - N]
     return lzc_pad

@@ -29,6 +29,9 @@ def round_rne(y, emsb, enc, fmt, ofs):
             field, so that infinity is reached before any wrap).
         fmt: the target :class:`fsa.formats.FPFormat`.
         ofs: the exponent offset of `emsb`.
+
+    The block's variables are prefixed ``rn_`` (they are declared inside the
+    user's module, where a plain name could hide one of its signals).
     """
     NX, EW = len(y), len(emsb)
     P, M, E = fmt.precision, fmt.man_bits, fmt.exp_bits
@@ -41,36 +44,36 @@ def round_rne(y, emsb, enc, fmt, ofs):
 
     @always_comb
     def rnd():
-        d = intbv(0)[EW:]           # distance of emsb from emin (either side)
-        k = intbv(0)[KW:]           # extra bits dropped for a subnormal result
-        base = intbv(0)[E:]         # exponent field before the rounding carry
+        rn_d = intbv(0)[EW:]           # distance of emsb from emin (either side)
+        rn_k = intbv(0)[KW:]           # extra bits dropped for a subnormal result
+        rn_base = intbv(0)[E:]         # exponent field before the rounding carry
         if emsb < EMIN:
-            d[:] = EMIN - emsb
-            base[:] = 0
-            if d >= P + 1:
-                k[:] = P + 1
+            rn_d[:] = EMIN - emsb
+            rn_base[:] = 0
+            if rn_d >= P + 1:
+                rn_k[:] = P + 1
             else:
-                k[:] = d[KW:]
+                rn_k[:] = rn_d[KW:]
         else:
-            d[:] = emsb - EMIN
-            k[:] = 0
-            if d >= XMAX:
-                base[:] = XMAX
+            rn_d[:] = emsb - EMIN
+            rn_k[:] = 0
+            if rn_d >= XMAX:
+                rn_base[:] = XMAX
             else:
-                base[:] = d[E:]
-        yt = intbv(0)[P + 1:]       # kept bits and the round bit
-        yt[:] = y[NX:NX - P - 1]
-        z = intbv(0)[P + 1:]
-        z[:] = yt >> k
-        st = (y[NX - P - 1:] != 0) or ((z << k) != yt)
-        q = intbv(0)[P:]
-        q[:] = z[P + 1:1]
-        up = z[0] and (st or q[0])
-        e = intbv(0)[ENC:]
-        e[:] = concat(False, base, intbv(0)[M:]) + concat(intbv(0)[ENC - P:], q)
-        if up:
-            e[:] = e + 1
-        if e >= INF:
-            e[:] = INF
-        enc.next = e
+                rn_base[:] = rn_d[E:]
+        rn_yt = intbv(0)[P + 1:]       # kept bits and the round bit
+        rn_yt[:] = y[NX:NX - P - 1]
+        rn_z = intbv(0)[P + 1:]
+        rn_z[:] = rn_yt >> rn_k
+        rn_st = (y[NX - P - 1:] != 0) or ((rn_z << rn_k) != rn_yt)
+        rn_q = intbv(0)[P:]
+        rn_q[:] = rn_z[P + 1:1]
+        rn_up = rn_z[0] and (rn_st or rn_q[0])
+        rn_e = intbv(0)[ENC:]
+        rn_e[:] = concat(False, rn_base, intbv(0)[M:]) + concat(intbv(0)[ENC - P:], rn_q)
+        if rn_up:
+            rn_e[:] = rn_e + 1
+        if rn_e >= INF:
+            rn_e[:] = INF
+        enc.next = rn_e
     return rnd

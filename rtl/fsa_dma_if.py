@@ -38,12 +38,13 @@ MAX_OUTSTANDING = 8
 #: one-cycle read latency)
 WDATA_DEPTH = 4
 
+#: port tables: (name, width or a key into the widths, direction)
 CMD_SIGNALS = (("valid", 1, "in"), ("ready", 1, "out"), ("func", 1, "in"),
-                ("repeat", 9, "in"), ("sram_addr", 20, "in"), ("sram_stride", 5, "in"),
-                ("is_accum", 1, "in"), ("mem_addr", 39, "in"), ("mem_stride", 21, "in"),
-                ("size", 10, "in"))
+               ("repeat", 9, "in"), ("sram_addr", 20, "in"), ("sram_stride", 5, "in"),
+               ("is_accum", 1, "in"), ("mem_addr", 39, "in"), ("mem_stride", 21, "in"),
+               ("size", 10, "in"))
 STATUS_SIGNALS = (("done", 1, "out"), ("busy", 1, "out"), ("err", 1, "out"),
-                   ("err_code", 3, "out"))
+                  ("err_code", 3, "out"))
 #: AXI channel signals: (name, width or a key into the widths (A address,
 #: D data, S strobes), direction of the master)
 AXI_SIGNALS = (
@@ -60,8 +61,8 @@ AXI_SIGNALS = (
     ("rvalid", 1, "in"), ("rready", 1, "out"),
 )
 NARROW_SIGNALS = (("n_valid", 1, "out"), ("n_ready", 1, "in"), ("n_we", 1, "out"),
-                   ("n_addr", "A", "out"), ("n_lane", "L", "out"), ("n_wdata", "D", "out"),
-                   ("n_rvalid", 1, "in"), ("n_rdata", "D", "in"))
+                  ("n_addr", "A", "out"), ("n_lane", "L", "out"), ("n_wdata", "D", "out"),
+                  ("n_rvalid", 1, "in"), ("n_rdata", "D", "in"))
 
 def geometry(cfg) -> dict:
     """Validate `cfg` for the DMA; return the derived sizes.

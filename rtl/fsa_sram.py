@@ -47,6 +47,11 @@ A narrow request is accepted in a cycle where ``n_valid and n_ready``; a
 requester whose request is not accepted holds it (``n_valid`` and the fields
 stable) until it is: standard valid/ready, nothing is dropped or duplicated.
 
+Initial contents: in simulation every memory starts at 0 (as the golden
+model assumes), by ``initial`` blocks that the generated Verilog wraps in
+```ifndef SYNTHESIS``; a synthesised SRAM starts with undefined contents, so
+software must not read a row it has not written.
+
 Latency: array and narrow reads 1 cycle (data in the cycle after the access);
 writes are visible to any read in a later cycle.  The array port never stalls.
 

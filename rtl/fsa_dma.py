@@ -61,19 +61,21 @@ the W data of issued AW bursts is sent), then ``done`` pulses and ``busy``
 falls.  While ``err`` is set, later commands are accepted and complete at
 once without any traffic.
 
-Structure (per port): an address register (AR for a LOAD, AW for a STORE),
-a descriptor FIFO of ``max_outstanding`` (default ``MAX_OUTSTANDING`` = 8)
-bursts (SRAM row, first lane, beats) that tags R beats with their SRAM lane
-(LOAD) or drives the SRAM reads of the W data (STORE), a 4-entry W data FIFO
-(STORE) and a count of bursts in flight (at most 8 reads or 8 writes
-outstanding per port; a STORE burst counts until its B response; one
-instruction is either all reads or all writes).  The row sequencer hands one burst per cycle
-to the port whose turn it is.  The SRAM narrow port is shared by the ports
-through a round-robin arbiter (a stalled request keeps its grant, so it is
-held stable until accepted).  ``BREADY`` is always 1; ``RREADY`` of a port
-is 1 when its beat wins the SRAM port and ``n_ready`` is 1 (combinational,
-as AXI allows).  W data is read from the SRAM as soon as the burst is
-queued, so W may lead AW; AW never waits for W.
+Structure.  ``fsa_dma`` holds the command register, the up-front checks and
+the row sequencer, which hands one burst per cycle to the port whose turn it
+is; each AXI port is an instance ``u_port<i>`` of the module
+``fsa_dma_port`` (``rtl/fsa_dma_port.py``: address register, a descriptor
+FIFO of ``max_outstanding`` (default ``MAX_OUTSTANDING`` = 8) bursts, a
+``WDATA_DEPTH``-entry W data FIFO, the count of bursts in flight: at most 8
+reads or 8 writes outstanding per port; one instruction is either all reads
+or all writes).  The SRAM narrow port is shared by the ports through a
+round-robin arbiter (``rtl.prim.rr_arbiter``: a stalled request keeps its
+grant, so it is held stable until accepted); R data goes from the granted
+port's ``RDATA`` straight to the SRAM.  ``BREADY`` is always 1; ``RREADY`` of
+a port is 1 when its beat wins the SRAM port and ``n_ready`` is 1
+(combinational, as AXI allows).  W data is read from the SRAM as soon as the
+burst is queued, so W may lead AW; AW never waits for W.  The port tables,
+geometry and error codes live in ``rtl/fsa_dma_if.py`` (re-exported here).
 
 Latency and throughput: a command is accepted in an idle cycle (c0); c1
 checks it; the first burst is queued in c2 and AR/AW is valid from c3.  At
@@ -108,15 +110,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from myhdl import ConcatSignal, ResetSignal, Signal, always, always_comb, always_seq, block, intbv
+from myhdl import ConcatSignal, always_comb, always_seq, block, intbv
 
-from rtl.convert import comb_expr, convert_block, sig
-from rtl.fsa_sram import _mux_tree
+from rtl import fsa_dma_port
+from rtl.convert import comb_expr, convert_block, sig, submodule
+from rtl.fsa_dma_if import (AXI_SIGNALS, CMD_SIGNALS, ERR_AXI_RD, ERR_AXI_WR, ERR_DMA_ALIGN,  # noqa: F401
+                            ERR_DMA_SIZE, ERR_MEM_RANGE, ERR_NAMES, ERR_NONE, ERR_SRAM_RANGE,
+                            MAX_OUTSTANDING, NARROW_SIGNALS, WDATA_DEPTH, axi_prefixes, geometry,
+                            port_table, ports)
+from rtl.prim import Bundle, clog2, mux_tree, rr_arbiter, vsig, zext
 
 __all__ = ["fsa_dma", "convert", "ports", "port_table", "geometry", "LINT_WAIVERS",
            "MODULE", "ERR_NONE", "ERR_AXI_RD", "ERR_AXI_WR", "ERR_MEM_RANGE", "ERR_DMA_ALIGN",
            "ERR_DMA_SIZE", "ERR_SRAM_RANGE", "ERR_NAMES", "MAX_OUTSTANDING", "WDATA_DEPTH",
-           "axi_prefixes"]
+           "axi_prefixes", "AXI_SIGNALS"]
 
 MODULE = "fsa_dma"
 
@@ -124,408 +131,8 @@ MODULE = "fsa_dma"
 #: None needed: the generated module is -Wall clean as it is.
 LINT_WAIVERS: dict[str, str] = {}
 
-# ---- error codes (err_code)
-ERR_NONE = 0        #: no error
-ERR_AXI_RD = 1      #: R beat with RRESP != OKAY (SLVERR/DECERR), RID != 0, bad RLAST, or unexpected
-ERR_AXI_WR = 2      #: B response with BRESP != OKAY, BID != 0, or unexpected
-ERR_MEM_RANGE = 3   #: a row outside [mem_base, mem_base + mem_size)
-ERR_DMA_ALIGN = 4   #: a row address or the size not a multiple of the beat size
-ERR_DMA_SIZE = 5    #: size larger than an SRAM row
-ERR_SRAM_RANGE = 6  #: an SRAM row outside the SRAM
-#: err_code -> its name: the golden model's code (fsa.golden.machine) and the
-#: device's (fsa.errors, where the core reports DMA code c as c + DMA_CODE_BASE)
-ERR_NAMES = {ERR_NONE: "NONE", ERR_AXI_RD: "AXI_RD_ERR", ERR_AXI_WR: "AXI_WR_ERR",
-             ERR_MEM_RANGE: "MEM_RANGE", ERR_DMA_ALIGN: "DMA_ALIGN", ERR_DMA_SIZE: "DMA_SIZE",
-             ERR_SRAM_RANGE: "DMA_SRAM_RANGE"}
-
-#: bursts in flight per port and direction (descriptor FIFO depth); 4 would
-#: limit a STORE of one-beat rows to ~0.6 rows per cycle against cocotbext-axi's
-#: AxiRam (a ~6-cycle AW-to-B round trip)
-MAX_OUTSTANDING = 8
-#: W data FIFO depth per port (4 keeps one beat per cycle with the SRAM's
-#: one-cycle read latency)
-WDATA_DEPTH = 4
-
 # sequencer states
 _S_IDLE, _S_CHECK, _S_RUN, _S_WAIT = 0, 1, 2, 3
-
-#: AXI channel signals: (name, width or a key into the widths, direction of the master)
-_AXI_SIGNALS = (
-    ("awid", 1, "out"), ("awaddr", "A", "out"), ("awlen", 8, "out"), ("awsize", 3, "out"),
-    ("awburst", 2, "out"), ("awlock", 1, "out"), ("awcache", 4, "out"), ("awprot", 3, "out"),
-    ("awvalid", 1, "out"), ("awready", 1, "in"),
-    ("wdata", "D", "out"), ("wstrb", "S", "out"), ("wlast", 1, "out"), ("wvalid", 1, "out"),
-    ("wready", 1, "in"),
-    ("bid", 1, "in"), ("bresp", 2, "in"), ("bvalid", 1, "in"), ("bready", 1, "out"),
-    ("arid", 1, "out"), ("araddr", "A", "out"), ("arlen", 8, "out"), ("arsize", 3, "out"),
-    ("arburst", 2, "out"), ("arlock", 1, "out"), ("arcache", 4, "out"), ("arprot", 3, "out"),
-    ("arvalid", 1, "out"), ("arready", 1, "in"),
-    ("rid", 1, "in"), ("rdata", "D", "in"), ("rresp", 2, "in"), ("rlast", 1, "in"),
-    ("rvalid", 1, "in"), ("rready", 1, "out"),
-)
-_CMD_SIGNALS = (("valid", 1, "in"), ("ready", 1, "out"), ("func", 1, "in"),
-                ("repeat", 9, "in"), ("sram_addr", 20, "in"), ("sram_stride", 5, "in"),
-                ("is_accum", 1, "in"), ("mem_addr", 39, "in"), ("mem_stride", 21, "in"),
-                ("size", 10, "in"))
-_STATUS_SIGNALS = (("done", 1, "out"), ("busy", 1, "out"), ("err", 1, "out"),
-                   ("err_code", 3, "out"))
-_NARROW_SIGNALS = (("n_valid", 1, "out"), ("n_ready", 1, "in"), ("n_we", 1, "out"),
-                   ("n_addr", "A", "out"), ("n_lane", "L", "out"), ("n_wdata", "D", "out"),
-                   ("n_rvalid", 1, "in"), ("n_rdata", "D", "in"))
-
-AXCACHE = 0b0011    # normal non-cacheable bufferable
-AXBURST_INCR = 1
-
-
-def _clog2(n: int) -> int:
-    """Bits for an index in 0..n-1 (at least 1), as rtl/fsa_sram.py."""
-    return max(1, (n - 1).bit_length())
-
-
-class _Bundle:
-    """A group of signals; MyHDL expands a top-level argument ``x`` holding
-    attributes ``a, b`` into ports ``x_a, x_b`` (nested: ``x_y_a``)."""
-
-    def __init__(self, **signals):
-        self.__dict__.update(signals)
-
-
-def geometry(cfg) -> dict:
-    """Validate `cfg` for the DMA; return the derived sizes.
-
-    Returns:
-        dict with ``beat_bytes``, ``lane_bits``, ``ports``, ``addr_bits``
-        (AXI), ``spad_lanes``, ``acc_lanes`` (lanes per SRAM row),
-        ``spad_addr_bits``, ``acc_addr_bits``, ``spad_lane_bits``,
-        ``acc_lane_bits`` (narrow port field widths, as rtl/fsa_sram.py),
-        ``row_bits_max`` / ``lane_sel_max`` (internal widths).
-
-    Raises:
-        ValueError: `cfg` is not an FSAConfig, or the AXI data width does not
-            divide an SRAM row.
-    """
-    from fsa.config import FSAConfig
-
-    if not isinstance(cfg, FSAConfig):
-        raise ValueError(f"fsa_dma: cfg must be an FSAConfig, got {type(cfg).__name__}")
-    LB = cfg.axi_data_bits
-    for what, rb, hint in (("scratchpad", cfg.spad_row_bytes * 8, "sa_rows x e_type"),
-                           ("accumulator", cfg.acc_row_bytes * 8, "sa_cols x a_type")):
-        if rb < LB or rb % LB:
-            raise ValueError(
-                f"fsa_dma: {cfg.name}: axi_data_bits = {LB} must divide the {what} row "
-                f"({rb} bits = {hint}): the SRAM narrow port is one beat wide; use a "
-                f"narrower AXI bus or a larger array")
-    if LB > 1024:   # pragma: no cover (the config allows at most 512)
-        raise ValueError(f"fsa_dma: axi_data_bits must be <= 1024, got {LB}")
-    sl = cfg.spad_row_bytes * 8 // LB
-    al = cfg.acc_row_bytes * 8 // LB
-    g = dict(beat_bytes=LB // 8, lane_bits=LB, ports=cfg.mem_ports, addr_bits=cfg.axi_addr_bits,
-             spad_lanes=sl, acc_lanes=al,
-             spad_addr_bits=_clog2(cfg.spad_rows), acc_addr_bits=_clog2(cfg.acc_rows),
-             spad_lane_bits=_clog2(sl), acc_lane_bits=_clog2(al))
-    g["row_bits_max"] = max(g["spad_addr_bits"], g["acc_addr_bits"])
-    g["lane_sel_max"] = max(g["spad_lane_bits"], g["acc_lane_bits"])
-    return g
-
-
-def axi_prefixes(cfg) -> list[str]:
-    """The AXI port name prefixes: ``["m_axi"]`` or ``["m_axi0", "m_axi1", ...]``."""
-    P = cfg.mem_ports
-    return ["m_axi"] if P == 1 else [f"m_axi{i}" for i in range(P)]
-
-
-def _width(w, widths: dict) -> int:
-    return widths[w] if isinstance(w, str) else w
-
-
-def port_table(cfg) -> list[tuple[str, str, int]]:
-    """Every port of the generated module: (name, "in"/"out", width), in
-    module order."""
-    g = geometry(cfg)
-    out = [("clk", "in", 1), ("rst", "in", 1)]
-    out += [(n, d, w) for n, w, d in _STATUS_SIGNALS]
-    out += [(f"cmd_{n}", d, w) for n, w, d in _CMD_SIGNALS]
-    for pre, ab, lsb in (("spad", g["spad_addr_bits"], g["spad_lane_bits"]),
-                         ("acc", g["acc_addr_bits"], g["acc_lane_bits"])):
-        widths = dict(A=ab, L=lsb, D=g["lane_bits"])
-        out += [(f"{pre}_{n}", d, _width(w, widths)) for n, w, d in _NARROW_SIGNALS]
-    widths = dict(A=g["addr_bits"], D=g["lane_bits"], S=g["beat_bytes"])
-    for pre in axi_prefixes(cfg):
-        out += [(f"{pre}_{n}", d, _width(w, widths)) for n, w, d in _AXI_SIGNALS]
-    return out
-
-
-def ports(cfg) -> dict:
-    """Fresh signals for every port: keyword arguments of :func:`fsa_dma`
-    (``clk``, ``rst``, the status signals, and the bundles ``cmd``, ``spad``,
-    ``acc`` and ``m``; ``m.axi`` or ``m.axi0``, ``m.axi1``, ...)."""
-    g = geometry(cfg)
-    kw = dict(clk=sig(1), rst=ResetSignal(0, active=1, isasync=False))
-    for n, w, _ in _STATUS_SIGNALS:
-        kw[n] = sig(w)
-    kw["cmd"] = _Bundle(**{n: sig(w) for n, w, _ in _CMD_SIGNALS})
-    for pre, ab, lsb in (("spad", g["spad_addr_bits"], g["spad_lane_bits"]),
-                         ("acc", g["acc_addr_bits"], g["acc_lane_bits"])):
-        widths = dict(A=ab, L=lsb, D=g["lane_bits"])
-        kw[pre] = _Bundle(**{n: sig(_width(w, widths)) for n, w, _ in _NARROW_SIGNALS})
-    widths = dict(A=g["addr_bits"], D=g["lane_bits"], S=g["beat_bytes"])
-    axis = {pre[2:]: _Bundle(**{n: sig(_width(w, widths)) for n, w, _ in _AXI_SIGNALS})
-            for pre in axi_prefixes(cfg)}
-    kw["m"] = _Bundle(**axis)
-    return kw
-
-
-def vsig(width: int, init: int = 0) -> Signal:
-    """An intbv signal, also for one bit (a bit vector that can be sliced
-    and takes part in arithmetic), unlike :func:`rtl.convert.sig`."""
-    return Signal(intbv(init)[width:])
-
-
-def _zext(s, width: int):
-    """`s` zero-extended (or cut) to `width` bits, as a signal."""
-    n = len(s)
-    if n == width:
-        return s
-    if n > width:
-        return s(width, 0)
-    return ConcatSignal(intbv(0)[width - n:], s)
-
-
-# ---------------------------------------------------------------- one port
-@block
-def _port(clk, rst, ax, p, nports, is_store, issue, tp, d_addr, d_len, d_row, d_lane,
-          can, idle, req, q_row, q_lane, grant, sram_ready, sram_rvalid, sram_rdata,
-          rd_err, wr_err, strb_ones, lb, depth, wdepth):
-    """One AXI master port: the address register, the descriptor FIFO, the
-    beat counter, the W data FIFO, the outstanding count and the AXI outputs."""
-    awid, awaddr, awlen, awsize, awburst = ax.awid, ax.awaddr, ax.awlen, ax.awsize, ax.awburst
-    awlock, awcache, awprot, awvalid, awready = (ax.awlock, ax.awcache, ax.awprot, ax.awvalid,
-                                                 ax.awready)
-    wdata, wstrb, wlast, wvalid, wready = ax.wdata, ax.wstrb, ax.wlast, ax.wvalid, ax.wready
-    bid, bresp, bvalid, bready = ax.bid, ax.bresp, ax.bvalid, ax.bready
-    arid, araddr, arlen, arsize, arburst = ax.arid, ax.araddr, ax.arlen, ax.arsize, ax.arburst
-    arlock, arcache, arprot, arvalid, arready = (ax.arlock, ax.arcache, ax.arprot, ax.arvalid,
-                                                 ax.arready)
-    rid, rdata, rresp, rlast, rvalid, rready = (ax.rid, ax.rdata, ax.rresp, ax.rlast, ax.rvalid,
-                                                ax.rready)
-    AB, RB, LS, LB = len(d_addr), len(d_row), len(d_lane), len(rdata)
-    D, WD = depth, wdepth
-    DB, WB = _clog2(D), _clog2(WD)
-    insts = []
-
-    push = sig(1)
-    if nports > 1:
-        @always_comb
-        def pushsel():
-            push.next = issue and tp == p
-    else:
-        @always_comb
-        def pushsel():
-            push.next = issue
-    insts.append(pushsel)
-
-    # ---- address register (AR for a LOAD, AW for a STORE)
-    av = sig(1)
-    aaddr = sig(AB)
-    alen = sig(8)
-    a_rdy = sig(1)
-
-    # ---- descriptor FIFO and in-flight count
-    f_row = [sig(RB) for _ in range(D)]
-    f_lane = [vsig(LS) for _ in range(D)]
-    f_nm1 = [vsig(LS) for _ in range(D)]
-    fwp = sig(DB)
-    frp = sig(DB)
-    fcnt = sig(DB + 1)
-    outc = sig(DB + 1)          # bursts queued and not finished (LOAD: last beat; STORE: B)
-    h_row = sig(RB)
-    h_lane = vsig(LS)
-    h_nm1 = vsig(LS)
-    bc = vsig(LS)                # beat of the head burst
-    blast = sig(1)              # bc is the head burst's last beat
-    d_nm1 = d_len(LS, 0)
-
-    # ---- W data FIFO (STORE)
-    w_mem = [sig(LB) for _ in range(WD)]
-    w_lst = [sig(1) for _ in range(WD)]
-    wwp = sig(WB)
-    wrp = sig(WB)
-    wcnt = sig(WB + 1)
-    rdp = sig(1)                # an SRAM read of this port was accepted last cycle
-    rdl = sig(1)                # ... and it was its burst's last beat
-    push_w = sig(1)
-    pop_w = sig(1)
-    w_nonempty = sig(1)
-
-    # ---- handshakes
-    r_stray = sig(1)            # an R beat with no read burst outstanding
-    r_bad = sig(1)
-    r_take = sig(1)             # rready
-    r_ok = sig(1)               # an R beat of an outstanding burst is accepted
-    s_acc = sig(1)              # this port's SRAM request is accepted
-    b_stray = sig(1)
-    b_ok = sig(1)
-    adv = sig(1)                # the head burst advances one beat
-    pop_d = sig(1)
-    dec = sig(1)
-
-    @always_comb
-    def head():
-        if fcnt != 0:
-            h_row.next = f_row[frp]
-            h_lane.next = f_lane[frp]
-            h_nm1.next = f_nm1[frp]
-        else:
-            h_row.next = 0
-            h_lane.next = 0
-            h_nm1.next = 0
-    insts.append(head)
-
-    @always_comb
-    def beat():
-        blast.next = bc == h_nm1
-        q_row.next = h_row
-        q_lane.next = h_lane + bc
-    insts.append(beat)
-
-    @always_comb
-    def rside():
-        r_stray.next = is_store or fcnt == 0
-        # (gated by rvalid: the slave need not drive the R payload otherwise)
-        r_bad.next = rvalid and (rresp != 0 or rid or rlast != blast)
-    insts.append(rside)
-
-    @always_comb
-    def handshakes():
-        if is_store:
-            a_rdy.next = awready
-        else:
-            a_rdy.next = arready
-        # LOAD: a good R beat asks for the SRAM write port; STORE: the head
-        # burst asks for an SRAM read while its W data has room
-        if is_store:
-            if rdp:
-                req.next = fcnt != 0 and wcnt < WD - 1
-            else:
-                req.next = fcnt != 0 and wcnt < WD
-        else:
-            req.next = rvalid and not r_stray and not r_bad
-        r_take.next = r_stray or r_bad or (grant and sram_ready)
-        r_ok.next = rvalid and not r_stray and (r_bad or (grant and sram_ready))
-        s_acc.next = is_store and grant and sram_ready
-        b_stray.next = not is_store or outc == 0
-        b_ok.next = bvalid and not (not is_store or outc == 0)
-        rd_err.next = rvalid and (r_stray or r_bad)
-        wr_err.next = bvalid and (b_stray or bresp != 0 or bid)
-        can.next = (not av or a_rdy) and outc < D
-        idle.next = outc == 0
-        w_nonempty.next = wcnt != 0
-        push_w.next = rdp and sram_rvalid
-        pop_w.next = wcnt != 0 and wready
-    insts.append(handshakes)
-
-    @always_comb
-    def counting():
-        adv.next = r_ok or s_acc
-        pop_d.next = (r_ok or s_acc) and blast
-        dec.next = (r_ok and blast) or b_ok
-    insts.append(counting)
-
-    @always_comb
-    def axi_out():
-        awid.next = 0
-        arid.next = 0
-        awaddr.next = aaddr
-        araddr.next = aaddr
-        awlen.next = alen
-        arlen.next = alen
-        awsize.next = lb
-        arsize.next = lb
-        awburst.next = AXBURST_INCR
-        arburst.next = AXBURST_INCR
-        awlock.next = 0
-        arlock.next = 0
-        awcache.next = AXCACHE
-        arcache.next = AXCACHE
-        awprot.next = 0
-        arprot.next = 0
-        awvalid.next = av and is_store
-        arvalid.next = av and not is_store
-        wvalid.next = w_nonempty
-        wstrb.next = strb_ones
-        bready.next = 1
-        rready.next = r_take
-    insts.append(axi_out)
-
-    @always_comb
-    def wout():
-        wdata.next = w_mem[wrp]
-        wlast.next = w_lst[wrp]
-    insts.append(wout)
-
-    @always(clk.posedge)
-    def fifo_mem():
-        if push:
-            f_row[fwp].next = d_row
-            f_lane[fwp].next = d_lane
-            f_nm1[fwp].next = d_nm1
-        if push_w:
-            w_mem[wwp].next = sram_rdata
-            w_lst[wwp].next = rdl
-    insts.append(fifo_mem)
-
-    @always_seq(clk.posedge, reset=rst)
-    def regs():
-        if push:
-            av.next = 1
-            aaddr.next = d_addr
-            alen.next = d_len
-        elif av and a_rdy:
-            av.next = 0
-        # descriptor FIFO pointers
-        if push:
-            if fwp == D - 1:
-                fwp.next = 0
-            else:
-                fwp.next = fwp + 1
-        if pop_d:
-            if frp == D - 1:
-                frp.next = 0
-            else:
-                frp.next = frp + 1
-        if push and not pop_d:
-            fcnt.next = fcnt + 1
-        elif pop_d and not push:
-            fcnt.next = fcnt - 1
-        if push and not dec:
-            outc.next = outc + 1
-        elif dec and not push:
-            outc.next = outc - 1
-        if adv:
-            if blast:
-                bc.next = 0
-            else:
-                bc.next = bc + 1
-        # W data FIFO
-        rdp.next = s_acc
-        rdl.next = blast
-        if push_w:
-            if wwp == WD - 1:
-                wwp.next = 0
-            else:
-                wwp.next = wwp + 1
-        if pop_w:
-            if wrp == WD - 1:
-                wrp.next = 0
-            else:
-                wrp.next = wrp + 1
-        if push_w and not pop_w:
-            wcnt.next = wcnt + 1
-        elif pop_w and not push_w:
-            wcnt.next = wcnt - 1
-    insts.append(regs)
-    return insts
 
 
 # ---------------------------------------------------------------- the DMA
@@ -545,14 +152,14 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, cfg=None,
         raise ValueError(f"fsa_dma: max_outstanding must be 2, 4, 8 or 16, got {max_outstanding!r}")
     table = {n: w for n, _, w in port_table(cfg)}
     given = dict(clk=clk, rst=rst, done=done, busy=busy, err=err, err_code=err_code)
-    for n, _, _ in _CMD_SIGNALS:
+    for n, _, _ in CMD_SIGNALS:
         given[f"cmd_{n}"] = getattr(cmd, n, None)
     for pre, b in (("spad", spad), ("acc", acc)):
-        for n, _, _ in _NARROW_SIGNALS:
+        for n, _, _ in NARROW_SIGNALS:
             given[f"{pre}_{n}"] = getattr(b, n, None)
     for pre in axi_prefixes(cfg):
         b = getattr(m, pre[2:], None)
-        for n, _, _ in _AXI_SIGNALS:
+        for n, _, _ in AXI_SIGNALS:
             given[f"{pre}_{n}"] = getattr(b, n, None) if b is not None else None
     for n, w in table.items():
         s = given.get(n)
@@ -572,7 +179,7 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, cfg=None,
     SLS, ALS = g["spad_lane_bits"], g["acc_lane_bits"]
     SROWS, AROWS = cfg.spad_rows, cfg.acc_rows
     SRB, ARB = cfg.spad_row_bytes, cfg.acc_row_bytes
-    TB = _clog2(P)
+    TB = clog2(P)
     RAW = 40                    # row address: < 2**39 + 511 * 2**20 < 2**40
     D = max_outstanding
     insts = []
@@ -619,7 +226,6 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, cfg=None,
     all_idle = sig(1)
     k_base = sig(RAW, cfg.mem_base)
     k_end = sig(RAW, cfg.mem_base + cfg.mem_size)
-    k_strb = sig(BB, (1 << BB) - 1)
     err_r = sig(1)
     code_r = sig(3)
     done_r = sig(1)
@@ -627,10 +233,10 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, cfg=None,
     axi_wr_err = sig(1)
 
     # ---- burst shape (bytes, 16-bit arithmetic)
-    size16 = _zext(c_size, 16)
-    size21 = _zext(c_size, 21)
-    size40 = _zext(c_size, RAW)
-    rlo16 = _zext(ra(12, 0), 16)
+    size16 = zext(c_size, 16)
+    size21 = zext(c_size, 21)
+    size40 = zext(c_size, RAW)
+    rlo16 = zext(ra(12, 0), 16)
     tp4k = sig(16)              # bytes from the row address to the next 4 KiB boundary
     xing = sig(1)               # the row crosses a 4 KiB boundary
     bbeats = sig(8)             # beats of the burst on offer
@@ -641,13 +247,13 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, cfg=None,
     d_len = sig(8)
     d_row = sig(RB)
     d_lane = vsig(LS)
-    mmag40 = _zext(c_mmag, RAW)
-    maddr40 = _zext(c_maddr, RAW)
-    smag_r = _zext(c_smag, RB)
+    mmag40 = zext(c_mmag, RAW)
+    maddr40 = zext(c_maddr, RAW)
+    smag_r = zext(c_smag, RB)
     ra_lo = ra(lb, 0)
     mm_lo = c_mmag(lb, 0)
     sz_lo = c_size(lb, 0)
-    szb = _zext(c_size(10, lb), 8)      # beats of a row
+    szb = zext(c_size(10, lb), 8)      # beats of a row
     tpb = tp4k(lb + 8, lb)              # beats to the 4 KiB boundary (when it is < a row)
     tpl = tp4k(lb + LS, lb)
 
@@ -656,9 +262,9 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, cfg=None,
     srbad = sig(1)
     solo_c = sig(1)
     prod = sig(14)              # (repeat - 1) * |sram stride|
-    rm1_14 = _zext(c_rm1, 14)
-    smag14 = _zext(c_smag, 14)
-    prod20 = _zext(prod, 20)
+    rm1_14 = zext(c_rm1, 14)
+    smag14 = zext(c_smag, 14)
+    prod20 = zext(prod, 20)
 
     @always_comb
     def checks():
@@ -752,11 +358,24 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, cfg=None,
     sram_ready = sig(1)
     sram_rvalid = sig(1)
     sram_rdata = sig(LB)
+    port_out = {n for n, d, _ in fsa_dma_port.port_table(g) if d == "out"}
     for p, pre in enumerate(axi_prefixes(cfg)):
-        insts.append(_port(clk, rst, getattr(m, pre[2:]), p, P, c_store, issue, tp, d_addr,
-                           d_len, d_row, d_lane, cans[p], idles[p], reqs[p], q_rows[p],
-                           q_lanes[p], grants[p], sram_ready, sram_rvalid, sram_rdata,
-                           rd_errs[p], wr_errs[p], k_strb, lb, D, WDATA_DEPTH))
+        if P == 1:
+            push = issue
+        else:
+            push = sig(1)       # this port's turn and a burst is issued
+            insts.append(comb_expr(push, f"issue and tp == {p}", issue=issue, tp=tp))
+        ax = getattr(m, pre[2:])
+        conn = dict(clk=clk, rst=rst, is_store=c_store, push=push, d_addr=d_addr, d_len=d_len,
+                    d_row=d_row, d_lane=d_lane, can=cans[p], idle=idles[p], req=reqs[p],
+                    q_row=q_rows[p], q_lane=q_lanes[p], grant=grants[p], sram_ready=sram_ready,
+                    sram_rvalid=sram_rvalid, sram_rdata=sram_rdata, rd_err=rd_errs[p],
+                    wr_err=wr_errs[p])
+        pax = {n: getattr(ax, n) for n in fsa_dma_port.PORT_AXI}
+        kwargs = dict(conn, axi=Bundle(**pax), depth=D, wdepth=WDATA_DEPTH)
+        conn.update({f"axi_{n}": s for n, s in pax.items()})
+        insts.append(submodule(fsa_dma_port.fsa_dma_port, (), kwargs, fsa_dma_port.MODULE,
+                               f"u_port{p}", conn, port_out))
 
     # ---- reductions over the ports
     any_req = sig(1)
@@ -790,61 +409,22 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, cfg=None,
             axi_rd_err.next = rde_v != 0
             axi_wr_err.next = wre_v != 0
         insts.append(selp)
-        # round-robin grant: rr has priority, then rr+1, ...
-        rr = vsig(TB)
-        rsig = {f"r{q}": reqs[q] for q in range(P)}
-        for p in range(P):
-            terms = []
-            for r in range(P):
-                ahead = [q for q in range(P) if (q - r) % P < (p - r) % P]
-                cond = " and ".join([f"rr == {r}"] + [f"not r{q}" for q in ahead])
-                terms.append(f"({cond})")
-            insts.append(comb_expr(grants[p], f"r{p} and ({' or '.join(terms)})", rr=rr, **rsig))
-        gbits = [sig(1) for _ in range(TB)]
-        gsig = {f"g{q}": grants[q] for q in range(P)}
-        for k in range(TB):
-            ones = [f"g{q}" for q in range(P) if (q >> k) & 1]
-            insts.append(comb_expr(gbits[k], " or ".join(ones), **gsig))
+        # round-robin grant (a stalled request keeps it until the SRAM takes it)
         gidx = vsig(TB)
-        if TB == 1:
-            gbits0 = gbits[0]
-
-            @always_comb
-            def gidx1():
-                gidx.next = gbits0
-            insts.append(gidx1)
-        else:
-            gcat = ConcatSignal(*reversed(gbits))
-
-            @always_comb
-            def gidxn():
-                gidx.next = gcat
-            insts.append(gidxn)
-
-        @always_seq(clk.posedge, reset=rst)
-        def rrupd():
-            if any_req:
-                if sram_ready:
-                    if gidx == P - 1:
-                        rr.next = 0
-                    else:
-                        rr.next = gidx + 1
-                else:
-                    rr.next = gidx
-        insts.append(rrupd)
+        insts.append(rr_arbiter(clk, rst, reqs, any_req, sram_ready, grants, gidx))
         # the granted port's request: mux of (row, lane, R data) by gidx
         BW = RB + LS + LB
         bundles = [ConcatSignal(q_rows[q], q_lanes[q], getattr(m, pre[2:]).rdata)
                    for q, pre in enumerate(axi_prefixes(cfg))]
         mb = sig(BW)
-        insts.append(_mux_tree(bundles, gidx, mb))
+        insts.append(mux_tree(bundles, gidx, mb))
         m_row, m_lane, m_wdata = mb(BW, LS + LB), mb(LS + LB, LB), mb(LB, 0)
 
     # ---- the SRAM narrow ports (the instruction's SRAM only)
-    s_addr = _zext(m_row, SAB)
-    a_addr = _zext(m_row, AAB)
-    s_lane = _zext(m_lane, SLS)
-    a_lane = _zext(m_lane, ALS)
+    s_addr = zext(m_row, SAB)
+    a_addr = zext(m_row, AAB)
+    s_lane = zext(m_lane, SLS)
+    a_lane = zext(m_lane, ALS)
 
     @always_comb
     def sram():
@@ -1000,5 +580,5 @@ def convert(outdir: "str | Path", cfg) -> Path:
     with warnings.catch_warnings():
         # our constants (window bounds, strobes) are signals that nothing drives
         warnings.filterwarnings("ignore", message=r"Signal is not driven: "
-                                r"(k_base|k_end|k_strb|solo_c)$")
+                                r"(k_base|k_end|solo_c)$")
         return convert_block(factory, MODULE, outdir)

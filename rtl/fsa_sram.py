@@ -47,6 +47,11 @@ A narrow request is accepted in a cycle where ``n_valid and n_ready``; a
 requester whose request is not accepted holds it (``n_valid`` and the fields
 stable) until it is: standard valid/ready, nothing is dropped or duplicated.
 
+Initial contents: in simulation every memory starts at 0 (as the golden
+model assumes), by ``initial`` blocks that the generated Verilog wraps in
+```ifndef SYNTHESIS``; a synthesised SRAM starts with undefined contents, so
+software must not read a row it has not written.
+
 Latency: array and narrow reads 1 cycle (data in the cycle after the access);
 writes are visible to any read in a later cycle.  The array port never stalls.
 
@@ -86,22 +91,20 @@ accepted in cycle 3.
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from myhdl import ConcatSignal, ResetSignal, Signal, always, always_comb, always_seq, block, intbv
 
 from rtl.convert import convert_block, sig
+from rtl.prim import clog2, mux_tree
 
-__all__ = ["fsa_sram", "module_name", "convert", "ports", "geometry", "LINT_WAIVERS"]
+__all__ = ["fsa_sram", "module_name", "convert", "ports", "geometry", "simulation_only_init",
+           "LINT_WAIVERS"]
 
 #: Verilator ``-Wall`` waivers for the generated Verilog (flag -> reason).
 #: None needed: the generated module is -Wall clean as it is.
 LINT_WAIVERS: dict[str, str] = {}
-
-
-def _clog2(n: int) -> int:
-    """Bits for an index in 0..n-1 (at least 1)."""
-    return max(1, (n - 1).bit_length())
 
 
 def geometry(rows: int, row_bits: int, lane_bits: int, banks: int = 1) -> dict:
@@ -133,8 +136,8 @@ def geometry(rows: int, row_bits: int, lane_bits: int, banks: int = 1) -> dict:
     lanes = row_bits // lane_bits
     depth = -(-rows // banks)
     kb = banks.bit_length() - 1
-    return dict(lanes=lanes, depth=depth, addr_bits=_clog2(rows), lane_sel_bits=_clog2(lanes),
-                bank_bits=kb, local_bits=_clog2(depth))
+    return dict(lanes=lanes, depth=depth, addr_bits=clog2(rows), lane_sel_bits=clog2(lanes),
+                bank_bits=kb, local_bits=clog2(depth))
 
 
 def module_name(rows: int, row_bits: int, lane_bits: int, banks: int = 1) -> str:
@@ -237,42 +240,6 @@ def _bank_ctl(a_en, a_we, a_bank, a_local, w_en, w_bank, w_local, n_acc, n_we, n
     return ctl
 
 
-@block
-def _mux2(s, x0, x1, o):
-    @always_comb
-    def mux():
-        if s:
-            o.next = x1
-        else:
-            o.next = x0
-    return mux
-
-
-@block
-def _mux_tree(inputs, sel, o):
-    """``o = inputs[sel]`` as a tree of 2:1 muxes on the bits of `sel`
-    (len(inputs) >= 2; indices past the end repeat the last input: out of
-    range is unspecified)."""
-    nbits = _clog2(len(inputs))
-    width = len(o)
-    level = list(inputs)
-    insts = []
-    for k in range(nbits):
-        if len(level) % 2:
-            level.append(level[-1])
-        last = k == nbits - 1
-        nxt = []
-        for i in range(0, len(level), 2):
-            if level[i] is level[i + 1] and not last:
-                nxt.append(level[i])
-                continue
-            out = o if last else sig(width)
-            insts.append(_mux2(sel(k), level[i], level[i + 1], out))
-            nxt.append(out)
-        level = nxt
-    return insts
-
-
 # ---------------------------------------------------------------- the SRAM
 @block
 def fsa_sram(clk, rst, a_en, a_we, a_addr, a_wdata, a_rdata, w_en, w_addr, w_wdata,
@@ -348,19 +315,19 @@ def fsa_sram(clk, rst, a_en, a_we, a_addr, a_wdata, a_rdata, w_en, w_addr, w_wda
     rowq = [ConcatSignal(*reversed(q[b])) if lanes > 1 else q[b][0] for b in range(banks)]
     if banks > 1:
         a_row = sig(row_bits)
-        insts.append(_mux_tree(rowq, a_bank_d, a_row))
+        insts.append(mux_tree(rowq, a_bank_d, a_row))
     else:
         a_row = rowq[0]
     # narrow read data: lane mux per bank, then bank mux
     if lanes > 1:
         n_lanes = [sig(W) for _ in range(banks)]
         for b in range(banks):
-            insts.append(_mux_tree(q[b], n_lane_d, n_lanes[b]))
+            insts.append(mux_tree(q[b], n_lane_d, n_lanes[b]))
     else:
         n_lanes = [q[b][0] for b in range(banks)]
     if banks > 1:
         n_word = sig(W)
-        insts.append(_mux_tree(n_lanes, n_bank_d, n_word))
+        insts.append(mux_tree(n_lanes, n_bank_d, n_word))
     else:
         n_word = n_lanes[0]
 
@@ -433,5 +400,29 @@ def convert(outdir: "str | Path", rows: int, row_bits: int, lane_bits: int,
                         row_bits=row_bits, lane_bits=lane_bits, banks=banks)
 
     # memories start at 0 in simulation (as in the golden model), so that a
-    # row read before it is written is 0 on Verilator and Icarus alike
-    return convert_block(factory, name, outdir, init_memories=True)
+    # row read before it is written is 0 on Verilator and Icarus alike; the
+    # zeroing is simulation-only (synthesis sees no initial block)
+    path = convert_block(factory, name, outdir, init_memories=True)
+    path.write_text(simulation_only_init(path.read_text()))
+    return path
+
+
+_INIT_BLOCK = re.compile(r"^initial begin: \w+\n.*?^end\n", re.M | re.S)
+
+
+def simulation_only_init(text: str) -> str:
+    """Wrap every top-level ``initial`` block of `text` (MyHDL's memory
+    zeroing, ``initial begin: NAME ... end`` at column 0) in
+    ```ifndef SYNTHESIS`` / ```endif``, so a synthesis tool (which defines
+    ``SYNTHESIS``) sees no ``initial`` block while Verilator and Icarus (which
+    do not) still start from zeroed memories.
+
+    Raises:
+        ValueError: an ``initial`` that is not such a block (nothing may
+            escape the guard).
+    """
+    out = _INIT_BLOCK.sub(lambda m: f"`ifndef SYNTHESIS\n{m.group(0)}`endif\n", text)
+    guarded = _INIT_BLOCK.sub("", text)
+    if re.search(r"\binitial\b", guarded):
+        raise ValueError("fsa_sram: an initial block outside the memory zeroing")
+    return out

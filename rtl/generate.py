@@ -41,8 +41,8 @@ class Unit:
 
 def units_for(cfg) -> list[Unit]:
     """The modules a configuration needs, leaves first."""
-    from rtl import (fsa_acc, fsa_array, fsa_cmp, fsa_core, fsa_delay, fsa_dma, fsa_mxctrl, fsa_pe,
-                     fsa_regs, fsa_sram, fsa_top)
+    from rtl import (fsa_acc, fsa_array, fsa_cmp, fsa_core, fsa_delay, fsa_dma, fsa_dma_port,
+                     fsa_mxctrl, fsa_pe, fsa_regs, fsa_sram, fsa_top)
     from rtl.fp import fsa_cvt, fsa_div, fsa_fcmp, fsa_fma
 
     e, a, p = cfg.e_type, cfg.a_type, cfg.exp2_pieces
@@ -80,6 +80,8 @@ def units_for(cfg) -> list[Unit]:
     add(fsa_sram, "accumulator SRAM", rows=geo["acc"][0], row_bits=geo["acc"][1],
         lane_bits=geo["acc"][2], banks=geo["acc"][3])
     add_fixed(fsa_core.MODULE, lambda d: fsa_core.convert(d, cfg), "matrix engine (queue, decoder, semaphores)")
+    add_fixed(fsa_dma_port.MODULE, lambda d: fsa_dma_port.convert(d, cfg),
+              f"DMA AXI4 master port (x{cfg.mem_ports})")
     add_fixed(fsa_dma.MODULE, lambda d: fsa_dma.convert(d, cfg), f"DMA engine ({cfg.mem_ports} AXI4 port(s))")
     add_fixed(fsa_regs.MODULE, lambda d: fsa_regs.convert(d, cfg), "AXI4-Lite control registers")
     add_fixed(fsa_top.MODULE, lambda d: fsa_top.convert(d, cfg), "the device")

@@ -42,22 +42,29 @@ def _configs() -> dict:
 CONFIGS = _configs()
 
 
-def dma_verilog(cfg) -> Path:
-    """Converted Verilog of `cfg`'s DMA (cached by a hash of the inputs)."""
-    from rtl import fsa_dma
+_DMA_DEPS = ["rtl/fsa_dma.py", "rtl/fsa_dma_if.py", "rtl/fsa_dma_port.py"] + sorted(
+    str(p.relative_to(ROOT)) for p in (ROOT / "rtl" / "prim").glob("*.py"))
 
-    return simrun.cached_convert(f"fsa_dma_{cfg.name}", lambda d: fsa_dma.convert(d, cfg),
-                                 cfg.to_json(), ["rtl/fsa_dma.py", "rtl/fsa_sram.py"])
+
+def dma_verilog(cfg) -> list[Path]:
+    """Converted Verilog of `cfg`'s DMA: the per-port module, then fsa_dma
+    (cached by a hash of the inputs)."""
+    from rtl import fsa_dma, fsa_dma_port
+
+    return [simrun.cached_convert(f"fsa_dma_port_{cfg.name}",
+                                  lambda d: fsa_dma_port.convert(d, cfg), cfg.to_json(), _DMA_DEPS),
+            simrun.cached_convert(f"fsa_dma_{cfg.name}", lambda d: fsa_dma.convert(d, cfg),
+                                  cfg.to_json(), _DMA_DEPS)]
 
 
 @pytest.mark.sim
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_dma(name):
     cfg = CONFIGS[name]
-    src = dma_verilog(cfg)
+    srcs = dma_verilog(cfg)
     params = dict(config=cfg.to_dict(), random_instrs=1000 if FULL else 100)
     t0 = time.monotonic()
-    simrun.run("fsa_dma", [src], "tb_dma", extra_env={"FSA_DMA_PARAMS": json.dumps(params)},
+    simrun.run("fsa_dma", srcs, "tb_dma", extra_env={"FSA_DMA_PARAMS": json.dumps(params)},
                timeout_s=600)
     print(f"fsa_dma {name} on {simrun.get_sim()}: {time.monotonic() - t0:.1f} s")
 
@@ -114,31 +121,37 @@ LINT_CONFIGS = list(CONFIGS.values()) + [
 
 @pytest.mark.parametrize("cfg", LINT_CONFIGS, ids=[c.name for c in LINT_CONFIGS])
 def test_dma_lint(cfg, tmp_path):
-    """Verilator -Wall clean (with LINT_WAIVERS, none today)."""
-    from rtl import fsa_dma
+    """Both modules Verilator -Wall clean (with LINT_WAIVERS, none today),
+    fsa_dma instantiating fsa_dma_port once per AXI port."""
+    from rtl import fsa_dma, fsa_dma_port
 
     simrun.setup_tool_env()
     t0 = time.monotonic()
+    port = fsa_dma_port.convert(tmp_path, cfg)
     path = fsa_dma.convert(tmp_path, cfg)
     assert time.monotonic() - t0 < 30
     assert path.name == "fsa_dma.v" and "module fsa_dma (" in path.read_text()
-    r = subprocess.run(["verilator", "--lint-only", "-Wall", *fsa_dma.LINT_WAIVERS, str(path)],
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0 and "%Warning" not in r.stderr, r.stderr[-3000:]
+    assert port.name == "fsa_dma_port.v" and "module fsa_dma_port (" in port.read_text()
+    assert path.read_text().count("fsa_dma_port u_port") == cfg.mem_ports
+    for top, waivers in (("fsa_dma", fsa_dma.LINT_WAIVERS), ("fsa_dma_port", fsa_dma_port.LINT_WAIVERS)):
+        r = subprocess.run(["verilator", "--lint-only", "-Wall", *waivers, "--top-module", top,
+                            str(port), str(path)], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0 and "%Warning" not in r.stderr, (top, r.stderr[-3000:])
 
 
 @pytest.mark.parametrize("cfg", LINT_CONFIGS, ids=[c.name for c in LINT_CONFIGS])
 def test_dma_icarus_compiles(cfg, tmp_path):
     """The converted Verilog compiles in Icarus (skipped, saying so, where
     iverilog is not installed)."""
-    from rtl import fsa_dma
+    from rtl import fsa_dma, fsa_dma_port
 
     simrun.setup_tool_env()
     if shutil.which("iverilog") is None:
         pytest.skip("iverilog is not installed (scripts/need_iverilog.sh installs it)")
+    port = fsa_dma_port.convert(tmp_path, cfg)
     path = fsa_dma.convert(tmp_path, cfg)
-    r = subprocess.run(["iverilog", "-g2012", "-o", str(tmp_path / "a.vvp"), str(path)],
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(["iverilog", "-g2012", "-s", "fsa_dma", "-o", str(tmp_path / "a.vvp"),
+                        str(port), str(path)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
 
 

@@ -37,6 +37,7 @@ from myhdl import always_comb, block, concat, intbv
 
 from fsa.formats import get_format
 from rtl.convert import convert_block, sig
+from rtl.prim import normalise
 
 __all__ = ["fsa_cvt", "module_name", "convert", "LINT_WAIVERS", "PAIRS"]
 
@@ -122,17 +123,17 @@ def fsa_cvt(x, y, src="fp32", dst="fp16"):
                 y.next = concat(x[SS], r)
         return narrow_man
 
-    # ---- leading-zero count of a subnormal source mantissa --------------------
-    L2 = 1 << (MS - 1).bit_length()      # MS rounded up to a power of two
-    NST = L2.bit_length() - 1
-    TOP = L2 >> 1
-
+    # subnormal sources: leading-zero count and normalising shift of the
+    # mantissa by rtl.prim.normalise (inlined into this module)
     if ED > ES and MD >= MS:
         # fp16 -> fp32: exact; subnormal sources become normal numbers
         OFF = fd.bias - fs.bias          # rebias for normal sources
         # a subnormal source with lz leading zeros is 1.f * 2^(emin_src - 1 - lz):
         # biased dst exponent SUB0 - lz
         SUB0 = OFF
+        lz = sig(ED)                     # leading zeros of a subnormal mantissa
+        mnorm = sig(MS)                  # ... and the mantissa shifted by them
+        u_norm = normalise(x(MS, 0), lz, mnorm)
 
         @always_comb
         def widen():
@@ -140,20 +141,8 @@ def fsa_cvt(x, y, src="fp32", dst="fp16"):
             m[:] = x[MS:]
             ew = intbv(0)[ED:]           # source exponent, dst width
             ew[:] = concat(intbv(0)[ED - ES:], x[SS:MS])
-            lv = intbv(0)[L2:]
-            lv[:] = concat(m, intbv(0)[L2 - MS:])
-            lz = intbv(0)[ED:]
-            st = intbv(0)[NST + 1:]
-            ra = intbv(0)[NST + 1:]
-            st[:] = TOP
-            for j in range(NST):
-                ra[:] = L2 - st
-                if (lv >> ra) == 0:
-                    lv[:] = lv << st
-                    lz[NST - 1 - j] = 1
-                st[:] = st >> 1
             mn = intbv(0)[MS:]           # mantissa after the hidden one
-            mn[:] = lv[L2 - 1:L2 - 1 - MS]
+            mn[:] = concat(mnorm[MS - 1:], False)
             e = intbv(0)[ED:]
             fr = intbv(0)[MS:]
             if x[SS:MS] == EMS:
@@ -173,7 +162,7 @@ def fsa_cvt(x, y, src="fp32", dst="fp16"):
                 y.next = NAND
             else:
                 y.next = concat(x[SS], e, fr, intbv(0)[MD - MS:])
-        return widen
+        return u_norm, widen
 
     # ---- general: normalise, rebias, denormalise, round -------------------------
     # bo = biased dst exponent + K.  K keeps every intermediate non-negative
@@ -184,6 +173,9 @@ def fsa_cvt(x, y, src="fp32", dst="fp16"):
     F = max(MS, MD + 2)                  # fraction bits kept before rounding
     SHM = MD + 2                         # right shifts beyond this: all sticky
     BOW = max(C + EMS, EMD + K + 1).bit_length()   # width of bo
+    lz = sig(BOW)                        # leading zeros of a subnormal mantissa
+    mnorm = sig(MS)                      # ... and the mantissa shifted by them
+    u_norm = normalise(x(MS, 0), lz, mnorm)
 
     @always_comb
     def general():
@@ -193,18 +185,6 @@ def fsa_cvt(x, y, src="fp32", dst="fp16"):
         esrc[:] = x[SS:MS]
         ew = intbv(0)[BOW:]          # source exponent, width of bo
         ew[:] = concat(intbv(0)[BOW - ES:], esrc)
-        lv = intbv(0)[L2:]
-        lv[:] = concat(m, intbv(0)[L2 - MS:])
-        lz = intbv(0)[BOW:]
-        st = intbv(0)[NST + 1:]
-        ra = intbv(0)[NST + 1:]
-        st[:] = TOP
-        for j in range(NST):
-            ra[:] = L2 - st
-            if (lv >> ra) == 0:
-                lv[:] = lv << st
-                lz[NST - 1 - j] = 1
-            st[:] = st >> 1
         # normalised fraction and biased dst exponent + K
         fr = intbv(0)[MS:]
         bo = intbv(0)[BOW:]
@@ -212,7 +192,7 @@ def fsa_cvt(x, y, src="fp32", dst="fp16"):
             fr[:] = 0
             bo[:] = 0
         elif esrc == 0:
-            fr[:] = lv[L2 - 1:L2 - 1 - MS]
+            fr[:] = concat(mnorm[MS - 1:], False)
             bo[:] = C - lz
         else:
             fr[:] = m
@@ -247,7 +227,7 @@ def fsa_cvt(x, y, src="fp32", dst="fp16"):
             y.next = NAND
         else:
             y.next = concat(x[SS], pk)
-    return general
+    return u_norm, general
 
 
 def convert(outdir: "str | Path", src: str = "fp32", dst: str = "fp16") -> Path:

@@ -75,6 +75,7 @@ from myhdl import always, always_comb, block, concat, intbv
 
 from fsa.formats import get_format
 from rtl.convert import convert_block, sig
+from rtl.prim import normalise
 
 __all__ = ["fsa_div", "latency", "module_name", "convert", "LINT_WAIVERS"]
 
@@ -153,10 +154,6 @@ def fsa_div(clk, rst, start, x, ready, done, y, fmt="fp32", bits_per_cycle=2):
     BXW = (C1 + MB + 1).bit_length()    # largest: subnormal x, bx = C1 + lz + 1
     NM1 = N - 1
     CW = max(NM1, 1).bit_length()
-    # leading-zero count of a subnormal mantissa
-    L2 = 1 << (MB - 1).bit_length()
-    NST = L2.bit_length() - 1
-    TOP = L2 >> 1
     HALF = 1 << MB                      # 2 - m = HALF - fraction (units 2^-MB)
     TW = QB + 3                         # 1.q plus two zero bits for the shift
 
@@ -179,35 +176,28 @@ def fsa_div(clk, rst, start, x, ready, done, y, fmt="fp32", bits_per_cycle=2):
     i_rem = sig(P)
     i_q = sig(QB)
     r_y = sig(W)
+    # leading-zero count and normalising shift of a subnormal fraction
+    # (rtl.prim.normalise, inlined into this module)
+    lz = sig(BXW)
+    mnorm = sig(MB)
+    u_norm = normalise(xr(MB, 0), lz, mnorm)
 
     @always_comb
     def ready_out():
         ready.next = state == _IDLE
 
     @always_comb
-    def normalise():
+    def unpack():
         # unpack xr, normalise a subnormal, exponent, specials, 2 - m
         e = intbv(0)[EB:]
         fr = intbv(0)[MB:]
         ew = intbv(0)[BXW:]
-        lv = intbv(0)[L2:]
-        lz = intbv(0)[BXW:]
-        st = intbv(0)[NST + 1:]
-        ra = intbv(0)[NST + 1:]
         mn = intbv(0)[MB:]
         fp = intbv(0)[P:]                # a fraction, widened to P bits
         e[:] = xr[SIGN:MB]
         fr[:] = xr[MB:]
         ew[:] = concat(intbv(0)[BXW - EB:], e)
-        lv[:] = concat(fr, intbv(0)[L2 - MB:])
-        st[:] = TOP
-        for j in range(NST):
-            ra[:] = L2 - st
-            if (lv >> ra) == 0:
-                lv[:] = lv << st
-                lz[NST - 1 - j] = 1
-            st[:] = st >> 1
-        mn[:] = lv[L2 - 1:L2 - 1 - MB]   # fraction after the leading one
+        mn[:] = concat(mnorm[MB - 1:], False)   # fraction after the leading one
         if e == EMAX:
             n_dv.next = concat(True, fr)
             n_rem.next = 0
@@ -332,7 +322,7 @@ def fsa_div(clk, rst, start, x, ready, done, y, fmt="fp32", bits_per_cycle=2):
                 done.next = 1
                 state.next = _IDLE
 
-    return ready_out, normalise, iterate, round_pack, seq
+    return u_norm, ready_out, unpack, iterate, round_pack, seq
 
 
 def convert(outdir: "str | Path", fmt: str = "fp32", bits_per_cycle: int = 2) -> Path:

@@ -17,7 +17,9 @@ Ports (all combinational; the PE registers around the unit)::
     piece  out  log2(P)   exp2 mode: k = floor(|xf| * P); normal mode: 0
     match  out  1         exp2 mode: piece == exponent field of c; normal: 0
 
-Latency: 0 cycles (purely combinational, one ``always`` block).
+Latency: 0 cycles (purely combinational: the ``always`` blocks ``fma_comb``
+(unpack to the exact sum and the result class), ``rtl.prim.normalise``,
+``exponent``, ``rtl.prim.round_rne`` twice (A and M) and ``pack``).
 
 Behaviour (bit-exact with ``fsa.numerics.fma(..., out="both")`` and
 ``fsa.numerics.exp2_step``):
@@ -43,9 +45,12 @@ Datapath (shared by both modes)::
     unpack -> exact product sigA*sigB (2*pM bits)
            -> align addend in a (2*pA + 2*pM + 3)-bit window
               (an operand that falls outside becomes a sticky bit)
-           -> add / subtract magnitudes -> leading-zero count -> normalise
-           -> round to A and to M separately (the rounding position follows
-              the result exponent, so subnormal outputs round at the right bit)
+           -> add / subtract magnitudes
+           -> leading-zero count and normalise (rtl.prim.normalise)
+           -> round to A and to M separately (rtl.prim.round_rne, one
+              instance per format: the rounding position follows the result
+              exponent, so subnormal outputs round at the right bit)
+           -> pack: NaN / inf / zero / the rounded value, with the sign
 
 In exp2 mode the multiplicand significand is the fraction bits of x (an
 unnormalised significand with x's exponent), the addend is the decoded
@@ -58,10 +63,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from myhdl import always_comb, block, intbv
+from myhdl import always_comb, block, concat, intbv
 
 from fsa.formats import FPFormat, get_format
 from rtl.convert import convert_block, sig
+from rtl.prim import normalise, round_rne
 
 __all__ = ["fsa_fma", "module_name", "convert", "SUPPORTED_PAIRS", "LINT_WAIVERS",
            "XI_CLAMP"]
@@ -74,19 +80,10 @@ SUPPORTED_PAIRS = (("fp16", "fp32"), ("bf16", "fp32"), ("fp32", "fp32"),
 #: ``fsa.numerics`` (``_XI_MIN``), so the two agree bit for bit on every input.
 XI_CLAMP = 200
 
-#: Verilator ``-Wall`` warnings to waive for the generated Verilog (flag ->
-#: reason); iterate it for the flags.  Both are artefacts of MyHDL's code
-#: generator, which writes every integer constant unsized (32 bits) and
-#: relies on Verilog's context-width rules; all other -Wall checks pass.
-LINT_WAIVERS: dict[str, str] = {
-    "-Wno-WIDTHEXPAND": "MyHDL writes an operand narrower than its context (e.g. "
-                        "`sa = a_m`, `ea + eb + 948`) without an explicit zero-extension; "
-                        "Verilog zero-extends, which is the intended behaviour",
-    "-Wno-WIDTHTRUNC": "MyHDL writes unsized 32-bit constants into expressions "
-                       "(`fbc = fbb - 32`), so the RHS is 32 bits wide before the "
-                       "assignment truncates it to the variable; the values always fit "
-                       "(checked by MyHDL's intbv ranges and the bit-exact bench)",
-}
+#: Verilator ``-Wall`` waivers for the generated Verilog (flag -> reason).
+#: None needed: every operand is sized explicitly (zero extensions by
+#: ``concat``, truncations by slices), so the module is -Wall clean as it is.
+LINT_WAIVERS: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
@@ -193,7 +190,6 @@ def fsa_fma(a, b, c, exp2, out_a, out_e, piece, match, mul="fp16", add="fp32", p
     SHMAX = G + 2 * PM + 1
     W = SHMAX + PA
     NX = W + 2  # + sticky slot + carry
-    LZW = _bits(NX - 1)
     # t = ec + TOFF - ea - eb (always >= 0); SH = t + SH0
     TOFF = 2 * XM
     SH0 = G - BA - MA + 2 * BM + 2 * MM - TOFF
@@ -224,13 +220,28 @@ def fsa_fma(a, b, c, exp2, out_a, out_e, piece, match, mul="fp16", add="fp32", p
     PMASK = (1 << LP) - 1
     FCW, FPW, SXW, RSW = _bits(PM), _bits(PM + LP), _bits(PM + XIW), _bits(RSMAX)
 
-    # rounding constants per output format
-    EMIN_A, EMIN_M = fa.emin + OFS, fm.emin + OFS
-    INF_A, INF_M = fa.pos_inf, fm.pos_inf
+    # ---- constants named here so that the Verilog gets plain literals
+    FB_BIG = MM + FOFF - XIW          # fbb <= FB_BIG  <=>  |x| >= 2^XIW
+    T_LO1 = T_LO - 1
+    NX2 = NX - 2
+    G1, SHMAX1 = G + 1, SHMAX + 1
+    # the low FCW / FPW / SXW bits of fbb are those of fb (FOFF = 2^EM)
+    assert max(FCW, FPW, SXW) <= EM and TW <= EW and LP < EA
+    assert XIW <= PM + XIW and RSW <= EW and NX > 2 * PM and NX > PA
+    # result classes (the specials of the output stage)
+    C_FIN, C_NAN, C_INF, C_ZERO = 0, 1, 2, 3
     NAN_A, NAN_M = fa.canonical_nan, fm.canonical_nan
-    SGN_A, SGN_M = WA - 1, WM - 1
-    KW_A, KW_M = _bits(PA + 1), _bits(PM + 1)
-    ENC_A, ENC_M = EA + MA + 1, EM + MM + 1
+
+    # ---- stage signals (all combinational)
+    s_sum = sig(NX)         # |exact result| in the window (0: exact zero)
+    s_lw = sig(EW)          # exponent (+ OFS) of window bit 0
+    s_cls = sig(2)          # result class: C_FIN, C_NAN, C_INF, C_ZERO
+    s_sgn = sig(1)          # result sign
+    s_lz = sig(EW)          # leading zeros of s_sum
+    s_y = sig(NX)           # s_sum normalised
+    s_emsb = sig(EW)        # exponent (+ OFS) of s_y's top bit
+    enc_a = sig(EA + MA + 1)    # magnitude rounded to A (saturated to inf)
+    enc_m = sig(EM + MM + 1)    # magnitude rounded to M
 
     @always_comb
     def fma_comb():
@@ -263,18 +274,18 @@ def fsa_fma(a, b, c, exp2, out_a, out_e, piece, match, mul="fp16", add="fp32", p
         sa = intbv(0)[PM:]
         if a_e == 0:
             ea[:] = 1
-            sa[:] = a_m
+            sa[:] = concat(False, a_m)
         else:
             ea[:] = a_e
-            sa[:] = a_m + (1 << MM)
+            sa[:] = concat(True, a_m)
         eb = intbv(0)[EM:]
         sb = intbv(0)[PM:]
         if b_e == 0:
             eb[:] = 1
-            sb[:] = b_m
+            sb[:] = concat(False, b_m)
         else:
             eb[:] = b_e
-            sb[:] = b_m + (1 << MM)
+            sb[:] = concat(True, b_m)
 
         # ------------------------------------------------- exp2 split of x = a
         # fb = number of fraction bits of x = MM + BM - ea; fbb = fb + FOFF
@@ -286,35 +297,37 @@ def fsa_fma(a, b, c, exp2, out_a, out_e, piece, match, mul="fp16", add="fp32", p
         elif fbb >= FOFF + PM:
             fbc[:] = PM
         else:
-            fbc[:] = fbb - FOFF
+            fbc[:] = fbb[FCW:]      # = fb: FOFF is a multiple of 2^FCW
         fbp = intbv(0)[FPW:]    # clamp(fb, 0, PM + LP)
         if fbb <= FOFF:
             fbp[:] = 0
         elif fbb >= FOFF + PM + LP:
             fbp[:] = PM + LP
         else:
-            fbp[:] = fbb - FOFF
+            fbp[:] = fbb[FPW:]      # = fb (likewise)
         xint = intbv(0)[PM:]
         xint[:] = sa >> fbc
         xfrac = intbv(0)[PM:]
         xfrac[:] = sa - (xint << fbc)
         pwide = intbv(0)[PM + LP:]
-        pwide[:] = (xfrac << LP) >> fbp
+        pwide[:] = (xfrac << LP) >> fbp     # < P: only its low LP bits can be 1
+        unused_pw_hi = intbv(0)[PM:]        # (read so that lint sees every bit used)
+        unused_pw_hi[:] = pwide[PM + LP:LP]
         # floor(|x|), clamped at XI_CLAMP
         sx = intbv(0)[SXW:]
-        if fbb <= MM + FOFF - XIW:        # |x| >= 2^XIW
+        if fbb <= FB_BIG:                 # |x| >= 2^XIW
             sx[:] = 0
         elif fbb >= FOFF + PM:
             sx[:] = PM + XIW
         else:
-            sx[:] = fbb - (FOFF - XIW)
+            sx[:] = fbb[SXW:] + XIW     # = fbb - (FOFF - XIW) modulo 2^SXW
         xiw = intbv(0)[PM + XIW:]
-        xiw[:] = (sa << XIW) >> sx
+        xiw[:] = concat(sa, intbv(0)[XIW:]) >> sx
         xim = intbv(0)[XIW:]
-        if fbb <= MM + FOFF - XIW or xiw >= XI_CLAMP:
+        if fbb <= FB_BIG or xiw >= XI_CLAMP:
             xim[:] = XI_CLAMP
         else:
-            xim[:] = xiw
+            xim[:] = xiw[XIW:]
 
         x_nan = a_nan
         x_ninf = a_inf and a_s
@@ -345,7 +358,7 @@ def fsa_fma(a, b, c, exp2, out_a, out_e, piece, match, mul="fp16", add="fp32", p
             else:
                 sA[:] = xfrac
                 xs[:] = xim
-                pc[:] = pwide & PMASK
+                pc[:] = pwide[LP:]
             ps = not b_s
             p_nan = b_nan or (b_inf and sA == 0)
             p_inf = b_inf and sA != 0
@@ -360,7 +373,7 @@ def fsa_fma(a, b, c, exp2, out_a, out_e, piece, match, mul="fp16", add="fp32", p
                 sc[:] = 1 << MA
             else:
                 ce[:] = BA - 1
-                sc[:] = c_m + (1 << MA)
+                sc[:] = concat(True, c_m)
         else:
             sA[:] = sa
             xs[:] = 0
@@ -375,162 +388,146 @@ def fsa_fma(a, b, c, exp2, out_a, out_e, piece, match, mul="fp16", add="fp32", p
             c_zero = (c_e == 0) and (c_m == 0)
             if c_e == 0:
                 ce[:] = 1
-                sc[:] = c_m
+                sc[:] = concat(False, c_m)
             else:
                 ce[:] = c_e
-                sc[:] = c_m + (1 << MA)
+                sc[:] = concat(True, c_m)
 
         # --------------------------------------------- product and alignment
+        # exponents and significands widened to their arithmetic's width
+        eaw = intbv(0)[EW:]
+        eaw[:] = concat(intbv(0)[EW - EM:], ea)
+        ebw = intbv(0)[EW:]
+        ebw[:] = concat(intbv(0)[EW - EM:], eb)
+        cew = intbv(0)[EW:]
+        cew[:] = concat(intbv(0)[EW - EA:], ce)
+        xsw = intbv(0)[EW:]
+        xsw[:] = concat(intbv(0)[EW - XIW:], xs)
         prod = intbv(0)[2 * PM:]
         prod[:] = sA * sb
-        t = intbv(0)[TW:]
-        t[:] = ce + TOFF - ea - eb
+        prodx = intbv(0)[NX:]
+        prodx[:] = concat(intbv(0)[NX - 2 * PM:], prod)
+        scx = intbv(0)[NX:]
+        scx[:] = concat(intbv(0)[NX - PA:], sc)
+        t = intbv(0)[EW:]
+        t[:] = cew + TOFF - eaw - ebw
         xp = intbv(0)[NX:]
         xc = intbv(0)[NX:]
         lw = intbv(0)[EW:]
+        rsd = intbv(0)[EW:]
         rs = intbv(0)[RSW:]
         sct = intbv(0)[PA:]
+        sctx = intbv(0)[NX:]
+        shc = intbv(0)[EW:]
         if p_zero:
             xp[:] = 0
-            xc[:] = sc << (G + 1)
-            lw[:] = ce + LW_CG - xs
+            xc[:] = scx << G1
+            lw[:] = cew + LW_CG - xsw
         elif c_zero:
-            xp[:] = prod << (G + 1)
+            xp[:] = prodx << G1
             xc[:] = 0
-            lw[:] = ea + eb + LW_P - xs
+            lw[:] = eaw + ebw + LW_P - xsw
         elif t > T_HI:
             # addend far above: the product only decides the sticky bit
             xp[:] = 1
-            xc[:] = sc << (SHMAX + 1)
-            lw[:] = ce + LW_CF - xs
+            xc[:] = scx << SHMAX1
+            lw[:] = cew + LW_CF - xsw
         elif t < T_LO:
             # addend (partly) below the window: shift right with sticky
-            if T_LO - t >= RSMAX:
+            rsd[:] = T_LO - t
+            if rsd >= RSMAX:
                 rs[:] = RSMAX
             else:
-                rs[:] = T_LO - t
+                rs[:] = rsd[RSW:]
             sct[:] = sc >> rs
-            xp[:] = prod << (G + 1)
+            sctx[:] = concat(intbv(0)[NX - PA:], sct)
+            xp[:] = prodx << G1
             if (sct << rs) != sc:
-                xc[:] = (sct << 1) + 1
+                xc[:] = (sctx << 1) + 1
             else:
-                xc[:] = sct << 1
-            lw[:] = ea + eb + LW_P - xs
+                xc[:] = sctx << 1
+            lw[:] = eaw + ebw + LW_P - xsw
         else:
-            xp[:] = prod << (G + 1)
-            xc[:] = sc << (t - T_LO + 1)
-            lw[:] = ea + eb + LW_P - xs
+            shc[:] = t - T_LO1
+            xp[:] = prodx << G1
+            xc[:] = scx << shc
+            lw[:] = eaw + ebw + LW_P - xsw
 
         # ------------------------------------------------------- add / sub
-        xs_sum = intbv(0)[NX:]
+        xsum = intbv(0)[NX:]
         rsgn = bool(0)
         if ps == cs:
-            xs_sum[:] = xp + xc
+            xsum[:] = xp + xc
             rsgn = ps
         elif xp >= xc:
-            xs_sum[:] = xp - xc
+            xsum[:] = xp - xc
             rsgn = ps
         else:
-            xs_sum[:] = xc - xp
+            xsum[:] = xc - xp
             rsgn = cs
 
-        # ------------------------------------------------ normalise (LZC)
-        lz = intbv(0)[LZW:]
-        for i in range(NX):
-            if xs_sum[i]:
-                lz[:] = NX - 1 - i
-        y = intbv(0)[NX:]
-        y[:] = xs_sum << lz
-        emsb = intbv(0)[EW:]
-        emsb[:] = lw + (NX - 2) - lz
-
-        # -------------------------------------------------- round to A
-        ka = intbv(0)[KW_A:]
-        basea = intbv(0)[EA:]
-        if emsb < EMIN_A:
-            basea[:] = 0
-            if EMIN_A - emsb >= PA + 1:
-                ka[:] = PA + 1
-            else:
-                ka[:] = EMIN_A - emsb
-        else:
-            ka[:] = 0
-            if emsb - EMIN_A >= XA:
-                basea[:] = XA
-            else:
-                basea[:] = emsb - EMIN_A
-        yta = intbv(0)[PA + 1:]
-        yta[:] = y[NX:NX - PA - 1]
-        za = intbv(0)[PA + 1:]
-        za[:] = yta >> ka
-        sta = (y[NX - PA - 1:] != 0) or ((za << ka) != yta)
-        qa = intbv(0)[PA:]
-        qa[:] = za[PA + 1:1]
-        upa = za[0] and (sta or qa[0])
-        enca = intbv(0)[ENC_A:]
-        enca[:] = (basea << MA) + qa + upa
-        if enca >= INF_A:
-            enca[:] = INF_A
-
-        # -------------------------------------------------- round to M
-        km = intbv(0)[KW_M:]
-        basem = intbv(0)[EM:]
-        if emsb < EMIN_M:
-            basem[:] = 0
-            if EMIN_M - emsb >= PM + 1:
-                km[:] = PM + 1
-            else:
-                km[:] = EMIN_M - emsb
-        else:
-            km[:] = 0
-            if emsb - EMIN_M >= XM:
-                basem[:] = XM
-            else:
-                basem[:] = emsb - EMIN_M
-        ytm = intbv(0)[PM + 1:]
-        ytm[:] = y[NX:NX - PM - 1]
-        zm = intbv(0)[PM + 1:]
-        zm[:] = ytm >> km
-        stm = (y[NX - PM - 1:] != 0) or ((zm << km) != ytm)
-        qm = intbv(0)[PM:]
-        qm[:] = zm[PM + 1:1]
-        upm = zm[0] and (stm or qm[0])
-        encm = intbv(0)[ENC_M:]
-        encm[:] = (basem << MM) + qm + upm
-        if encm >= INF_M:
-            encm[:] = INF_M
-
-        # ----------------------------------------------------- specials
-        ra = intbv(0)[WA:]
-        re = intbv(0)[WM:]
+        # ------------------------------------- result class (specials first)
+        cls = intbv(0)[2:]
+        sgn = bool(0)
         if exp2 and x_nan:
-            ra[:] = NAN_A
-            re[:] = NAN_M
+            cls[:] = C_NAN
         elif exp2 and x_ninf:
-            ra[:] = 0
-            re[:] = 0
+            cls[:] = C_ZERO
         elif p_nan or c_nan or (p_inf and c_inf and ps != cs):
-            ra[:] = NAN_A
-            re[:] = NAN_M
+            cls[:] = C_NAN
         elif p_inf:
-            ra[:] = INF_A + (ps << SGN_A)
-            re[:] = INF_M + (ps << SGN_M)
+            cls[:] = C_INF
+            sgn = ps
         elif c_inf:
-            ra[:] = INF_A + (cs << SGN_A)
-            re[:] = INF_M + (cs << SGN_M)
-        elif xs_sum == 0:
-            ra[:] = (ps and cs) << SGN_A
-            re[:] = (ps and cs) << SGN_M
+            cls[:] = C_INF
+            sgn = cs
+        elif xsum == 0:
+            cls[:] = C_ZERO
+            sgn = ps and cs
         else:
-            ra[:] = enca + (rsgn << SGN_A)
-            re[:] = encm + (rsgn << SGN_M)
+            cls[:] = C_FIN
+            sgn = rsgn
 
-        out_a.next = ra
-        out_e.next = re
+        s_sum.next = xsum
+        s_lw.next = lw
+        s_cls.next = cls
+        s_sgn.next = sgn
         piece.next = pc
-        match.next = exp2 and (pc == kc)
+        match.next = exp2 and (concat(intbv(0)[EA - LP:], pc) == kc)
 
-    return fma_comb
+    # ---- normalise (leading-zero count), then round to A and to M
+    u_norm = normalise(s_sum, s_lz, s_y)
+
+    @always_comb
+    def exponent():
+        s_emsb.next = s_lw + NX2 - s_lz
+
+    u_rnd_a = round_rne(s_y, s_emsb, enc_a, fa, OFS)
+    u_rnd_m = round_rne(s_y, s_emsb, enc_m, fm, OFS)
+
+    @always_comb
+    def pack():
+        ma = intbv(0)[WA - 1:]
+        me = intbv(0)[WM - 1:]
+        if s_cls == C_INF:
+            ma[:] = 0
+            ma[WA - 1:MA] = XA
+            me[:] = 0
+            me[WM - 1:MM] = XM
+        elif s_cls == C_ZERO:
+            ma[:] = 0
+            me[:] = 0
+        else:
+            ma[:] = enc_a[WA - 1:]
+            me[:] = enc_m[WM - 1:]
+        if s_cls == C_NAN:
+            out_a.next = NAN_A
+            out_e.next = NAN_M
+        else:
+            out_a.next = concat(s_sgn, ma)
+            out_e.next = concat(s_sgn, me)
+
+    return fma_comb, u_norm, exponent, u_rnd_a, u_rnd_m, pack
 
 
 def convert(outdir: "str | Path", mul: str = "fp16", add: str = "fp32", pieces: int = 8) -> Path:

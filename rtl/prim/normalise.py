@@ -1,0 +1,74 @@
+"""Leading-zero count and normalising left shift (a logarithmic shifter)."""
+from __future__ import annotations
+
+from myhdl import always_comb, block, concat, intbv
+
+__all__ = ["normalise"]
+
+
+@block
+def normalise(x, lz, xn):
+    """``lz`` = leading zeros of `x`, ``xn = x << lz`` (combinational).
+
+    `x` (``N`` bits) is padded with zeros at the bottom to ``L2`` bits, the
+    next power of two (``L2 = 2**S``), and shifted left in ``S`` stages of
+    ``L2/2, L2/4, ..., 1`` bits, each taken when the top that many bits are
+    zero; stage ``j`` sets bit ``S-1-j`` of the count.  For ``x != 0``:
+    ``lz`` is the exact leading-zero count (``< N``) and the top bit of
+    ``xn`` is 1.  For ``x == 0``: ``lz = L2 - 1`` and ``xn = 0`` (users
+    treat zero separately).
+
+    Args:
+        x: the value, ``N >= 2`` bits.
+        lz: the count, at least ``S`` bits (wider: the top bits are 0, so a
+            user can take it at the width of its exponent arithmetic).
+        xn: the normalised value, ``N`` bits.
+
+    The block's variables are prefixed ``nz_`` (they are declared inside the
+    user's module, where a plain name could hide one of its signals).
+    """
+    N = len(x)
+    L2 = 1 << (N - 1).bit_length()
+    NST = L2.bit_length() - 1
+    TOP = L2 >> 1
+    LZW = len(lz)
+    if N < 2 or len(xn) != N or LZW < NST:
+        raise ValueError(f"normalise: x must be >= 2 bits, xn {N} bits and lz >= {NST} bits; "
+                         f"got {N}, {len(xn)}, {LZW}")
+
+    if L2 == N:
+        @always_comb
+        def lzc():
+            nz_lv = intbv(0)[L2:]
+            nz_cnt = intbv(0)[LZW:]
+            nz_st = intbv(0)[NST + 1:]
+            nz_ra = intbv(0)[NST + 1:]
+            nz_lv[:] = x
+            nz_st[:] = TOP
+            for j in range(NST):
+                nz_ra[:] = L2 - nz_st
+                if (nz_lv >> nz_ra) == 0:
+                    nz_lv[:] = nz_lv << nz_st
+                    nz_cnt[NST - 1 - j] = 1
+                nz_st[:] = nz_st >> 1
+            lz.next = nz_cnt
+            xn.next = nz_lv
+        return lzc
+
+    @always_comb
+    def lzc_pad():
+        nz_lv = intbv(0)[L2:]
+        nz_cnt = intbv(0)[LZW:]
+        nz_st = intbv(0)[NST + 1:]
+        nz_ra = intbv(0)[NST + 1:]
+        nz_lv[:] = concat(x, intbv(0)[L2 - N:])
+        nz_st[:] = TOP
+        for j in range(NST):
+            nz_ra[:] = L2 - nz_st
+            if (nz_lv >> nz_ra) == 0:
+                nz_lv[:] = nz_lv << nz_st
+                nz_cnt[NST - 1 - j] = 1
+            nz_st[:] = nz_st >> 1
+        lz.next = nz_cnt
+        xn.next = nz_lv[L2:L2 - N]
+    return lzc_pad

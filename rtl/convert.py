@@ -19,7 +19,7 @@ from typing import Callable
 from myhdl import Signal, intbv, block
 
 __all__ = ["convert_block", "sig", "instance_text", "submodule", "Const", "module_prefix",
-           "check_prefix"]
+           "check_prefix", "named"]
 
 _prefix = ""     # module-name prefix in force (module_prefix)
 
@@ -50,6 +50,16 @@ def sig(width: int, init: int = 0) -> Signal:
     if width == 1:
         return Signal(bool(init))
     return Signal(intbv(init)[width:])
+
+
+def named(inst, name: str):
+    """Give a block instance its name in the hierarchy (instead of MyHDL's
+    ``<function><counter>``) and return it.  MyHDL names an internal signal
+    after the instances above the block where it is first a local, so the
+    signals inside become ``<name>_<local>`` (e.g. ``slot0_down_mac_hit``).
+    Names must be unique among the instance's siblings."""
+    inst.name = name
+    return inst
 
 
 def convert_block(factory: Callable[[], object], name: str, outdir: "str | Path",

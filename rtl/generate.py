@@ -136,14 +136,15 @@ def _imported_modules(path: Path, module: str) -> set[str]:
     return out
 
 
-def source_files(root: "Path | None" = None) -> list[Path]:
+def source_files(root: "Path | None" = None, start: str = "rtl.generate") -> list[Path]:
     """The project source files the generated Verilog depends on: the
-    closure of the import statements of ``rtl/generate.py`` over the modules
-    that live under `root` (default: this repository), found by reading the
-    sources, not listed by hand."""
+    closure of the import statements of module `start` (default the
+    generator, i.e. every unit) over the modules that live under `root`
+    (default: this repository), found by reading the sources, not listed by
+    hand.  ``start="rtl.fsa_dma"`` gives what one unit's conversion reads."""
     root = Path(root) if root is not None else ROOT
     seen: dict[str, Path] = {}
-    todo = ["rtl.generate"]
+    todo = [start]
     while todo:
         mod = todo.pop()
         if mod in seen:

@@ -40,6 +40,16 @@ def test_hashed_sources_include_plan_errors_and_numerics():
     assert "rtl/lint.py" not in names          # not imported by the generator
 
 
+def test_the_closure_of_one_unit():
+    """What converting the DMA alone reads (a bench's conversion cache must
+    key on all of it, not only on rtl/fsa_dma.py and rtl/fsa_sram.py)."""
+    names = {str(f.relative_to(ROOT)) for f in gen.source_files(start="rtl.fsa_dma")}
+    assert {"rtl/fsa_dma.py", "rtl/fsa_sram.py", "rtl/convert.py", "fsa/config.py",
+            "fsa/formats.py"} <= names
+    assert "rtl/generate.py" not in names and "fsa/plan.py" not in names
+    assert set(gen.source_files(start="rtl.fsa_dma")) <= set(gen.source_files())
+
+
 def test_hashed_sources_cover_everything_a_conversion_imports(tmp_path):
     """Generate in a fresh process and list the project modules it loaded:
     every one of them must be hashed."""

@@ -338,8 +338,11 @@ def fsa_mxctrl(clk, rst,
 
     # ------------------------------------------------ commands, reads, writes
     cm0, cm1, ac0, ac1 = a0["cmp"], a1["cmp"], a0["acc"], a1["acc"]
-    slot0_rd_sram, slot1_rd_sram, slot0_rd_const, slot1_rd_const = a0["sram"], a1["sram"], a0["const"], a1["const"]
-    cs0, cs1, slot0_rd_acc, slot1_rd_acc = a0["csel"], a1["csel"], a0["accrd"], a1["accrd"]
+    # (the read comparators' outputs are named here: slot<i>_rd_sram, ...)
+    slot0_rd_sram, slot1_rd_sram = a0["sram"], a1["sram"]
+    slot0_rd_const, slot1_rd_const = a0["const"], a1["const"]
+    slot0_rd_acc, slot1_rd_acc = a0["accrd"], a1["accrd"]
+    cs0, cs1 = a0["csel"], a1["csel"]
     t0, t1 = s_t
     sp0, sp1 = s_sptr
     ap0, ap1 = s_aptr

@@ -57,7 +57,8 @@ def test_hashed_sources_cover_everything_a_conversion_imports(tmp_path):
             "from rtl.generate import generate, ROOT\n"
             f"generate({CFG!r}, {str(tmp_path / 'out')!r}, force=True, quiet=True)\n"
             "files = sorted({str(m.__file__) for m in list(sys.modules.values())\n"
-            "                if getattr(m, '__file__', None) and m.__file__.startswith(str(ROOT) + '/')\n"
+            "                if getattr(m, '__file__', None)\n"
+            "                and m.__file__.startswith(str(ROOT) + '/')\n"
             "                and '/.venv/' not in m.__file__})\n"
             "print(json.dumps(files))\n")
     r = _run(["-c", code], ROOT)
@@ -78,7 +79,8 @@ def test_editing_any_hashed_module_changes_the_input_hash(tmp_path):
     for f in files:
         text = f.read_text()
         f.write_text(text + "\n# an edit\n")
-        assert gen.input_hash(cfg, root=root) != base, f"editing {f.relative_to(root)} went unnoticed"
+        assert gen.input_hash(cfg, root=root) != base, \
+            f"editing {f.relative_to(root)} went unnoticed"
         f.write_text(text)
     assert gen.input_hash(cfg, root=root) == base
     # a file nobody imports does not count
@@ -97,7 +99,8 @@ def test_a_new_package_is_hashed_once_something_imports_it(tmp_path):
     (hw / "isa_table.py").write_text("FIELDS = ()\n")
     assert hw / "timing.py" not in gen.source_files(root)
     plan = root / "fsa" / "plan.py"
-    plan.write_text(plan.read_text() + "\n\ndef _timing():\n    from fsa.hw import timing\n    return timing\n")
+    plan.write_text(plan.read_text()
+                    + "\n\ndef _timing():\n    from fsa.hw import timing\n    return timing\n")
     files = gen.source_files(root)
     for f in ("__init__.py", "timing.py", "isa_table.py"):
         assert hw / f in files
@@ -138,7 +141,8 @@ def test_bad_prefixes_are_refused(bad, tmp_path):
         gen.generate(CFG, tmp_path / "out", prefix=bad, quiet=True)
 
 
-def _lint_together(outdirs: list[Path], tops: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
+def _lint_together(outdirs: list[Path], tops: list[str],
+                   tmp_path: Path) -> subprocess.CompletedProcess:
     """verilator --lint-only of several generated folders at once, under a
     wrapper that instantiates each device (ports left open), with the
     generator's lint waivers."""

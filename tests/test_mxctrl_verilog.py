@@ -53,7 +53,8 @@ def test_comparators_are_named_by_what_they_drive(tmp_path):
         for name in names[1:]:
             if any(cmd == name for p in plans for _, cmd in getattr(p, attr)):
                 expected |= {f"slot{i}_{unit}_{name.lower()}_hit" for i in (0, 1)}
-    expected |= {f"slot{i}_rd_{s}" for i in (0, 1) for s in ("sram", "const", "slope", "scale", "acc")}
+    expected |= {f"slot{i}_rd_{s}" for i in (0, 1)
+                 for s in ("sram", "const", "slope", "scale", "acc")}
     assert "slot0_down_mac_hit" in expected and "slot1_cmp_update_hit" in expected
     assert expected <= decl, sorted(expected - decl)
     # every comparator output is one of them: no unnamed comparator is left

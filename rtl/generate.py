@@ -141,7 +141,10 @@ def source_files(root: "Path | None" = None, start: str = "rtl.generate") -> lis
     closure of the import statements of module `start` (default the
     generator, i.e. every unit) over the modules that live under `root`
     (default: this repository), found by reading the sources, not listed by
-    hand.  ``start="rtl.fsa_dma"`` gives what one unit's conversion reads."""
+    hand.  ``start="rtl.fsa_dma"`` gives what one unit's conversion reads.
+    (Only ``import`` statements are followed, not ``importlib`` calls;
+    tests/test_generate.py checks the set against what a conversion really
+    loads.)"""
     root = Path(root) if root is not None else ROOT
     seen: dict[str, Path] = {}
     todo = [start]
@@ -167,9 +170,10 @@ def input_hash(cfg, prefix: str = "", root: "Path | None" = None) -> str:
     h.update(cfg.to_json().encode())
     h.update(f"|prefix={prefix}|myhdl={myhdl.__version__}|python={sys.version_info[:2]}|".encode())
     for f in source_files(root):
+        data = f.read_bytes()
         h.update(str(f.relative_to(root)).encode())
-        h.update(len(f.read_bytes()).to_bytes(8, "little"))
-        h.update(f.read_bytes())
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
     return h.hexdigest()
 
 

@@ -3,7 +3,7 @@
 #
 #   make                 = make test (SIM=verilator by default)
 #   make test SIM=icarus the same tests on Icarus Verilog
-#   make verilog CONFIG=FSA8X8Fp16Config
+#   make verilog CONFIG=FSA8X8Fp16Config [PREFIX=fsa8_]  (module-name prefix: gen/<config>-<prefix>/)
 #   make run             FlashAttention (8x8 fp16, seq 64) on the RTL, scored vs torch
 #   make lint            Verilator lint (-Wall) of the generated Verilog
 #   make bench           benchmarks (tables, bench/results/*.json, docs/performance.md;
@@ -18,6 +18,7 @@ JOBS     ?= 2
 PY       := .venv/bin/python
 STAMP    := .venv/.installed
 PYTEST_ARGS ?=
+PREFIX   ?=
 export SIM
 
 .PHONY: all test verilog run lint bench clean distclean venv sim-tools
@@ -41,7 +42,7 @@ test: sim-tools
 	$(PY) -m pytest -n $(JOBS) --durations=10 -q $(PYTEST_ARGS)
 
 verilog: $(STAMP)
-	$(PY) -m rtl.generate $(CONFIG)
+	$(PY) -m rtl.generate $(CONFIG) $(if $(PREFIX),--prefix $(PREFIX),)
 
 run: sim-tools
 	$(PY) -m fsa.cli run --config $(RUN_CONFIG) --sim $(SIM) --seq-q $(SEQ) --seq-kv $(SEQ)

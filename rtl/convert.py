@@ -3,7 +3,11 @@
 MyHDL's ``convert()`` flattens a design into one module.  To keep the
 hierarchy (one ``fsa_pe`` module instantiated R*C times, ...), every leaf
 unit is converted once with :func:`convert_block`, and parents instantiate
-it through a ``verilog_code`` wrapper (see :func:`instance_text`).
+it through a ``verilog_code`` wrapper (see :func:`submodule`).
+
+Inside ``with module_prefix("fsa16_"):`` every module written and every
+instance text rendered carries the prefix (``fsa16_fsa_pe``), so that two
+configurations can be integrated in one design; the default is no prefix.
 """
 from __future__ import annotations
 
@@ -14,7 +18,31 @@ from typing import Callable
 
 from myhdl import Signal, intbv, block
 
-__all__ = ["convert_block", "sig", "instance_text", "submodule", "Const"]
+__all__ = ["convert_block", "sig", "instance_text", "submodule", "Const", "module_prefix",
+           "check_prefix", "named"]
+
+_prefix = ""     # module-name prefix in force (module_prefix)
+
+
+def check_prefix(prefix: str) -> None:
+    """Raise ValueError unless `prefix` is empty or can start a Verilog
+    identifier (letters, digits, ``_``; not starting with a digit)."""
+    if prefix and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", prefix):
+        raise ValueError(f"module prefix {prefix!r} must be letters, digits and _ "
+                         "and must not start with a digit")
+
+
+@contextlib.contextmanager
+def module_prefix(prefix: str):
+    """Within the block, :func:`convert_block` writes module ``prefix + name``
+    (file ``prefix + name.v``) and instances refer to ``prefix + module``."""
+    global _prefix
+    check_prefix(prefix)
+    saved, _prefix = _prefix, prefix
+    try:
+        yield
+    finally:
+        _prefix = saved
 
 
 def sig(width: int, init: int = 0) -> Signal:
@@ -24,10 +52,21 @@ def sig(width: int, init: int = 0) -> Signal:
     return Signal(intbv(init)[width:])
 
 
+def named(inst, name: str):
+    """Give a block instance its name in the hierarchy (instead of MyHDL's
+    ``<function><counter>``) and return it.  MyHDL names an internal signal
+    after the instances above the block where it is first a local, so the
+    signals inside become ``<name>_<local>`` (e.g. ``slot0_down_mac_hit``).
+    Names must be unique among the instance's siblings."""
+    inst.name = name
+    return inst
+
+
 def convert_block(factory: Callable[[], object], name: str, outdir: "str | Path",
                   init_memories: bool = False) -> Path:
     """Elaborate ``factory()`` (returns a MyHDL block instance) and write
-    ``<outdir>/<name>.v`` containing one module called `name`.
+    ``<outdir>/<name>.v`` containing one module called `name` (both with the
+    :func:`module_prefix` in force in front).
 
     Args:
         init_memories: zero the module's memories at time 0 (simulation:
@@ -43,6 +82,7 @@ def convert_block(factory: Callable[[], object], name: str, outdir: "str | Path"
     global _converting
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
+    name = _prefix + name
     _converting = True     # submodules elaborate as stubs: their insides are other modules
     _reset_myhdl_names()
     try:
@@ -157,9 +197,10 @@ def _canonical(text: str) -> str:
 
 def instance_text(module: str, inst_name: str, ports: dict[str, str]) -> str:
     """Verilog text instantiating `module` as `inst_name` with named ports
-    (for a parent block's ``verilog_code``)."""
+    (for a parent block's ``verilog_code``; the module prefix in force is
+    put in front of `module`)."""
     conns = ",\n".join(f"    .{p}({s})" for p, s in ports.items())
-    return f"{module} {inst_name} (\n{conns}\n);\n"
+    return f"{_prefix}{module} {inst_name} (\n{conns}\n);\n"
 
 
 _converting = False
@@ -213,10 +254,11 @@ def _port_text(s) -> str:
 
 class _InstanceText:
     """Verilog instance text, rendered at conversion time (when the parent's
-    signals have their final names)."""
+    signals have their final names); the module prefix is the one in force
+    when the parent block was elaborated."""
 
     def __init__(self, module: str, inst_name: str, ports: dict):
-        self.module, self.inst_name, self.ports = module, inst_name, ports
+        self.module, self.inst_name, self.ports = _prefix + module, inst_name, ports
 
     def __str__(self) -> str:
         conns = ",\n".join(f"    .{p}({_port_text(s)})" for p, s in self.ports.items())

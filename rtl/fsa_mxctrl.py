@@ -13,6 +13,18 @@ register along the rows; CMP and ACC commands, spad reads, constant reads and
 acc reads are interval comparators too.  Change the plans and the controller
 follows.
 
+Names in the generated Verilog: everything slot ``i`` asks for lives under
+``slot<i>_``; a comparator's output is named by what it drives,
+``slot<i>_<wave>_<bit>_hit`` for PE control bit ``<bit>`` (``fsa.plan.PE_BITS``)
+of wave kind ``<wave>`` (parallel, down, up), ``slot<i>_cmp_<command>_hit`` /
+``slot<i>_acc_<command>_hit`` for the CMP / ACC commands (one-hot, encoded in
+``slot<i>_cmp_code_hits`` / ``slot<i>_acc_code_hits``) and ``slot<i>_rd_<source>``
+for the scratchpad (sram, const, slope, scale) and accumulator (acc) reads.
+``down_chain_stage<r>_q`` / ``up_chain_stage<r>_q`` are the wave shift
+registers, ``row<r>_ctrl`` the control word of array row ``r`` (packed into
+``ctrl``), ``slot<i>_regs_*`` / ``t<i>`` / ``b<i>`` the slot's registers,
+cycle counter and busy flag.
+
 Ports::
 
     in_valid / in_ready    a decoded matrix instruction (in_*) is accepted when
@@ -30,10 +42,10 @@ Ports::
 """
 from __future__ import annotations
 
-from myhdl import always_comb, always_seq, block, concat, intbv
+from myhdl import always_comb, always_seq, block, concat, intbv, modbv
 
 from fsa import plan as fplan
-from rtl.convert import comb_expr, convert_block, sig
+from rtl.convert import comb_expr, convert_block, named, sig
 from rtl import fsa_acc, fsa_cmp
 from rtl.fsa_pe import CTRL_BITS
 
@@ -64,8 +76,8 @@ def _runs(cycles) -> list[tuple[int, int]]:
 
 
 @block
-def _member(func, t, out, table):
-    """out = any((func == f) and s <= t < e for (f, s, e) in table)."""
+def _member(func, t, hit, table):
+    """hit = any((func == f) and s <= t < e for (f, s, e) in table)."""
     terms = []
     for f, s, e in table:
         if e == s + 1:
@@ -76,7 +88,7 @@ def _member(func, t, out, table):
             cond = f"fn == {f} and t >= {s} and t < {e}"
         terms.append(f"({cond})")
     expr = " or ".join(terms) if terms else "False"
-    inst = comb_expr(out, expr, fn=func, t=t)   # (a keyword `func` would clash with MyHDL)
+    inst = comb_expr(hit, expr, fn=func, t=t)   # (a keyword `func` would clash with MyHDL)
     return inst
 
 
@@ -96,7 +108,8 @@ def _slot_sources(func, t, par, down, up, cmp_cmd, acc_cmd, sram_rd, const_rd, c
                   plans):
     """Everything one slot asks for in the current cycle."""
     insts = []
-    # PE control bits per wave kind
+    # PE control bits per wave kind (the comparator outputs are kept in lists
+    # only, never in a local, so that each is named by its instance)
     for kind, vec in (("parallel", par), ("down", down), ("up", up)):
         bits = []
         for b in fplan.PE_BITS:
@@ -105,14 +118,13 @@ def _slot_sources(func, t, par, down, up, cmp_cmd, acc_cmd, sram_rd, const_rd, c
                 for s, n in fplan.compact(pl).get((b, kind), ()):
                     table.append((f, s, s + n))
             if table:
-                s_b = sig(1)
-                insts.append(_member(func, t, s_b, table))
-                bits.append(s_b)
+                bits.append(sig(1))
+                insts.append(named(_member(func, t, bits[-1], table), f"{kind}_{b}"))
             else:
                 bits.append(False)          # never used by any plan: constant 0
-        insts.append(_pack_bits(bits, vec))
+        insts.append(named(_pack_bits(bits, vec), f"{kind}_bits"))
     # CMP and ACC commands: one membership per command
-    for names, out in ((fplan.CMP_CMDS, cmp_cmd), (fplan.ACC_CMDS, acc_cmd)):
+    for unit, names, out in (("cmp", fplan.CMP_CMDS, cmp_cmd), ("acc", fplan.ACC_CMDS, acc_cmd)):
         members = []
         for code, name in enumerate(names):
             if code == 0:
@@ -122,10 +134,10 @@ def _slot_sources(func, t, par, down, up, cmp_cmd, acc_cmd, sram_rd, const_rd, c
                 cyc = [c for c, cmd in (pl.cmp if out is cmp_cmd else pl.acc) if cmd == name]
                 table += [(f, s, e) for s, e in _runs(cyc)]
             if table:
-                m = sig(1)
-                insts.append(_member(func, t, m, table))
-                members.append((code, m))
-        insts.append(_encode(members, out))
+                members.append((code, sig(1)))
+                insts.append(named(_member(func, t, members[-1][1], table),
+                                   f"{unit}_{name.lower()}"))
+        insts.append(named(_encode(members, out), f"{unit}_code"))
     # spad reads
     sram_t, const_t, slope_t, scale_t = [], [], [], []
     for f, pl in enumerate(plans):
@@ -133,19 +145,21 @@ def _slot_sources(func, t, par, down, up, cmp_cmd, acc_cmd, sram_rd, const_rd, c
         const_t += [(f, s, e) for s, e in _runs(r.cycle for r in pl.spad_reads if r.source != "sram")]
         slope_t += [(f, s, e) for s, e in _runs(r.cycle for r in pl.spad_reads if r.source == "slope")]
         scale_t += [(f, s, e) for s, e in _runs(r.cycle for r in pl.spad_reads if r.source == "scale")]
-    is_slope, is_scale = sig(1), sig(1)
-    insts += [_member(func, t, sram_rd, sram_t), _member(func, t, const_rd, const_t),
-              _member(func, t, is_slope, slope_t), _member(func, t, is_scale, scale_t)]
+    rd_slope, rd_scale = sig(1), sig(1)
+    insts += [named(_member(func, t, sram_rd, sram_t), "rd_sram"),
+              named(_member(func, t, const_rd, const_t), "rd_const"),
+              named(_member(func, t, rd_slope, slope_t), "rd_slope"),
+              named(_member(func, t, rd_scale, scale_t), "rd_scale")]
     acc_t = []
     for f, pl in enumerate(plans):
         acc_t += [(f, s, e) for s, e in _runs(a.cycle for a in pl.acc_reads)]
-    insts.append(_member(func, t, acc_rd, acc_t))
+    insts.append(named(_member(func, t, acc_rd, acc_t), "rd_acc"))
 
     @always_comb
     def const_select():
-        if is_slope:
+        if rd_slope:
             csel.next = CSEL_SLOPE
-        elif is_scale:
+        elif rd_scale:
             csel.next = CSEL_SCALE
         else:
             csel.next = CSEL_ONE
@@ -206,27 +220,27 @@ def _chain(src, taps, R, NB, clk, rst):
     insts = []
     prev = src
     for r in range(R - 1):
-        insts.append(_delay1(prev, regs[r], clk, rst))
+        insts.append(named(_delay1(prev, regs[r], clk, rst), f"stage{r + 1}"))
         prev = regs[r]
     taps_all = [src] + regs
     for r in range(R):
-        insts.append(_copy(taps_all[r], taps[r]))
+        insts.append(named(_copy(taps_all[r], taps[r]), f"tap{r}"))
     return insts
 
 
 @block
-def _delay1(a, b, clk, rst):
+def _delay1(a, q, clk, rst):
     @always_seq(clk.posedge, reset=rst)
     def seq():
-        b.next = a
+        q.next = a
     return seq
 
 
 @block
-def _copy(a, b):
+def _copy(a, y):
     @always_comb
     def comb():
-        b.next = a
+        y.next = a
     return comb
 
 
@@ -252,6 +266,7 @@ def fsa_mxctrl(clk, rst,
         raise ValueError("fsa_mxctrl: all slope reads must start at the same cycle")
     SLOPE0 = slope_starts.pop() if slope_starts else 0
     KB = max(1, (P - 1).bit_length())
+    K_OFS = (-SLOPE0) % (1 << KB)      # k = (t - SLOPE0) mod 2**KB = (t[KB:] + K_OFS)[KB:]
     acc_w_code = (fplan.ACC_CMDS.index("ACC_SA"), fplan.ACC_CMDS.index("ACC"))
     ACC_SA_CODE, ACC_CODE = acc_w_code
     UPDATE_CODE = fplan.CMP_CMDS.index("UPDATE")
@@ -262,9 +277,9 @@ def fsa_mxctrl(clk, rst,
     s_busy = [sig(1), sig(1)]
     s_func = [sig(3), sig(3)]
     s_t = [sig(TW), sig(TW)]
-    s_sptr = [sig(ADDR_BITS + 1), sig(ADDR_BITS + 1)]
-    s_sstr = [sig(STRIDE_BITS), sig(STRIDE_BITS)]
-    s_aptr = [sig(ADDR_BITS + 1), sig(ADDR_BITS + 1)]
+    s_sptr = [sig(ADDR_BITS), sig(ADDR_BITS)]      # row pointers (wrap modulo 2**ADDR_BITS)
+    s_sstr = [sig(STRIDE_BITS), sig(STRIDE_BITS)]  # signed strides
+    s_aptr = [sig(ADDR_BITS), sig(ADDR_BITS)]
     s_astr = [sig(STRIDE_BITS), sig(STRIDE_BITS)]
     s_flags = [sig(3), sig(3)]          # rev_in, rev_out, delay
     s_zero = [sig(1), sig(1)]
@@ -277,8 +292,9 @@ def fsa_mxctrl(clk, rst,
         d = dict(par=sig(NB), down=sig(NB), up=sig(NB), cmp=sig(3), acc=sig(3), sram=sig(1),
                  const=sig(1), csel=sig(2), accrd=sig(1))
         src.append(d)
-        insts.append(_slot_sources(s_func[i], s_t[i], d["par"], d["down"], d["up"], d["cmp"],
-                                   d["acc"], d["sram"], d["const"], d["csel"], d["accrd"], plans))
+        insts.append(named(_slot_sources(s_func[i], s_t[i], d["par"], d["down"], d["up"], d["cmp"],
+                                         d["acc"], d["sram"], d["const"], d["csel"], d["accrd"],
+                                         plans), f"slot{i}"))
 
     # ---------------------------------------------------------------- waves
     par, down, up = sig(NB), sig(NB), sig(NB)
@@ -307,11 +323,11 @@ def fsa_mxctrl(clk, rst,
         down.next = dd
         up.next = uu
     insts.append(merge_waves)
-    insts.append(_chain(down, d_taps, R, NB, clk, rst))
-    insts.append(_chain(up, u_taps, R, NB, clk, rst))
+    insts.append(named(_chain(down, d_taps, R, NB, clk, rst), "down_chain"))
+    insts.append(named(_chain(up, u_taps, R, NB, clk, rst), "up_chain"))
     rows = [sig(NB) for _ in range(R)]
     for r in range(R):
-        insts.append(_or3(par, d_taps[r], u_taps[R - 1 - r], rows[r]))
+        insts.append(named(_or3(par, d_taps[r], u_taps[R - 1 - r], rows[r]), f"row{r}"))
     from myhdl import ConcatSignal
     all_rows = ConcatSignal(*reversed(rows))
 
@@ -322,8 +338,11 @@ def fsa_mxctrl(clk, rst,
 
     # ------------------------------------------------ commands, reads, writes
     cm0, cm1, ac0, ac1 = a0["cmp"], a1["cmp"], a0["acc"], a1["acc"]
-    sr0, sr1, cr0, cr1 = a0["sram"], a1["sram"], a0["const"], a1["const"]
-    cs0, cs1, ar0, ar1 = a0["csel"], a1["csel"], a0["accrd"], a1["accrd"]
+    # (the read comparators' outputs are named here: slot<i>_rd_sram, ...)
+    slot0_rd_sram, slot1_rd_sram = a0["sram"], a1["sram"]
+    slot0_rd_const, slot1_rd_const = a0["const"], a1["const"]
+    slot0_rd_acc, slot1_rd_acc = a0["accrd"], a1["accrd"]
+    cs0, cs1 = a0["csel"], a1["csel"]
     t0, t1 = s_t
     sp0, sp1 = s_sptr
     ap0, ap1 = s_aptr
@@ -339,6 +358,7 @@ def fsa_mxctrl(clk, rst,
     def commands():
         cc = intbv(0)[3:]
         ca = intbv(0)[3:]
+        kk = modbv(0)[KB:]
         if b0:
             cc[:] = cc | cm0
             ca[:] = ca | ac0
@@ -362,39 +382,41 @@ def fsa_mxctrl(clk, rst,
         nxt_csel.next = 0
         nxt_k.next = 0
         nxt_flags.next = 0
-        if b0 and (sr0 or cr0):
+        if b0 and (slot0_rd_sram or slot0_rd_const):
             nxt_valid.next = True
-            if sr0:
+            if slot0_rd_sram:
                 spad_en.next = True
-                spad_addr.next = sp0[ADDR_BITS:]
+                spad_addr.next = sp0
                 nxt_flags.next = fl0
             else:
                 nxt_const.next = True
                 nxt_csel.next = cs0
-                nxt_k.next = (t0 - SLOPE0) % (1 << KB)
+                kk[:] = t0[KB:] + K_OFS
+                nxt_k.next = kk[KB:]
                 nxt_flags.next = 1
-        elif b1 and (sr1 or cr1):
+        elif b1 and (slot1_rd_sram or slot1_rd_const):
             nxt_valid.next = True
-            if sr1:
+            if slot1_rd_sram:
                 spad_en.next = True
-                spad_addr.next = sp1[ADDR_BITS:]
+                spad_addr.next = sp1
                 nxt_flags.next = fl1
             else:
                 nxt_const.next = True
                 nxt_csel.next = cs1
-                nxt_k.next = (t1 - SLOPE0) % (1 << KB)
+                kk[:] = t1[KB:] + K_OFS
+                nxt_k.next = kk[KB:]
                 nxt_flags.next = 1
         # accumulator read
         acc_ren.next = False
         acc_raddr.next = 0
         nxt_zero.next = False
-        if b0 and ar0:
+        if b0 and slot0_rd_acc:
             acc_ren.next = True
-            acc_raddr.next = ap0[ADDR_BITS:]
+            acc_raddr.next = ap0
             nxt_zero.next = z0
-        elif b1 and ar1:
+        elif b1 and slot1_rd_acc:
             acc_ren.next = True
-            acc_raddr.next = ap1[ADDR_BITS:]
+            acc_raddr.next = ap1
             nxt_zero.next = z1
     insts.append(commands)
 
@@ -466,10 +488,10 @@ def fsa_mxctrl(clk, rst,
     insts.append(slot_load)
     rets = (ret0, ret1)
     for i in range(2):
-        insts.append(_slot_regs(clk, rst, loads[i], s_busy[i], s_func[i], s_t[i], s_sptr[i],
-                                s_sstr[i], s_aptr[i], s_astr[i], s_flags[i], s_zero[i],
-                                s_causal[i], s_rel[i], rets[i], src[i]["sram"], src[i]["accrd"],
-                                inp))
+        insts.append(named(_slot_regs(clk, rst, loads[i], s_busy[i], s_func[i], s_t[i], s_sptr[i],
+                                      s_sstr[i], s_aptr[i], s_astr[i], s_flags[i], s_zero[i],
+                                      s_causal[i], s_rel[i], rets[i], src[i]["sram"],
+                                      src[i]["accrd"], inp), f"slot{i}_regs"))
 
     @always_seq(clk.posedge, reset=rst)
     def last_slot():
@@ -502,7 +524,8 @@ def _slot_regs(clk, rst, load, busy, func, t, sptr, sstr, aptr, astr, flags, zer
     cycle counter runs and its SRAM pointers step until it retires."""
     (f_in, sa_in, ss_in, aa_in, as_in, ri_in, ro_in, dl_in, z_in, c_in, rv_in, rid_in,
      rval_in) = ins
-    M = 1 << (ADDR_BITS + 1)
+    AB, SB = ADDR_BITS, STRIDE_BITS
+    EXT = (1 << (AB - SB)) - 1           # the sign extension of a negative stride
 
     @always_seq(clk.posedge, reset=rst)
     def slot():
@@ -522,18 +545,27 @@ def _slot_regs(clk, rst, load, busy, func, t, sptr, sstr, aptr, astr, flags, zer
             t.next = t + 1
             if t + 1 >= ret:
                 busy.next = False
+            # pointer + sign-extended stride, modulo 2**ADDR_BITS (modbv wraps)
+            step = intbv(0)[AB:]
+            nxt = modbv(0)[AB:]
             if sram_rd:
-                sptr.next = (sptr + sstr.signed()) % M
+                step[SB:] = sstr
+                step[AB:SB] = EXT if sstr[SB - 1] else 0
+                nxt[:] = sptr + step
+                sptr.next = nxt[AB:]
             if acc_rd:
-                aptr.next = (aptr + astr.signed()) % M
+                step[SB:] = astr
+                step[AB:SB] = EXT if astr[SB - 1] else 0
+                nxt[:] = aptr + step
+                aptr.next = nxt[AB:]
     return slot
 
 
 @block
-def _or3(a, b, c, y):
+def _or3(a, b, c, ctrl):
     @always_comb
     def comb():
-        y.next = a | b | c
+        ctrl.next = a | b | c
     return comb
 
 

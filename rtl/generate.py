@@ -8,12 +8,24 @@ writes ``gen/<config>/``:
 * ``FSAConfig.json`` (exactly the reference's 12 fields) and
   ``FSAConfig.fsa.json`` (ours, read back by ``FSAConfig.from_json``),
 * ``filelist.f`` (the Verilog files, leaves first),
-* ``manifest.json`` with the hash of the inputs (config + RTL sources); an
-  unchanged input hash means nothing is regenerated.
+* ``manifest.json`` with the hash of the inputs; an unchanged input hash means
+  nothing is regenerated.
+
+The input hash covers the configuration, the module-name prefix, the MyHDL
+and Python versions and every project source file the generator imports,
+directly or through other project modules (:func:`source_files` walks the
+import statements, so a new module or package is covered as soon as
+something the generator uses imports it).
+
+``--prefix fsa16_`` (``make verilog PREFIX=fsa16_``) puts a prefix in front of
+every module name and instantiation (``fsa16_fsa_top``, ...) so that two
+configurations can be integrated in one design; the default output folder is
+then ``gen/<config>-<prefix>/``.  Without a prefix the output is unchanged.
 """
 from __future__ import annotations
 
 import argparse
+import ast
 import hashlib
 import json
 import shutil
@@ -26,7 +38,8 @@ from typing import Callable
 ROOT = Path(__file__).resolve().parent.parent
 GEN = ROOT / "gen"
 
-__all__ = ["Unit", "units_for", "generate", "input_hash", "main"]
+__all__ = ["Unit", "units_for", "generate", "input_hash", "source_files", "verilog_files",
+           "default_outdir", "main"]
 
 
 @dataclass(frozen=True)
@@ -88,31 +101,97 @@ def units_for(cfg) -> list[Unit]:
     return list(out.values())
 
 
-def _source_files() -> list[Path]:
-    files = sorted((ROOT / "rtl").rglob("*.py"))
-    files += [ROOT / "fsa" / "formats.py", ROOT / "fsa" / "config.py"]
-    num = ROOT / "fsa" / "numerics.py"
-    if num.exists():
-        files.append(num)  # exp2 constants are baked into the hardware
-    return files
+def _module_path(name: str, root: Path) -> "Path | None":
+    """The file of project module `name` under `root` (a package's
+    ``__init__.py``), or None when it is not a project module."""
+    base = root.joinpath(*name.split("."))
+    if (base / "__init__.py").is_file():
+        return base / "__init__.py"
+    if base.with_suffix(".py").is_file():
+        return base.with_suffix(".py")
+    return None
 
 
-def input_hash(cfg) -> str:
-    """Hash of everything the generated Verilog depends on."""
+def _imported_modules(path: Path, module: str) -> set[str]:
+    """Every module an ``import`` statement anywhere in `path` (module
+    `module`) may load: the named modules, their parent packages and, for
+    ``from X import n``, ``X.n`` in case ``n`` is a submodule.  Imports inside
+    functions count too (``units_for`` imports the units lazily)."""
+    is_pkg = path.name == "__init__.py"
+    package = module if is_pkg else module.rpartition(".")[0]
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                parts = parts[:len(parts) - (node.level - 1)]
+                base = ".".join(parts + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            names.add(base)
+            names.update(f"{base}.{a.name}" for a in node.names if a.name != "*")
+    out = set()
+    for n in names:
+        parts = n.split(".")
+        out.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+    return out
+
+
+def source_files(root: "Path | None" = None, start: str = "rtl.generate") -> list[Path]:
+    """The project source files the generated Verilog depends on: the
+    closure of the import statements of module `start` (default the
+    generator, i.e. every unit) over the modules that live under `root`
+    (default: this repository), found by reading the sources, not listed by
+    hand.  ``start="rtl.fsa_dma"`` gives what one unit's conversion reads.
+    (Only ``import`` statements are followed, not ``importlib`` calls;
+    tests/test_generate.py checks the set against what a conversion really
+    loads.)"""
+    root = Path(root) if root is not None else ROOT
+    seen: dict[str, Path] = {}
+    todo = [start]
+    while todo:
+        mod = todo.pop()
+        if mod in seen:
+            continue
+        path = _module_path(mod, root)
+        if path is None:
+            continue
+        seen[mod] = path
+        todo.extend(_imported_modules(path, mod) - set(seen))
+    return sorted(seen.values())
+
+
+def input_hash(cfg, prefix: str = "", root: "Path | None" = None) -> str:
+    """Hash of everything the generated Verilog of `cfg` depends on (see the
+    module docstring); `root` is the repository whose sources are hashed."""
     import myhdl
 
+    root = Path(root) if root is not None else ROOT
     h = hashlib.sha256()
     h.update(cfg.to_json().encode())
-    h.update(myhdl.__version__.encode())
-    for f in _source_files():
-        h.update(str(f.relative_to(ROOT)).encode())
-        h.update(f.read_bytes())
+    h.update(f"|prefix={prefix}|myhdl={myhdl.__version__}|python={sys.version_info[:2]}|".encode())
+    for f in source_files(root):
+        data = f.read_bytes()
+        h.update(str(f.relative_to(root)).encode())
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
     return h.hexdigest()
 
 
+def default_outdir(cfg_name: str, prefix: str = "") -> Path:
+    """``gen/<config>`` (``gen/<config>-<prefix>`` with a module prefix)."""
+    return GEN / (f"{cfg_name}-{prefix}" if prefix else cfg_name)
+
+
 def generate(cfg, outdir: "str | Path | None" = None, *, force: bool = False,
-             quiet: bool = False) -> Path:
+             quiet: bool = False, prefix: str = "") -> Path:
     """Generate the Verilog of `cfg` (a preset name or FSAConfig).
+
+    Args:
+        prefix: put in front of every module name and instantiation (empty:
+            the plain names ``fsa_top``, ...).
 
     Returns:
         The output folder. Nothing is rewritten when the manifest's input hash
@@ -120,23 +199,28 @@ def generate(cfg, outdir: "str | Path | None" = None, *, force: bool = False,
     """
     from fsa import config as fconfig
 
+    from rtl.convert import check_prefix
+
     cfg = fconfig.get(cfg)
-    outdir = Path(outdir) if outdir is not None else GEN / cfg.name
+    check_prefix(prefix)
+    outdir = Path(outdir) if outdir is not None else default_outdir(cfg.name, prefix)
     outdir.parent.mkdir(parents=True, exist_ok=True)
     from filelock import FileLock
 
     # several pytest workers may ask for the same config: one generates
     with FileLock(str(outdir) + ".lock", timeout=1800):
         try:
-            return _generate(cfg, outdir, force, quiet)
+            return _generate(cfg, outdir, force, quiet, prefix)
         except BaseException:
             # nothing partial is left behind: a failed conversion removes its work folder
             shutil.rmtree(outdir.with_name(outdir.name + ".tmp"), ignore_errors=True)
             raise
 
 
-def _generate(cfg, outdir: Path, force: bool, quiet: bool) -> Path:
-    digest = input_hash(cfg)
+def _generate(cfg, outdir: Path, force: bool, quiet: bool, prefix: str) -> Path:
+    from rtl.convert import module_prefix
+
+    digest = input_hash(cfg, prefix)
     manifest = outdir / "manifest.json"
     if not force and manifest.exists():
         try:
@@ -152,19 +236,23 @@ def _generate(cfg, outdir: Path, force: bool, quiet: bool) -> Path:
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
     files, timings = [], {}
-    for u in units_for(cfg):
+    units = units_for(cfg)
+    for u in units:
         t0 = time.perf_counter()
-        path = u.convert(tmp)
-        timings[u.module] = round(time.perf_counter() - t0, 3)
+        with module_prefix(prefix):
+            path = u.convert(tmp)
+        name = prefix + u.module
+        timings[name] = round(time.perf_counter() - t0, 3)
         files.append(path.name)
         if not quiet:
-            print(f"[gen] {cfg.name}: {u.module:<28} {u.role} ({timings[u.module]:.1f} s)")
+            print(f"[gen] {cfg.name}: {name:<28} {u.role} ({timings[name]:.1f} s)")
     cfg.to_json(tmp / "FSAConfig.json")
     (tmp / "filelist.f").write_text("".join(f"{f}\n" for f in files))
-    waivers = sorted({w for u in units_for(cfg) for w in u.lint_waivers})
+    waivers = sorted({w for u in units for w in u.lint_waivers})
     (tmp / "manifest.json").write_text(json.dumps({
-        "config": cfg.name, "input_hash": digest, "files": files + ["FSAConfig.json", "FSAConfig.fsa.json", "filelist.f"],
-        "modules": [u.module for u in units_for(cfg)], "lint_waivers": waivers,
+        "config": cfg.name, "prefix": prefix, "input_hash": digest,
+        "files": files + ["FSAConfig.json", "FSAConfig.fsa.json", "filelist.f"],
+        "modules": [prefix + u.module for u in units], "lint_waivers": waivers,
         "convert_seconds": timings,
     }, indent=2) + "\n")
     if outdir.exists():
@@ -185,11 +273,13 @@ def main(argv: "list[str] | None" = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m rtl.generate",
                                  description="Convert the FSA MyHDL design of a config to Verilog.")
     ap.add_argument("config", help="preset name, e.g. FSA4X4Fp16Config")
-    ap.add_argument("--out", help="output folder (default gen/<config>)")
+    ap.add_argument("--out", help="output folder (default gen/<config>, gen/<config>-<prefix>)")
     ap.add_argument("--force", action="store_true", help="regenerate even if up to date")
+    ap.add_argument("--prefix", default="",
+                    help="prefix for every module name, e.g. fsa16_ (default: none)")
     args = ap.parse_args(argv)
     try:
-        generate(args.config, args.out, force=args.force)
+        generate(args.config, args.out, force=args.force, prefix=args.prefix)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -42,8 +42,7 @@ def _configs() -> dict:
 CONFIGS = _configs()
 
 
-_DMA_DEPS = ["rtl/fsa_dma.py", "rtl/fsa_dma_if.py", "rtl/fsa_dma_port.py"] + sorted(
-    str(p.relative_to(ROOT)) for p in (ROOT / "rtl" / "prim").glob("*.py"))
+_DMA_DEPS = simrun.unit_deps("rtl.fsa_dma")
 
 
 def dma_verilog(cfg) -> list[Path]:

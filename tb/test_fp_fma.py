@@ -50,8 +50,7 @@ def fma_verilog(mul: str, add: str, pieces: int) -> Path:
 
     name = fsa_fma.module_name(mul, add, pieces)
     return simrun.cached_convert(name, lambda d: fsa_fma.convert(d, mul, add, pieces),
-                                 f"{mul}|{add}|{pieces}", ["rtl/fp/fsa_fma.py", "rtl/prim/normalise.py",
-                                                           "rtl/prim/rounding.py"])
+                                 f"{mul}|{add}|{pieces}", simrun.unit_deps("rtl.fp.fsa_fma"))
 
 
 def _bits(sign, field, man, f: FPFormat) -> np.ndarray:

@@ -39,7 +39,7 @@ def sram_verilog(rows: int, row_bits: int, lane_bits: int, banks: int) -> Path:
     name = fsa_sram.module_name(rows, row_bits, lane_bits, banks)
     return simrun.cached_convert(name, lambda d: fsa_sram.convert(d, rows, row_bits, lane_bits, banks),
                                  f"{rows}|{row_bits}|{lane_bits}|{banks}",
-                                 ["rtl/fsa_sram.py", "rtl/prim/mux.py", "rtl/prim/bits.py"])
+                                 simrun.unit_deps("rtl.fsa_sram"))
 
 
 def _id(g) -> str:

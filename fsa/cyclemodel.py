@@ -109,10 +109,9 @@ class ModelResult:
 
 
 def _plans(cfg: FSAConfig) -> list[fplan.Plan]:
-    from rtl.fsa_acc import reciprocal_cycles
-    div = reciprocal_cycles(cfg.a_type, cfg.div_bits_per_cycle)
-    return [fplan.make_plan(f, cfg.sa_rows, cfg.sa_cols, cfg.exp2_pieces, div_latency=div)
-            for f in fplan.FUNCS]
+    """The plans the matrix controller of `cfg` is generated from."""
+    from fsa.hw import timing
+    return timing.plans(cfg)
 
 
 def _sram_use(plans: list[fplan.Plan]) -> list[dict]:

@@ -33,6 +33,7 @@ from __future__ import annotations
 from myhdl import always_comb, always_seq, block, concat, intbv
 
 from fsa import plan as fplan
+from fsa.hw import timing
 from rtl.convert import comb_expr, convert_block, sig
 from rtl import fsa_acc, fsa_cmp
 from rtl.fsa_pe import CTRL_BITS
@@ -46,10 +47,10 @@ BLOCKING = tuple(i for i, f in enumerate(fplan.FUNCS) if f in ("ATTENTION_LSE_NO
 
 
 def plans_for(cfg) -> list:
-    """The five plans of a config, indexed by ISA function code."""
-    div = fsa_acc.reciprocal_cycles(cfg.a_type, cfg.div_bits_per_cycle)
-    return [fplan.make_plan(f, cfg.sa_rows, cfg.sa_cols, cfg.exp2_pieces, div_latency=div)
-            for f in fplan.FUNCS]
+    """The five plans of a config, indexed by ISA function code: the
+    contract's :func:`fsa.hw.timing.plans` (the plans ``fsa plan show`` draws
+    and the cycle model runs)."""
+    return timing.plans(cfg)
 
 
 def _runs(cycles) -> list[tuple[int, int]]:

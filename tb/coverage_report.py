@@ -8,6 +8,7 @@ from collections import Counter
 
 from fsa import errors
 from fsa import plan as fplan
+from fsa.hw import timing
 from fsa.isa import Dma, Fence, Matrix, MxFunc
 
 SEEN: dict[str, Counter] = {k: Counter() for k in
@@ -22,7 +23,7 @@ def record(program=None, run: dict | None = None, *, pauses: float = 0.0, config
             if isinstance(ins, Matrix):
                 f = MxFunc(ins.func).name
                 SEEN["instructions"][f] += 1
-                pl = fplan.make_plan(f, 4, 4, 8)
+                pl = timing.plan("FSA4X4Fp16Config", f)
                 for _, c in pl.cmp:
                     SEEN["cmp"][c] += 1
                 for _, c in pl.acc:

@@ -21,6 +21,7 @@ from fsa import plan as fplan
 from fsa.config import FSAConfig
 from fsa.golden.machine import Machine
 from fsa.isa import Matrix, decode
+from fsa.hw import isa as hwisa
 from fsa.hw import regs as hwregs
 from fsa.hw import timing
 from rtl.fsa_core import sram_geometries
@@ -122,12 +123,13 @@ class CoreBench:
 
     def waiting_on(self) -> str:
         """What the engine is waiting for (watchdog report)."""
-        d = self.dut
+        d = self.dut.u_dispatch          # the pending registers live in fsa_dispatch
         parts = []
         if int(d.mx_p.value):
-            w0 = int(d.mx_w0.value)
-            if w0 & (1 << 23):
-                sid, val = (w0 >> 24) & 31, (w0 >> 20) & 7
+            w0 = [int(d.mx_w0.value)]
+            if hwisa.field("MATRIX", "acquire_valid").extract(w0):
+                sid = hwisa.field("MATRIX", "sem_id").extract(w0)
+                val = hwisa.field("MATRIX", "acquire_value").extract(w0)
                 parts.append(f"matrix instruction {int(d.mx_idx.value)} waits for semaphore "
                              f"{sid} == {val}")
             else:

@@ -106,9 +106,7 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, state, err_code
                  dma_mem_addr=dma_mem_addr, dma_mem_stride=dma_mem_stride, dma_size=dma_size,
                  dma_done=dma_done, dma_busy=dma_busy, dma_err=dma_err, dma_err_code=dma_err_code)
     cs.update(outer)
-    # names that differ between units
-    cs["nonempty"] = sig(1)
-    # the matrix controller's semaphore release
+    # the matrix controller's semaphore release (to fsa_sem's mx_rel_*)
     mx_rel_v, mx_rel_id, mx_rel_val = sig(1), sig(len(cs["in_rel_id"])), sig(len(cs["in_rel_value"]))
     mx_busy = cs["mx_busy"]
 

@@ -37,7 +37,7 @@ from myhdl import ConcatSignal, ResetSignal, always_comb, always_seq, block, con
 from fsa.hw import isa as hwisa
 from fsa.hw.regs import STATE_BITS, State
 from rtl.convert import convert_block, sig
-from rtl.fsa_decode import IDX_BITS, field_signal, type_signal
+from rtl.fsa_decode import IDX_BITS, field_signal
 
 MODULE = "fsa_dispatch"
 FUNC_BITS = 3                 # matrix function codes 0..4 (checked by the decoder)

@@ -207,11 +207,18 @@ def test_importing_all_of_fsa_loads_no_rtl_module():
     assert json.loads(r.stdout.splitlines()[-1]) == []
 
 
-def test_verilog_of_a_non_preset_config_via_the_generator_process(tmp_path):
+def test_fsa_verilog_of_a_non_preset_config_runs_the_generator_process(tmp_path, capfd):
+    from fsa.cli import main
     from fsa.hw.verilog import generate, verilog_files
 
     cfg = fconfig.get("FSA4X4Fp16Config").replace(name="FSA4X4Queue16", inst_queue_size=16)
-    out = generate(cfg, tmp_path / "gen", quiet=True)
+    cfg.to_json(tmp_path / "cfg.json")
+    out = tmp_path / "gen"
+    assert main(["verilog", str(tmp_path / "cfg.json"), "--out", str(out)]) == 0
+    printed = capfd.readouterr().out              # the generator's own output (its process)
+    assert "[gen] FSA4X4Queue16: wrote" in printed
+    assert generate(cfg, out, quiet=True) == out  # up to date: nothing printed
+    assert capfd.readouterr().out == ""
     files = verilog_files(out)
     assert {f.name for f in files} >= {"fsa_top.v", "fsa_core.v", "fsa_queue.v"}
     assert fconfig.FSAConfig.from_json(out / "FSAConfig.json") == cfg

@@ -22,7 +22,7 @@ offset      access  meaning
 0x28        R       fences
 0x2C        R       words enqueued
 0x30        R       words dequeued
-0x34        R       error: [3:0] code (fsa/errors.py), [31:16] instruction index
+0x34        R       error: [3:0] code (fsa/hw/errors.py), [31:16] instruction index
 0x38        R       free words in the instruction queue
 0x3C        R       identity: [7:0] rows-1, [15:8] cols-1, [17:16] E format,
                     [19:18] A format (0 fp16, 1 bf16, 2 fp32), [23:20]

@@ -27,6 +27,11 @@ timer form the hardware controller implements (per control bit and wave kind,
 a list of merged ``(start, length)`` intervals), and :func:`expand_compact`
 proves it reproduces the table.
 
+:func:`make_plan` is parameterised by the array size, the exp2 pieces and the
+RECIPROCAL length; :func:`fsa.hw.timing.plan` makes the plan of a
+configuration with the hardware's parameters (the one the matrix controller
+is generated from, the cycle model simulates and ``fsa plan show`` draws).
+
 The timings follow architecture.md section 7 (with this module's reading of
 "next may start at X": the next instruction's cycle 0 is this one's X + 1,
 which is what makes LOAD_STATIONARY -> ATTENTION_SCORE conflict-free).

@@ -49,7 +49,7 @@ table).  The semaphores are :data:`SEM_IDS` registers of
 :data:`SEM_VALUE_BITS` bits (the widths of ``sem_id`` and the values).
 
 ``fsa/isa.py`` encodes and decodes with this table; the hardware decoder
-(``rtl/fsa_decode.py``) slices the words with it.
+(``rtl/fsa_decode.py``, ``rtl/fsa_dispatch.py``) slices the words with it.
 """
 from __future__ import annotations
 

@@ -223,3 +223,15 @@ def test_fsa_verilog_of_a_non_preset_config_runs_the_generator_process(tmp_path,
     assert {f.name for f in files} >= {"fsa_top.v", "fsa_core.v", "fsa_queue.v"}
     assert fconfig.FSAConfig.from_json(out / "FSAConfig.json") == cfg
     assert "reg [31:0] qmem [0:16-1];" in (out / "fsa_queue.v").read_text()   # its queue size
+
+
+@pytest.mark.parametrize("status,exc", [(2, ValueError), (3, RuntimeError)])
+def test_a_failing_generator_process_is_reported(tmp_path, monkeypatch, status, exc):
+    from fsa.hw import verilog
+
+    fake = tmp_path / "fake-python"
+    fake.write_text(f"#!/bin/sh\necho 'error: the generator says no' >&2\nexit {status}\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(verilog.sys, "executable", str(fake))
+    with pytest.raises(exc, match=rf"(?s)failed \(exit {status}\).*the generator says no"):
+        verilog.generate("FSA4X4Fp16Config", tmp_path / "gen", quiet=True)

@@ -34,7 +34,9 @@ def generate(cfg, outdir: "str | Path | None" = None, *, force: bool = False,
         The output folder.
 
     Raises:
-        RuntimeError: the generator failed (its output is in the message).
+        ValueError: the generator rejected the configuration (exit status 2).
+        RuntimeError: the generator failed otherwise.
+        (With `quiet`, the generator's output is in the message.)
     """
     from fsa import config as fconfig
 
@@ -52,8 +54,10 @@ def generate(cfg, outdir: "str | Path | None" = None, *, force: bool = False,
         r = subprocess.run(cmd, cwd=ROOT, text=True, capture_output=quiet)
     if r.returncode != 0:
         detail = (r.stdout or "") + (r.stderr or "") if quiet else "(output above)"
-        raise RuntimeError(f"Verilog generation for {cfg.name} failed "
-                           f"(exit {r.returncode}): {' '.join(cmd)}\n{detail}")
+        msg = (f"Verilog generation for {cfg.name} failed (exit {r.returncode}): "
+               f"{' '.join(cmd)}\n{detail}")
+        # exit 2: the generator rejected the configuration (its ValueError)
+        raise (ValueError if r.returncode == 2 else RuntimeError)(msg)
     return out
 
 

@@ -29,7 +29,7 @@ def _cmd_configs(args: argparse.Namespace) -> int:
 
 
 def _cmd_verilog(args: argparse.Namespace) -> int:
-    from rtl.generate import generate
+    from fsa.hw.verilog import generate
 
     generate(args.config, args.out, force=args.force)
     return 0
@@ -426,7 +426,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
 
 def _cmd_plan_show(args: argparse.Namespace) -> int:
     from fsa import config
-    from fsa.plan import FUNCS, chart, make_plan
+    from fsa.plan import FUNCS, chart
 
     cfg = config.get(args.config)
     func = args.function.upper()
@@ -435,10 +435,9 @@ def _cmd_plan_show(args: argparse.Namespace) -> int:
         if len(matches) != 1:
             raise ValueError(f"unknown matrix function {args.function!r}; use one of {', '.join(FUNCS)}")
         func = matches[0]
-    from rtl.fp.fsa_div import latency as div_latency
+    from fsa.hw import timing
 
-    plan = make_plan(func, cfg.sa_rows, cfg.sa_cols, cfg.exp2_pieces,
-                     div_latency=div_latency(cfg.a_type, cfg.div_bits_per_cycle))
+    plan = timing.plan(cfg, func)      # the plan the matrix controller is generated from
     print(chart(plan, args.bits.split(",") if args.bits else None))
     return 0
 

@@ -1,8 +1,10 @@
 """Cycle model of the FSA device's control path (no arithmetic).
 
 Predicts the execution cycles (the device's ``exec`` counter) of a program
-from the matrix schedule of :mod:`fsa.plan` and a two-parameter DMA timing
-model, by simulating the control state of ``rtl/fsa_core.py`` and
+from the matrix schedule of :mod:`fsa.plan` (the plans of
+:func:`fsa.hw.timing.plans`, which the controller is generated from) and a
+two-parameter DMA timing model, by simulating the control state of
+``rtl/fsa_core.py`` (its queue, decode, dispatch and semaphore units) and
 ``rtl/fsa_mxctrl.py`` register for register, with time jumps over quiet
 stretches:
 
@@ -53,6 +55,7 @@ from typing import Sequence
 from fsa import isa
 from fsa import plan as fplan
 from fsa.config import FSAConfig
+from fsa.hw.isa import SEM_IDS
 
 __all__ = ["DmaTiming", "ModelResult", "DispatchError", "DISPATCH_MODES", "simulate",
            "check_timings", "calibrate_dma", "steady_state", "predict_cycles", "block_counts",
@@ -176,10 +179,9 @@ class ModelResult:
 
 
 def _plans(cfg: FSAConfig) -> list[fplan.Plan]:
-    from rtl.fsa_acc import reciprocal_cycles
-    div = reciprocal_cycles(cfg.a_type, cfg.div_bits_per_cycle)
-    return [fplan.make_plan(f, cfg.sa_rows, cfg.sa_cols, cfg.exp2_pieces, div_latency=div)
-            for f in fplan.FUNCS]
+    """The plans the matrix controller of `cfg` is generated from."""
+    from fsa.hw import timing
+    return timing.plans(cfg)
 
 
 def _sram_use(plans: list[fplan.Plan]) -> list[dict]:
@@ -278,8 +280,8 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
     kind = ["f" if isinstance(x, isa.Fence) else "m" if isinstance(x, isa.Matrix) else "d"
             for x in ins]
 
-    val = [0] * 32
-    held = [False] * 32
+    val = [0] * SEM_IDS
+    held = [False] * SEM_IDS
     pc = 0            # instruction being collected / held in the decode register
     have = 0          # words popped of instruction pc
     dec_full = False

@@ -9,7 +9,8 @@ instructions into 32-bit words, :func:`decode` reverses it strictly,
 convert to and from the reference simulator's ``inst.bin`` format
 (little-endian 32-bit words).
 
-Bit layout (architecture.md section 8). An instruction of ``n`` words is one
+Bit layout (the field table is :mod:`fsa.hw.isa`, which this module encodes
+and decodes with; architecture.md section 8). An instruction of ``n`` words is one
 ``32*n``-bit integer ``B``, sent least significant word first: word ``k`` is
 ``B[32k+31 : 32k]``. Bits 31..29 of word 0 give the type: 0 fence (1 word),
 1 matrix (3 words), 2 DMA (4 words).
@@ -73,6 +74,8 @@ import operator
 from dataclasses import dataclass, fields
 from typing import Iterable, Sequence, Union
 
+from fsa.hw import isa as hwisa
+
 __all__ = [
     "MxFunc", "DmaFunc", "InstrType", "Fence", "Matrix", "Dma", "Instruction",
     "encode", "decode", "disassemble", "to_bytes", "from_bytes", "words_of",
@@ -105,48 +108,21 @@ class DmaFunc(enum.IntEnum):
     STORE = 1   # accumulator -> memory
 
 
-#: Words per instruction type.
-SIZES = {InstrType.FENCE: 1, InstrType.MATRIX: 3, InstrType.DMA: 4}
+#: Words per instruction type (fsa.hw.isa.WORDS).
+SIZES = {t: hwisa.WORDS[t.name] for t in InstrType}
 
-#: Per type, the mask of reserved bits of each word (must be 0).
-RESERVED_MASKS = {
-    InstrType.FENCE: (0x03FF_FFFF,),
-    InstrType.MATRIX: (0x0000_03FF, 0x0000_000F, 0x0000_001F),
-    InstrType.DMA: (0x0000_0007, 0, 0, 0),
-}
+#: Per type, the mask of reserved bits of each word (must be 0), computed
+#: from the field table (fsa.hw.isa.RESERVED_MASKS).
+RESERVED_MASKS = {t: hwisa.RESERVED_MASKS[t.name] for t in InstrType}
 
 # --------------------------------------------------------------------------
 # Field checking
 # --------------------------------------------------------------------------
-ADDR_BITS = 20
-STRIDE_BITS = 5
-MEM_ADDR_BITS = 39
-MEM_STRIDE_BITS = 21
-SIZE_BITS = 10
-REPEAT_BITS = 9
-
-
-def _urange(bits: int, lo: int = 0) -> tuple[int, int]:
-    return lo, (1 << bits) - 1
-
-
-def _srange(bits: int) -> tuple[int, int]:
-    return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
-
-
-_SEM_RANGES = {"sem_id": _urange(5), "acquire_value": _urange(3),
-               "release_value": _urange(3)}
-_RANGES = {
-    "Fence": {},
-    "Matrix": {**_SEM_RANGES,
-               "spad_addr": _urange(ADDR_BITS), "spad_stride": _srange(STRIDE_BITS),
-               "acc_addr": _urange(ADDR_BITS), "acc_stride": _srange(STRIDE_BITS)},
-    "Dma": {**_SEM_RANGES,
-            "repeat": _urange(REPEAT_BITS, 1),
-            "sram_addr": _urange(ADDR_BITS), "sram_stride": _srange(STRIDE_BITS),
-            "mem_addr": _urange(MEM_ADDR_BITS), "mem_stride": _srange(MEM_STRIDE_BITS),
-            "size": _urange(SIZE_BITS, 1)},
-}
+_KIND = {"Fence": "FENCE", "Matrix": "MATRIX", "Dma": "DMA"}
+#: class name -> {field: (min, max)} of the numeric fields (flags and func
+#: are checked by type)
+_RANGES = {cls: {f.name: f.range for f in hwisa.FIELDS[kind] if f.width > 1 and f.name != "func"}
+           for cls, kind in _KIND.items()}
 _ZERO_HINT = {"size": " (a row of 0 bytes is meaningless)",
               "repeat": " (a DMA of 0 rows is meaningless)"}
 
@@ -304,43 +280,11 @@ class Dma:
 Instruction = Union[Fence, Matrix, Dma]
 
 # --------------------------------------------------------------------------
-# Bit layout: (field, lsb in the instruction's big integer, width, signed)
+# Bit layout: the field table of fsa.hw.isa
 # --------------------------------------------------------------------------
-_SEM_LAYOUT = (("sem_id", 24, 5, False), ("acquire_valid", 23, 1, False),
-               ("acquire_value", 20, 3, False), ("release_valid", 19, 1, False),
-               ("release_value", 16, 3, False))
-_LAYOUT = {
-    Fence: (("mx", 28, 1, False), ("dma", 27, 1, False), ("stop", 26, 1, False)),
-    Matrix: _SEM_LAYOUT + (
-        ("func", 11, 5, False), ("wait_prev_acc", 10, 1, False),
-        ("spad_addr", 32 + 12, 20, False), ("spad_stride", 32 + 7, 5, True),
-        ("rev_input", 32 + 6, 1, False), ("rev_output", 32 + 5, 1, False),
-        ("delay_output", 32 + 4, 1, False),
-        ("acc_addr", 64 + 12, 20, False), ("acc_stride", 64 + 7, 5, True),
-        ("zero", 64 + 6, 1, False), ("causal", 64 + 5, 1, False)),
-    Dma: _SEM_LAYOUT + (
-        ("func", 12, 4, False), ("repeat", 3, 9, False),
-        ("sram_addr", 32 + 12, 20, False), ("sram_stride", 32 + 7, 5, True),
-        ("is_accum", 32 + 6, 1, False),
-        # mem_stride is split: [20:15] at word 1 [5:0], [14:0] at M[24:10]
-        ("mem_addr", 64 + 25, 39, False), ("size", 64 + 0, 10, False)),
-}
 _TYPE_OF = {Fence: InstrType.FENCE, Matrix: InstrType.MATRIX, Dma: InstrType.DMA}
 _CLASS_OF = {v: k for k, v in _TYPE_OF.items()}
-_MS_HI_LSB, _MS_LO_LSB = 32, 64 + 10
-
-
-def _instr_bits(ins: Instruction) -> int:
-    cls = type(ins)
-    b = int(_TYPE_OF[cls]) << 29
-    for name, lsb, width, _signed in _LAYOUT[cls]:
-        v = int(getattr(ins, name))
-        b |= (v & ((1 << width) - 1)) << lsb
-    if cls is Dma:
-        u = ins.mem_stride & ((1 << MEM_STRIDE_BITS) - 1)
-        b |= (u >> 15) << _MS_HI_LSB
-        b |= (u & 0x7FFF) << _MS_LO_LSB
-    return b
+_LAYOUT = {cls: hwisa.FIELDS[t.name] for cls, t in _TYPE_OF.items()}
 
 
 def words_of(ins: Instruction) -> list[int]:
@@ -351,9 +295,12 @@ def words_of(ins: Instruction) -> list[int]:
     """
     if type(ins) not in _TYPE_OF:
         raise TypeError(f"not an instruction: {ins!r}")
-    n = SIZES[_TYPE_OF[type(ins)]]
-    b = _instr_bits(ins)
-    return [(b >> (32 * k)) & 0xFFFF_FFFF for k in range(n)]
+    t = _TYPE_OF[type(ins)]
+    words = [0] * SIZES[t]
+    hwisa.TYPE_FIELD.insert(words, int(t))
+    for f in _LAYOUT[type(ins)]:
+        f.insert(words, int(getattr(ins, f.name)))
+    return words
 
 
 def encode(instrs: Iterable[Instruction]) -> list[int]:
@@ -373,10 +320,6 @@ def encode(instrs: Iterable[Instruction]) -> list[int]:
     for ins in instrs:
         out.extend(words_of(ins))
     return out
-
-
-def _sext(v: int, width: int) -> int:
-    return v - (1 << width) if v >> (width - 1) else v
 
 
 def decode(words: Sequence[int]) -> list[Instruction]:
@@ -408,7 +351,7 @@ def decode(words: Sequence[int]) -> list[Instruction]:
     out: list[Instruction] = []
     i = 0
     while i < len(ws):
-        t = ws[i] >> 29
+        t = hwisa.TYPE_FIELD.extract(ws[i:i + 1])
         try:
             typ = InstrType(t)
         except ValueError:
@@ -424,17 +367,8 @@ def decode(words: Sequence[int]) -> list[Instruction]:
                 raise ValueError(f"word {i + k} (0x{w:08x}): reserved bits set in word {k} of a "
                                  f"{typ.name.lower()} instruction: 0x{w & mask:08x} "
                                  f"(reserved mask 0x{mask:08x} must be 0)")
-        b = 0
-        for k, w in enumerate(chunk):
-            b |= w << (32 * k)
         cls = _CLASS_OF[typ]
-        kw = {}
-        for name, lsb, width, signed in _LAYOUT[cls]:
-            v = (b >> lsb) & ((1 << width) - 1)
-            kw[name] = _sext(v, width) if signed else v
-        if cls is Dma:
-            u = (((b >> _MS_HI_LSB) & 0x3F) << 15) | ((b >> _MS_LO_LSB) & 0x7FFF)
-            kw["mem_stride"] = _sext(u, MEM_STRIDE_BITS)
+        kw = {f.name: f.extract(chunk) for f in _LAYOUT[cls]}
         for f in fields(cls):
             if f.type in ("bool", bool):
                 kw[f.name] = bool(kw[f.name])

@@ -67,6 +67,7 @@ import numpy as np
 from fsa import config as fconfig
 from fsa import numerics as nx
 from fsa.config import FSAConfig
+from fsa.hw import isa as _hwisa
 from fsa.isa import Dma, DmaFunc, Fence, Instruction, Matrix, MxFunc
 from fsa.program import (Input, KernelDef, Program, TensorInfo, View, check_dispatch, kernel,
                          memory_reader)
@@ -79,12 +80,13 @@ __all__ = [
     "memory_reader",
 ]
 
-STRIDE_RANGE = (-16, 15)            # spad / acc / sram row stride (5-bit signed)
-MEM_STRIDE_RANGE = (-(1 << 20), (1 << 20) - 1)   # 21-bit signed byte stride
-SIZE_MAX = 1023                     # DMA bytes per row (10 bits)
-REPEAT_MAX = 511                    # DMA rows (9 bits)
-SEM_IDS = 32
-SEM_VALUES = 8                      # 3-bit values
+# field ranges from the ISA field table (fsa/hw/isa.py)
+STRIDE_RANGE = _hwisa.field("MATRIX", "spad_stride").range     # spad / acc / sram row stride
+MEM_STRIDE_RANGE = _hwisa.field("DMA", "mem_stride").range     # signed byte stride
+SIZE_MAX = _hwisa.field("DMA", "size").range[1]                # DMA bytes per row
+REPEAT_MAX = _hwisa.field("DMA", "repeat").range[1]            # DMA rows
+SEM_IDS = _hwisa.SEM_IDS
+SEM_VALUES = 1 << _hwisa.SEM_VALUE_BITS
 
 
 # ------------------------------------------------------------------ semaphores

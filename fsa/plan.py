@@ -27,6 +27,11 @@ timer form the hardware controller implements (per control bit and wave kind,
 a list of merged ``(start, length)`` intervals), and :func:`expand_compact`
 proves it reproduces the table.
 
+:func:`make_plan` is parameterised by the array size, the exp2 pieces and the
+RECIPROCAL length; :func:`fsa.hw.timing.plan` makes the plan of a
+configuration with the hardware's parameters (the one the matrix controller
+is generated from, the cycle model simulates and ``fsa plan show`` draws).
+
 The timings follow architecture.md section 7 (with this module's reading of
 "next may start at X": the next instruction's cycle 0 is this one's X + 1,
 which is what makes LOAD_STATIONARY -> ATTENTION_SCORE conflict-free).
@@ -112,7 +117,7 @@ class Plan:
     acc_reads: tuple[AccRead, ...]
     conflict_free: int
     blocking: bool = False
-    div_latency: int = 0
+    reciprocal_cycles: int = 0      # RECIPROCAL commands (LSE_NORM_SCALE only)
 
     @property
     def last(self) -> int:
@@ -145,7 +150,8 @@ def _sram_flags(func: str) -> tuple[bool, bool, bool]:
             "ATTENTION_VALUE": (True, False, True)}.get(func, (False, False, False))
 
 
-def make_plan(func: "str | int", R: int, C: int, P: int = 8, div_latency: int = 15,
+def make_plan(func: "str | int", R: int, C: int, P: int = 8, *,
+              reciprocal_cycles: "int | None" = None,
               rev_in: bool | None = None, rev_out: bool | None = None,
               delay: bool | None = None) -> Plan:
     """The reference schedule of matrix function `func` for an R x C array.
@@ -154,12 +160,17 @@ def make_plan(func: "str | int", R: int, C: int, P: int = 8, div_latency: int = 
         func: a name of :data:`FUNCS` or its ISA code.
         R, C: array rows and columns.
         P: exp2 pieces.
-        div_latency: cycles of the ACC reciprocal (LSE_NORM_SCALE).
+        reciprocal_cycles: cycles of RECIPROCAL commands of
+            ATTENTION_LSE_NORM_SCALE (required for that function, ignored by
+            the others); the hardware's value is
+            :func:`fsa.hw.timing.reciprocal_cycles`, and
+            :func:`fsa.hw.timing.plan` makes the plan of a configuration.
         rev_in, rev_out, delay: the instruction's input-delayer flags for its
             SRAM reads (default: what the reference kernels use).
 
     Raises:
-        ValueError: unknown function or bad sizes.
+        ValueError: unknown function or bad sizes; ATTENTION_LSE_NORM_SCALE
+            without `reciprocal_cycles`.
     """
     if isinstance(func, int):
         if not 0 <= func < len(FUNCS):
@@ -223,10 +234,14 @@ def make_plan(func: "str | int", R: int, C: int, P: int = 8, div_latency: int = 
                     conflict_free=2 * R - 2)
 
     if func == "ATTENTION_LSE_NORM_SCALE":
-        acc = [(1, "SET_SCALE")] + [(2 + k, "RECIPROCAL") for k in range(div_latency)]
+        n = reciprocal_cycles
+        if n is None or isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError("ATTENTION_LSE_NORM_SCALE needs reciprocal_cycles (a positive int; "
+                             f"fsa.hw.timing.reciprocal_cycles gives the hardware's), got {n!r}")
+        acc = [(1, "SET_SCALE")] + [(2 + k, "RECIPROCAL") for k in range(n)]
         return Plan(func, R, C, P, waves=(), cmp=(), acc=tuple(acc), spad_reads=(),
-                    acc_reads=(AccRead(0, 0),), conflict_free=1 + div_latency,
-                    blocking=True, div_latency=div_latency)
+                    acc_reads=(AccRead(0, 0),), conflict_free=1 + n,
+                    blocking=True, reciprocal_cycles=n)
 
     # ATTENTION_LSE_NORM
     return Plan(func, R, C, P, waves=(), cmp=((0, "RESET"),),

@@ -41,7 +41,7 @@ def run_on_device(cfg: FSAConfig, words: list[int], memory: list[tuple[int, byte
         dict with "runs" (state, error, error_index, counters, waited),
         "dumps" (bytes), "identity", "run_dir".
     """
-    from rtl.generate import generate, verilog_files
+    from fsa.hw.verilog import generate, verilog_files
 
     say = progress or (lambda msg: None)
     say(f"generating Verilog for {cfg.name}")

@@ -12,7 +12,7 @@ Commands (``CMD_*``): NOP, EXP_S1 (scale <- sa * scaleA), EXP_S2
 (scale <- 2^scale, one cycle, in-unit PWL constants), ACC_SA, ACC,
 SET_SCALE (scale <- sram), RECIPROCAL (scale <- 1/scale with the divider:
 the first RECIPROCAL cycle starts it, ``scale`` is written when it is done;
-the plan keeps RECIPROCAL for :func:`reciprocal_cycles` cycles).
+the plan keeps RECIPROCAL for ``fsa.hw.timing.reciprocal_cycles`` cycles).
 
 Units inside: ``fsa_fma`` (A x A + A, exp2 mode) and ``fsa_div``.
 Latency: ``wb`` is combinational; ``scale`` updates at the edge of the
@@ -24,6 +24,7 @@ from myhdl import always_comb, always_seq, block
 
 from fsa.config import attention_scale_bits
 from fsa.formats import get_format
+from fsa.hw import timing
 from rtl.convert import convert_block, sig, submodule
 from rtl.fp import fsa_div, fsa_fma
 
@@ -33,10 +34,9 @@ CMD_BITS = 3
  CMD_RECIPROCAL) = range(7)
 
 
-def reciprocal_cycles(a_type: str, bits_per_cycle: int) -> int:
-    """RECIPROCAL commands the plan must issue: start cycle, the divider's
-    latency, and the cycle in which ``done`` is seen and ``scale`` written."""
-    return fsa_div.latency(a_type, bits_per_cycle) + 2
+#: RECIPROCAL commands the plan must issue (start cycle, the divider's latency,
+#: the cycle that writes ``scale``): the contract's function, re-exported here.
+reciprocal_cycles = timing.reciprocal_cycles
 
 
 def acc_constants(a_type: str, pieces: int) -> tuple[tuple[int, ...], tuple[int, ...]]:

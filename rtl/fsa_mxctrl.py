@@ -45,23 +45,28 @@ from __future__ import annotations
 from myhdl import always_comb, always_seq, block, concat, intbv, modbv
 
 from fsa import plan as fplan
+from fsa.hw import isa as hwisa
+from fsa.hw import timing
 from rtl.convert import comb_expr, convert_block, named, sig
 from rtl import fsa_acc, fsa_cmp
 from rtl.fsa_pe import CTRL_BITS
 
 MODULE = "fsa_mxctrl"
-ADDR_BITS = 20
-STRIDE_BITS = 5
+# field widths from the ISA table (fsa/hw/isa.py)
+ADDR_BITS = hwisa.field("MATRIX", "spad_addr").width
+STRIDE_BITS = hwisa.field("MATRIX", "spad_stride").width
+SEM_ID_BITS = hwisa.field("MATRIX", "sem_id").width
+SEM_VALUE_BITS = hwisa.SEM_VALUE_BITS
 CSEL_ONE, CSEL_SCALE, CSEL_SLOPE = 0, 1, 2
 BLOCKING = tuple(i for i, f in enumerate(fplan.FUNCS) if f in ("ATTENTION_LSE_NORM_SCALE",
                                                                   "ATTENTION_LSE_NORM"))
 
 
 def plans_for(cfg) -> list:
-    """The five plans of a config, indexed by ISA function code."""
-    div = fsa_acc.reciprocal_cycles(cfg.a_type, cfg.div_bits_per_cycle)
-    return [fplan.make_plan(f, cfg.sa_rows, cfg.sa_cols, cfg.exp2_pieces, div_latency=div)
-            for f in fplan.FUNCS]
+    """The five plans of a config, indexed by ISA function code: the
+    contract's :func:`fsa.hw.timing.plans` (the plans ``fsa plan show`` draws
+    and the cycle model runs)."""
+    return timing.plans(cfg)
 
 
 def _runs(cycles) -> list[tuple[int, int]]:
@@ -284,7 +289,8 @@ def fsa_mxctrl(clk, rst,
     s_flags = [sig(3), sig(3)]          # rev_in, rev_out, delay
     s_zero = [sig(1), sig(1)]
     s_causal = [sig(1), sig(1)]
-    s_rel = [sig(9), sig(9)]            # valid, id(5), value(3)
+    REL_BITS = 1 + SEM_ID_BITS + SEM_VALUE_BITS
+    s_rel = [sig(REL_BITS), sig(REL_BITS)]   # valid, id, value
     last = sig(1)                        # slot of the most recent instruction
 
     src = []
@@ -476,6 +482,7 @@ def fsa_mxctrl(clk, rst,
     insts.append(issue)
 
     rl0, rl1 = s_rel
+    RV, VB = REL_BITS - 1, SEM_VALUE_BITS          # valid bit; value bits below the id
     loads = [sig(1), sig(1)]
     ld0, ld1 = loads
     inp = (in_func, in_spad_addr, in_spad_stride, in_acc_addr, in_acc_stride, in_rev_in,
@@ -504,14 +511,14 @@ def fsa_mxctrl(clk, rst,
         rel_valid.next = False
         rel_id.next = 0
         rel_value.next = 0
-        if b0 and t0 == rls0 and rl0[8]:
+        if b0 and t0 == rls0 and rl0[RV]:
             rel_valid.next = True
-            rel_id.next = rl0[8:3]
-            rel_value.next = rl0[3:]
-        elif b1 and t1 == rls1 and rl1[8]:
+            rel_id.next = rl0[RV:VB]
+            rel_value.next = rl0[VB:]
+        elif b1 and t1 == rls1 and rl1[RV]:
             rel_valid.next = True
-            rel_id.next = rl1[8:3]
-            rel_value.next = rl1[3:]
+            rel_id.next = rl1[RV:VB]
+            rel_value.next = rl1[VB:]
         busy.next = b0 or b1
     insts.append(sem_release)
     return insts
@@ -578,14 +585,14 @@ def ports(cfg) -> dict:
         in_valid=sig(1), in_ready=sig(1), in_func=sig(3), in_spad_addr=sig(ADDR_BITS),
         in_spad_stride=sig(STRIDE_BITS), in_rev_in=sig(1), in_rev_out=sig(1), in_delay=sig(1),
         in_acc_addr=sig(ADDR_BITS), in_acc_stride=sig(STRIDE_BITS), in_zero=sig(1),
-        in_causal=sig(1), in_wait_prev_acc=sig(1), in_rel_valid=sig(1), in_rel_id=sig(5),
-        in_rel_value=sig(3),
+        in_causal=sig(1), in_wait_prev_acc=sig(1), in_rel_valid=sig(1), in_rel_id=sig(SEM_ID_BITS),
+        in_rel_value=sig(SEM_VALUE_BITS),
         ctrl=sig(R * CTRL_BITS), cmp_cmd=sig(fsa_cmp.CMD_BITS), cmp_causal=sig(1),
         acc_cmd=sig(fsa_acc.CMD_BITS), spad_en=sig(1), spad_addr=sig(ADDR_BITS), id_valid=sig(1),
         id_const=sig(1), id_csel=sig(2), id_k=sig(KB), id_rev_in=sig(1), id_rev_out=sig(1),
         id_delay=sig(1), acc_ren=sig(1), acc_raddr=sig(ADDR_BITS), acc_zero=sig(1),
-        acc_wen=sig(1), acc_waddr=sig(ADDR_BITS), rel_valid=sig(1), rel_id=sig(5),
-        rel_value=sig(3), busy=sig(1))
+        acc_wen=sig(1), acc_waddr=sig(ADDR_BITS), rel_valid=sig(1), rel_id=sig(SEM_ID_BITS),
+        rel_value=sig(SEM_VALUE_BITS), busy=sig(1))
 
 
 def convert(outdir, cfg):

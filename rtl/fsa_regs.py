@@ -1,5 +1,6 @@
 """AXI4-Lite control and status registers (architecture.md section 9, plus
-ours after 0x30).
+ours after 0x30).  The map, the states, the identity and magic values are
+the contract's (``fsa/hw/regs.py``); this table repeats it for the reader.
 
 ==========  ======  ==========================================================
 offset      access  meaning
@@ -21,7 +22,7 @@ offset      access  meaning
 0x28        R       fences
 0x2C        R       words enqueued
 0x30        R       words dequeued
-0x34        R       error: [3:0] code (fsa/errors.py), [31:16] instruction index
+0x34        R       error: [3:0] code (fsa/hw/errors.py), [31:16] instruction index
 0x38        R       free words in the instruction queue
 0x3C        R       identity: [7:0] rows-1, [15:8] cols-1, [17:16] E format,
                     [19:18] A format (0 fp16, 1 bf16, 2 fp32), [23:20]
@@ -42,26 +43,17 @@ the cycle after AR.
 """
 from __future__ import annotations
 
-from myhdl import ResetSignal, always_comb, always_seq, block
+from myhdl import ConcatSignal, ResetSignal, always_comb, always_seq, block, intbv
 
+from fsa.hw import regs as hwregs
+from fsa.hw.errors import ERR_BITS
+from fsa.hw.regs import FMT_CODE, MAGIC, VERSION, identity  # noqa: F401 (re-exported)
 from rtl.convert import convert_block, sig
-from rtl.fsa_core import S_ACTIVE as STATE_ACTIVE
 
 MODULE = "fsa_regs"
-MAGIC = 0x46534131
-VERSION = 1
-FMT_CODE = {"fp16": 0, "bf16": 1, "fp32": 2}
 OKAY, SLVERR = 0, 2
-READ_REGS = (0x08, 0x0C, 0x10, 0x14, 0x18, 0x1C, 0x20, 0x24, 0x28, 0x2C, 0x30, 0x34, 0x38,
-             0x3C, 0x40, 0x44, 0x48, 0x4C)
-
-
-def identity(cfg) -> int:
-    """The identity register's value for a config."""
-    return (((cfg.sa_rows - 1) & 0xFF) | (((cfg.sa_cols - 1) & 0xFF) << 8)
-            | (FMT_CODE[cfg.e_type] << 16) | (FMT_CODE[cfg.a_type] << 18)
-            | ((cfg.exp2_pieces.bit_length() - 1) << 20) | ((cfg.mem_ports & 0xF) << 24)
-            | (VERSION << 28))
+READ_REGS = hwregs.READ_OFFSETS
+STATE_ACTIVE = int(hwregs.State.ACTIVE)
 
 
 @block
@@ -78,15 +70,18 @@ def fsa_regs(clk, rst,
     IDENT = identity(cfg)
     SPR, ACR, QS = cfg.spad_rows, cfg.acc_rows, cfg.inst_queue_size
 
+    DB = hwregs.ADDR_DECODE_BITS
+    A_PUSH, A_START = hwregs.OFFSETS["push"], hwregs.OFFSETS["start"]
+
     # ---- write channel: capture AW and W, then act, then B
     w_have_a, w_have_d = sig(1), sig(1)
-    w_addr = sig(8)
+    w_addr = sig(DB)
+    wa = s_axil_awaddr(DB, 0)
     w_data = sig(32)
     b_pend = sig(1)
     b_resp = sig(2)
-    unused_axil = sig(len(s_axil_awaddr) - 8 + len(s_axil_araddr) - 8 + 3 + 3 + 4)
-    from myhdl import ConcatSignal
-    unused_in = ConcatSignal(s_axil_awaddr(len(s_axil_awaddr), 8), s_axil_araddr(len(s_axil_araddr), 8),
+    unused_axil = sig(len(s_axil_awaddr) - DB + len(s_axil_araddr) - DB + 3 + 3 + 4)
+    unused_in = ConcatSignal(s_axil_awaddr(len(s_axil_awaddr), DB), s_axil_araddr(len(s_axil_araddr), DB),
                              s_axil_awprot, s_axil_arprot, s_axil_wstrb)
 
     @always_comb
@@ -100,20 +95,20 @@ def fsa_regs(clk, rst,
         s_axil_bvalid.next = b_pend
         s_axil_bresp.next = b_resp
         go = w_have_a and w_have_d and not b_pend
-        inst_valid.next = go and w_addr == 0x00
+        inst_valid.next = go and w_addr == A_PUSH
         inst_word.next = w_data
-        start.next = go and w_addr == 0x04
+        start.next = go and w_addr == A_START
 
     @always_seq(clk.posedge, reset=rst)
     def write_seq():
         if s_axil_awvalid and not w_have_a and not b_pend:
             w_have_a.next = True
-            w_addr.next = s_axil_awaddr[8:]
+            w_addr.next = wa
         if s_axil_wvalid and not w_have_d and not b_pend:
             w_have_d.next = True
             w_data.next = s_axil_wdata
         if w_have_a and w_have_d and not b_pend:
-            if w_addr == 0x00:
+            if w_addr == A_PUSH:
                 if inst_ready:
                     w_have_a.next = False
                     w_have_d.next = False
@@ -129,7 +124,7 @@ def fsa_regs(clk, rst,
                 w_have_a.next = False
                 w_have_d.next = False
                 b_pend.next = True
-                if w_addr == 0x04:
+                if w_addr == A_START:
                     b_resp.next = OKAY
                 else:
                     b_resp.next = SLVERR
@@ -143,45 +138,62 @@ def fsa_regs(clk, rst,
     rd = sig(32)
     rd_ok = sig(1)
 
+    # read mux over the contract's map (fsa/hw/regs.py): the offsets are the
+    # table's; the mux must cover exactly its readable registers
+    O = hwregs.OFFSETS
+    mux_names = ("state",) + hwregs.COUNTERS + ("error", "q_free", "identity", "magic",
+                                                "spad_rows", "acc_rows", "queue")
+    if tuple(O[n] for n in mux_names) != READ_REGS:
+        raise AssertionError("fsa_regs: the read mux does not match fsa/hw/regs.py REGS")
+    A_STATE, A_ERROR, A_QFREE, A_IDENT, A_MAGIC = (O[n] for n in ("state", "error", "q_free",
+                                                                  "identity", "magic"))
+    A_SPR, A_ACR, A_QUEUE = O["spad_rows"], O["acc_rows"], O["queue"]
+    (A_EXEC, A_BUBBLE, A_MXA, A_DMAA, A_WORDS, A_MX, A_DMA, A_FENCE, A_ENQ,
+     A_DEQ) = (O[c] for c in hwregs.COUNTERS)
+    ra = s_axil_araddr(DB, 0)
+    # registers narrower than 32 bits, zero-extended
+    state32 = ConcatSignal(intbv(0)[32 - len(state):], state)
+    err32 = ConcatSignal(err_index, intbv(0)[hwregs.ERR_INDEX_LSB - ERR_BITS:], err_code)
+    qfree32 = ConcatSignal(intbv(0)[32 - len(q_free):], q_free)
+
     @always_comb
     def read_mux():
         rd_ok.next = True
-        a = s_axil_araddr[8:]
-        if a == 0x08:
-            rd.next = state
-        elif a == 0x0C:
+        if ra == A_STATE:
+            rd.next = state32
+        elif ra == A_EXEC:
             rd.next = cnt_exec
-        elif a == 0x10:
+        elif ra == A_BUBBLE:
             rd.next = cnt_bubble
-        elif a == 0x14:
+        elif ra == A_MXA:
             rd.next = cnt_mx_active
-        elif a == 0x18:
+        elif ra == A_DMAA:
             rd.next = cnt_dma_active
-        elif a == 0x1C:
+        elif ra == A_WORDS:
             rd.next = cnt_words
-        elif a == 0x20:
+        elif ra == A_MX:
             rd.next = cnt_mx
-        elif a == 0x24:
+        elif ra == A_DMA:
             rd.next = cnt_dma
-        elif a == 0x28:
+        elif ra == A_FENCE:
             rd.next = cnt_fence
-        elif a == 0x2C:
+        elif ra == A_ENQ:
             rd.next = cnt_enq
-        elif a == 0x30:
+        elif ra == A_DEQ:
             rd.next = cnt_deq
-        elif a == 0x34:
-            rd.next = (err_index << 16) | err_code
-        elif a == 0x38:
-            rd.next = q_free
-        elif a == 0x3C:
+        elif ra == A_ERROR:
+            rd.next = err32
+        elif ra == A_QFREE:
+            rd.next = qfree32
+        elif ra == A_IDENT:
             rd.next = IDENT
-        elif a == 0x40:
+        elif ra == A_MAGIC:
             rd.next = MAGIC
-        elif a == 0x44:
+        elif ra == A_SPR:
             rd.next = SPR
-        elif a == 0x48:
+        elif ra == A_ACR:
             rd.next = ACR
-        elif a == 0x4C:
+        elif ra == A_QUEUE:
             rd.next = QS
         else:
             rd.next = 0
@@ -219,9 +231,10 @@ def ports(cfg, addr_bits: int = 16) -> dict:
              s_axil_arprot=sig(3), s_axil_arvalid=sig(1), s_axil_arready=sig(1),
              s_axil_rdata=sig(32), s_axil_rresp=sig(2), s_axil_rvalid=sig(1),
              s_axil_rready=sig(1), inst_valid=sig(1), inst_ready=sig(1), inst_word=sig(32),
-             start=sig(1), state=sig(2), err_code=sig(4), err_index=sig(16), q_free=sig(QB + 1))
-    for c in ("exec", "bubble", "mx_active", "dma_active", "words", "mx", "dma", "fence", "enq", "deq"):
-        p[f"cnt_{c}"] = sig(32)
+             start=sig(1), state=sig(hwregs.STATE_BITS), err_code=sig(ERR_BITS),
+             err_index=sig(hwregs.ERR_INDEX_BITS), q_free=sig(QB + 1))
+    for c in hwregs.COUNTERS:
+        p[f"cnt_{c}"] = sig(hwregs.COUNTER_BITS)
     return p
 
 

@@ -54,8 +54,9 @@ class Unit:
 
 def units_for(cfg) -> list[Unit]:
     """The modules a configuration needs, leaves first."""
-    from rtl import (fsa_acc, fsa_array, fsa_cmp, fsa_core, fsa_delay, fsa_dma, fsa_dma_port,
-                     fsa_mxctrl, fsa_pe, fsa_regs, fsa_sram, fsa_top)
+    from rtl import (fsa_acc, fsa_array, fsa_cmp, fsa_core, fsa_counters, fsa_decode,
+                     fsa_delay, fsa_dispatch, fsa_dma, fsa_dma_port, fsa_mxctrl, fsa_pe,
+                     fsa_queue, fsa_regs, fsa_sem, fsa_sram, fsa_status, fsa_top)
     from rtl.fp import fsa_cvt, fsa_div, fsa_fcmp, fsa_fma
 
     e, a, p = cfg.e_type, cfg.a_type, cfg.exp2_pieces
@@ -92,7 +93,13 @@ def units_for(cfg) -> list[Unit]:
         lane_bits=geo["spad"][2], banks=geo["spad"][3])
     add(fsa_sram, "accumulator SRAM", rows=geo["acc"][0], row_bits=geo["acc"][1],
         lane_bits=geo["acc"][2], banks=geo["acc"][3])
-    add_fixed(fsa_core.MODULE, lambda d: fsa_core.convert(d, cfg), "matrix engine (queue, decoder, semaphores)")
+    for mod, role in ((fsa_queue, "instruction queue"), (fsa_decode, "instruction decoder"),
+                      (fsa_dispatch, "pending instructions, issue, range check, fences"),
+                      (fsa_sem, "semaphores"), (fsa_status, "device state and error register"),
+                      (fsa_counters, "performance counters")):
+        add_fixed(mod.MODULE, lambda d, mod=mod: mod.convert(d, cfg), role)
+    add_fixed(fsa_core.MODULE, lambda d: fsa_core.convert(d, cfg),
+              "matrix engine (control units, controller, SRAMs, array)")
     add_fixed(fsa_dma_port.MODULE, lambda d: fsa_dma_port.convert(d, cfg),
               f"DMA AXI4 master port (x{cfg.mem_ports})")
     add_fixed(fsa_dma.MODULE, lambda d: fsa_dma.convert(d, cfg), f"DMA engine ({cfg.mem_ports} AXI4 port(s))")

@@ -6,7 +6,7 @@ run's state and error, the device's own counters (exec cycles, matrix / DMA
 instructions, fences, words), the matrix functions and flags of the
 instructions it executed (all of them when it finished, those before the
 failing one when it stopped in error), the CMP / ACC commands their plans
-issue on that config's array (``fsa.plan.make_plan`` for its R, C and P;
+issue on that config's array (``fsa.hw.timing.plan`` of its config;
 counted once per matrix instruction that issues them, so the count does not
 depend on how many cycles a command lasts),
 whether the memory paused, and whether the cycle model was checked against
@@ -25,6 +25,7 @@ from collections import Counter
 from fsa import config as fconfig
 from fsa import errors
 from fsa import plan as fplan
+from fsa.hw import timing
 from fsa.isa import Dma, Fence, Matrix, MxFunc
 
 #: this process's records (a worker's are sent to the controller at its end)
@@ -35,9 +36,9 @@ KEYS = ("instructions", "cmp", "acc", "errors", "stalls", "configs", "flags")
 
 
 @functools.lru_cache(maxsize=None)
-def _plan_cmds(func: str, R: int, C: int, P: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _plan_cmds(func: str, cfg) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The distinct CMP and ACC commands `func`'s plan issues on an R x C array."""
-    pl = fplan.make_plan(func, R, C, P)
+    pl = timing.plan(cfg, func)
     return tuple(sorted({c for _, c in pl.cmp})), tuple(sorted({c for _, c in pl.acc}))
 
 
@@ -87,7 +88,7 @@ def record(program=None, run: dict | None = None, *, pauses: float = 0.0, config
                 f = MxFunc(ins.func).name
                 rec["instructions"][f] += 1
                 if cfg is not None:
-                    cmp, acc = _plan_cmds(f, cfg.sa_rows, cfg.sa_cols, cfg.exp2_pieces)
+                    cmp, acc = _plan_cmds(f, cfg)
                     rec["cmp"].update(cmp)
                     rec["acc"].update(acc)
                 for flag in ("zero", "causal", "wait_prev_acc"):

@@ -21,13 +21,12 @@ from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster
 from axi_faults import Fault, FaultList, FaultyAxiRam
 
 from fsa import errors
+from fsa.hw import regs as hwregs
 
-REGS = {"push": 0x00, "start": 0x04, "state": 0x08, "exec": 0x0C, "bubble": 0x10,
-        "mx_active": 0x14, "dma_active": 0x18, "words": 0x1C, "mx": 0x20, "dma": 0x24,
-        "fence": 0x28, "enq": 0x2C, "deq": 0x30, "error": 0x34, "q_free": 0x38,
-        "identity": 0x3C, "magic": 0x40, "spad_rows": 0x44, "acc_rows": 0x48, "queue": 0x4C}
-COUNTERS = ("exec", "bubble", "mx_active", "dma_active", "words", "mx", "dma", "fence", "enq", "deq")
-STATES = {0: "idle", 1: "active", 2: "done", 3: "error"}
+# the register map, counters and states: the contract in fsa/hw/regs.py
+REGS = hwregs.OFFSETS
+COUNTERS = hwregs.COUNTERS
+STATES = {int(s): s.name.lower() for s in hwregs.State}
 CTRL_BASE = 0x8000
 
 
@@ -173,8 +172,8 @@ class Device:
     async def status(self) -> dict:
         state = await self.read("state")
         err = await self.read("error")
-        return {"state": STATES.get(state, state), "error": errors.name(err & 0xF),
-                "error_index": err >> 16, "q_free": await self.read("q_free"),
+        return {"state": STATES.get(state, state), "error": errors.name(err & ((1 << errors.ERR_BITS) - 1)),
+                "error_index": err >> hwregs.ERR_INDEX_LSB, "q_free": await self.read("q_free"),
                 "counters": await self.counters()}
 
     async def run(self, words, max_cycles: int) -> dict:

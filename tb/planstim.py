@@ -45,7 +45,7 @@ class Program:
     def compile(self, div_cycles: int, with_data: bool = True):
         cfg = self.cfg
         R, C, P = cfg.sa_rows, cfg.sa_cols, cfg.exp2_pieces
-        plans = [fplan.make_plan(i["func"], R, C, P, div_latency=div_cycles) for i in self.instrs]
+        plans = [fplan.make_plan(i["func"], R, C, P, reciprocal_cycles=div_cycles) for i in self.instrs]
         starts = fplan.schedule_starts(plans, [i["wait_prev_acc"] for i in self.instrs])
         fplan.check_overlap(plans, starts)
         T = max(s + p.last for s, p in zip(starts, plans)) + 4

@@ -21,8 +21,12 @@ from fsa import plan as fplan
 from fsa.config import FSAConfig
 from fsa.golden.machine import Machine
 from fsa.isa import Matrix, decode
-from rtl import fsa_acc
-from rtl.fsa_core import S_ACTIVE, S_DONE, S_ERROR, sram_geometries
+from fsa.hw import isa as hwisa
+from fsa.hw import regs as hwregs
+from fsa.hw import timing
+from rtl.fsa_core import sram_geometries
+
+S_ACTIVE, S_DONE, S_ERROR = hwregs.State.ACTIVE, hwregs.State.DONE, hwregs.State.ERROR
 
 
 class CoreBench:
@@ -119,12 +123,13 @@ class CoreBench:
 
     def waiting_on(self) -> str:
         """What the engine is waiting for (watchdog report)."""
-        d = self.dut
+        d = self.dut.u_dispatch          # the pending registers live in fsa_dispatch
         parts = []
         if int(d.mx_p.value):
-            w0 = int(d.mx_w0.value)
-            if w0 & (1 << 23):
-                sid, val = (w0 >> 24) & 31, (w0 >> 20) & 7
+            w0 = [int(d.mx_w0.value)]
+            if hwisa.field("MATRIX", "acquire_valid").extract(w0):
+                sid = hwisa.field("MATRIX", "sem_id").extract(w0)
+                val = hwisa.field("MATRIX", "acquire_value").extract(w0)
                 parts.append(f"matrix instruction {int(d.mx_idx.value)} waits for semaphore "
                              f"{sid} == {val}")
             else:
@@ -177,15 +182,13 @@ async def core_runs_program(dut):
             bad.append(f"acc row {row}: got {[hex(x) for x in got]} model {[hex(x) for x in m.acc[row]]}")
     # cycle counts: issue cycles against the plans' schedule
     mx = [i for i in prog if isinstance(i, Matrix)]
-    div = fsa_acc.reciprocal_cycles(cfg.a_type, cfg.div_bits_per_cycle)
-    plans = [fplan.make_plan(int(i.func), cfg.sa_rows, cfg.sa_cols, cfg.exp2_pieces, div_latency=div)
-             for i in mx]
+    plans = [timing.plan(cfg, int(i.func)) for i in mx]
     want = fplan.schedule_starts(plans, [i.wait_prev_acc for i in mx])
     got = [c - issues[0] for c in issues]
     if got != want:
         bad.append(f"matrix issue cycles {got} != plan {want}")
     counters = {c: int(getattr(dut, f"cnt_{c}").value) for c in
-                ("exec", "bubble", "mx_active", "dma_active", "words", "mx", "dma", "fence", "enq", "deq")}
+                hwregs.COUNTERS}
     if counters["mx"] != len(mx) or counters["words"] != len(words) or counters["enq"] != len(words):
         bad.append(f"counters {counters}")
     if not 0 < counters["mx_active"] <= counters["exec"]:

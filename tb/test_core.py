@@ -95,3 +95,37 @@ def test_semaphore_that_never_comes_is_reported(tmp_path):
                            spad_addr=3, spad_stride=-1, sem_id=6, acquire_valid=True,
                            acquire_value=2), Fence(stop=True)])
     _small(tmp_path, words, "hang", hang_report="waits for semaphore 6 == 2")
+
+
+# The SRAM range check at its edges (FSA4X4Fp16ConfigCore1: 12 scratchpad rows,
+# 5 accumulator rows): the first and the last row of every walk, both
+# directions, the extreme strides; an in-range walk that ends on row 0 or on
+# the last row must run.
+_M = MxFunc
+RANGE_CASES = [
+    ("load-ends-on-row-0", Matrix(_M.LOAD_STATIONARY, spad_addr=3, spad_stride=-1), "done"),
+    ("load-below-0", Matrix(_M.LOAD_STATIONARY, spad_addr=2, spad_stride=-1), "SRAM_RANGE"),
+    ("load-stride-15", Matrix(_M.LOAD_STATIONARY, spad_addr=0, spad_stride=15), "SRAM_RANGE"),
+    ("load-stride-minus-16", Matrix(_M.LOAD_STATIONARY, spad_addr=11, spad_stride=-16),
+     "SRAM_RANGE"),
+    ("load-ends-on-last-row", Matrix(_M.LOAD_STATIONARY, spad_addr=2, spad_stride=3), "done"),
+    ("score-first-row-outside", Matrix(_M.ATTENTION_SCORE, spad_addr=12, spad_stride=-1),
+     "SRAM_RANGE"),
+    ("score-acc-outside", Matrix(_M.ATTENTION_SCORE, spad_addr=4, spad_stride=1, acc_addr=5),
+     "SRAM_RANGE"),
+    ("value-acc-last-outside", Matrix(_M.ATTENTION_VALUE, spad_addr=4, spad_stride=1, acc_addr=2,
+                                      acc_stride=1), "SRAM_RANGE"),
+    ("value-acc-ends-on-last-row", Matrix(_M.ATTENTION_VALUE, spad_addr=4, spad_stride=1,
+                                          rev_input=True, delay_output=True, acc_addr=1,
+                                          acc_stride=1), "done"),
+    ("lse-norm-acc-below-0", Matrix(_M.ATTENTION_LSE_NORM, acc_addr=4, acc_stride=-2),
+     "SRAM_RANGE"),
+    ("lse-norm-scale-acc-outside", Matrix(_M.ATTENTION_LSE_NORM_SCALE, acc_addr=5), "SRAM_RANGE"),
+]
+
+
+@pytest.mark.parametrize("ins,expect", [c[1:] for c in RANGE_CASES], ids=[c[0] for c in RANGE_CASES])
+def test_sram_range_check_edges(tmp_path, ins, expect):
+    words = encode([ins, Fence(mx=True, dma=True, stop=True)])
+    extra = {} if expect == "done" else {"err_index": 0}
+    _small(tmp_path, words, expect, **extra)

@@ -51,6 +51,7 @@ import pytest
 from fsa import config as fconfig
 from fsa import numerics as nm
 from fsa import plan as fplan
+from fsa.hw import timing
 from fsa.formats import FPFormat, get_format
 from tb import simrun
 from tb.unit_models import (ACC_CMDS, CMP_CMDS, PE_BITS, ACCModel, CMPModel, PEModel,
@@ -193,10 +194,9 @@ def _reset_slots(rng: np.random.Generator, n: int) -> set[int]:
 
 def plan_ctrl_words(cfg) -> list[int]:
     """Every PE control word of every plan (fsa.plan.table), idle included."""
-    R, C, P = cfg.sa_rows, cfg.sa_cols, cfg.exp2_pieces
     words = {0}
     for func in fplan.FUNCS:
-        tb = fplan.table(fplan.make_plan(func, R, C, P))
+        tb = fplan.table(timing.plan(cfg, func))
         for row in tb.pe:
             for bits in row:
                 words.add(ctrl_word(bits))

@@ -27,7 +27,7 @@ raise ``ValueError`` on such out-of-contract inputs instead of guessing.
 * :class:`ACCModel` -- EXP_S1, EXP_S2, ACC_SA / ACC write-back, SET_SCALE
   and RECIPROCAL (the first RECIPROCAL cycle of a window starts the divider;
   ``scale`` is written at the edge of cycle ``start + latency + 1``, the
-  last cycle of a window of ``fsa_acc.reciprocal_cycles`` commands).
+  last cycle of a window of ``fsa.hw.timing.reciprocal_cycles`` commands).
 """
 from __future__ import annotations
 
@@ -38,6 +38,7 @@ import numpy as np
 from fsa import numerics as nm
 from fsa.config import attention_scale_bits
 from fsa.formats import get_format
+from fsa.hw import timing
 
 __all__ = ["PE_BITS", "CMP_CMDS", "ACC_CMDS", "PEModel", "CMPModel", "ACCModel",
            "pe_writers", "pe_legal"]
@@ -252,28 +253,28 @@ class ACCModel:
 
     RECIPROCAL: a RECIPROCAL following a non-RECIPROCAL cycle starts the
     divider on the current ``scale``; ``scale <- reciprocal(x)`` at the edge
-    of cycle ``start + latency + 1`` (``latency`` of ``rtl.fp.fsa_div``), so
-    a window of ``latency + 2`` RECIPROCAL commands (``reciprocal_cycles``)
-    ends with the new scale.  With ``strict``, any other command while the
+    of cycle ``start + latency + 1`` (``latency``: the divider's,
+    ``fsa.hw.timing.divider_latency``, or the ``divider_latency`` argument),
+    so a window of ``latency + 2`` RECIPROCAL commands
+    (``fsa.hw.timing.reciprocal_cycles``) ends with the new scale.  With ``strict``, any other command while the
     divider is busy raises ``ValueError`` (the plans never do it).
     """
 
     def __init__(self, a_type: str = "fp32", pieces: int = 8, sa_rows: int = 4,
                  div_bits_per_cycle: int = 2, strict: bool = True,
-                 div_latency: "int | None" = None):
+                 divider_latency: "int | None" = None):
         self.a, self.P = a_type, pieces
         self.fa = get_format(a_type)
         self.scale_a = attention_scale_bits(sa_rows, a_type)
-        if div_latency is None:
-            from rtl.fp.fsa_div import latency
-            div_latency = latency(a_type, div_bits_per_cycle)
-        self.L = div_latency
+        if divider_latency is None:
+            divider_latency = timing.divider_latency(a_type, div_bits_per_cycle)
+        self.L = divider_latency
         self.strict = strict
         self.reset()
 
     @property
     def window(self) -> int:
-        """RECIPROCAL commands of a full window (= fsa_acc.reciprocal_cycles)."""
+        """RECIPROCAL commands of a full window (= fsa.hw.timing.reciprocal_cycles)."""
         return self.L + 2
 
     def reset(self) -> dict:

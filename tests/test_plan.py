@@ -4,6 +4,10 @@ import itertools
 import pytest
 
 from fsa import plan as P
+from fsa.hw.timing import reciprocal_cycles
+
+#: RECIPROCAL length of the presets' accumulators (fp32, 2 divider bits per cycle)
+RECIP = reciprocal_cycles("fp32", 2)
 
 SIZES = [2, 3, 4, 8, 16, 64]
 
@@ -12,7 +16,7 @@ SIZES = [2, 3, 4, 8, 16, 64]
 def test_compact_form_reproduces_table(R, C):
     for func in P.FUNCS:
         for pieces in (4, 8):
-            pl = P.make_plan(func, R, C, pieces)
+            pl = P.make_plan(func, R, C, pieces, reciprocal_cycles=RECIP)
             tb = P.table(pl)
             assert P.expand_compact(P.compact(pl), R, tb.length) == tb.pe, (func, R, C, pieces)
 
@@ -76,7 +80,7 @@ def test_overlapped_attention_program_has_no_resource_conflict(R, C):
     funcs = (["LOAD_STATIONARY", "ATTENTION_SCORE", "ATTENTION_VALUE"] * 3
              + ["ATTENTION_LSE_NORM_SCALE", "ATTENTION_LSE_NORM"]
              + ["LOAD_STATIONARY", "ATTENTION_SCORE", "ATTENTION_VALUE"])
-    seq = [P.make_plan(f, R, C, 8) for f in funcs]
+    seq = [P.make_plan(f, R, C, 8, reciprocal_cycles=RECIP) for f in funcs]
     P.check_overlap(seq, P.schedule_starts(seq))
 
 
@@ -93,8 +97,9 @@ def test_load_stationary_then_score_back_to_back():
 
 
 def test_blocking_instructions_wait_for_everything():
-    seq = [P.make_plan(f, 4, 4, 8) for f in ("ATTENTION_SCORE", "ATTENTION_VALUE",
-                                             "ATTENTION_LSE_NORM_SCALE", "ATTENTION_LSE_NORM")]
+    seq = [P.make_plan(f, 4, 4, 8, reciprocal_cycles=RECIP)
+           for f in ("ATTENTION_SCORE", "ATTENTION_VALUE", "ATTENTION_LSE_NORM_SCALE",
+                     "ATTENTION_LSE_NORM")]
     s = P.schedule_starts(seq)
     assert s[2] >= s[0] + seq[0].retire and s[2] >= s[1] + seq[1].retire
     assert s[3] >= s[2] + seq[2].retire
@@ -107,6 +112,9 @@ def test_bad_arguments():
         P.make_plan(7, 4, 4)
     with pytest.raises(ValueError, match="R >= 2"):
         P.make_plan("ATTENTION_SCORE", 1, 4)
+    # the RECIPROCAL length has no default: it is the hardware's (fsa.hw.timing)
+    with pytest.raises(ValueError, match="reciprocal_cycles"):
+        P.make_plan("ATTENTION_LSE_NORM_SCALE", 4, 4)
 
 
 def test_chart_is_readable():

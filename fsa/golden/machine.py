@@ -25,6 +25,7 @@ from fsa import numerics as nx
 from fsa.config import FSAConfig
 from fsa.isa import Dma, DmaFunc, Fence, Matrix, MxFunc, decode
 from fsa.golden import tile
+from fsa.hw.isa import SEM_IDS
 
 __all__ = ["Machine", "MachineError", "UnsupportedProgram", "Deadlock"]
 
@@ -110,7 +111,7 @@ class Machine:
         self.pe = np.zeros((R, C), self.ue)
         self.state = tile.TileState(cfg)        # CMP maxima and ACC scale
         self.mem = mem if mem is not None else Memory(cfg.mem_base, cfg.mem_size)
-        self.sem = [0] * 32
+        self.sem = [0] * SEM_IDS
         self.counters = {"matrix": 0, "dma": 0, "fence": 0}
 
     # ------------------------------------------------------------ helpers

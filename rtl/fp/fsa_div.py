@@ -74,6 +74,7 @@ from pathlib import Path
 from myhdl import always, always_comb, block, concat, intbv
 
 from fsa.formats import get_format
+from fsa.hw import timing
 from rtl.convert import convert_block, sig
 from rtl.prim import normalise
 
@@ -83,8 +84,8 @@ __all__ = ["fsa_div", "latency", "module_name", "convert", "LINT_WAIVERS"]
 #: generated module is clean under ``verilator --lint-only -Wall``.
 LINT_WAIVERS: dict[str, str] = {}
 
-FORMATS_OK = ("fp16", "bf16", "fp32")
-BITS_OK = (1, 2, 4)
+FORMATS_OK = timing.DIVIDER_FORMATS          # the contract: fsa/hw/timing.py
+BITS_OK = timing.DIVIDER_BITS_PER_CYCLE
 
 # state encoding
 _IDLE, _NORM, _ITER, _ROUND = 0, 1, 2, 3
@@ -99,8 +100,7 @@ def _check(fmt: str, bits_per_cycle: int) -> None:
 
 
 def _iterations(fmt: str, bits_per_cycle: int) -> int:
-    p = get_format(fmt).precision
-    return -(-p // bits_per_cycle)
+    return timing.divider_iterations(fmt, bits_per_cycle)
 
 
 def latency(fmt: str = "fp32", bits_per_cycle: int = 2) -> int:
@@ -108,7 +108,7 @@ def latency(fmt: str = "fp32", bits_per_cycle: int = 2) -> int:
     after which ``done`` is high (see the module docstring): ``N + 2`` with
     ``N = ceil(precision / bits_per_cycle)``."""
     _check(fmt, bits_per_cycle)
-    return _iterations(fmt, bits_per_cycle) + 2
+    return timing.divider_latency(fmt, bits_per_cycle)
 
 
 def module_name(fmt: str = "fp32", bits_per_cycle: int = 2) -> str:

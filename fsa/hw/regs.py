@@ -1,0 +1,117 @@
+"""Control-port contract: device states, counters and the AXI4-Lite
+register map (the reference's offsets 0x00-0x30, then ours).
+
+Device states (:class:`State`, the ``state`` register, 2 bits): IDLE after
+reset; ``start`` moves IDLE or DONE to ACTIVE (from DONE the counters are
+cleared first); a ``stop`` fence moves ACTIVE to DONE; an error moves ACTIVE
+to ERROR (only a reset leaves it).
+
+Register map (:data:`REGS`; only address bits [7:0] are decoded)::
+
+    offset  name        access  meaning
+    0x00    push        W       push one instruction word; while the queue is full
+                                the write is held if the device is ACTIVE, refused
+                                with SLVERR otherwise (nothing would drain it)
+    0x04    start       W       start (from DONE it also clears the counters)
+    0x08    state       R       State: 0 idle, 1 active, 2 done, 3 error
+    0x0C    exec        R       execution cycles (ACTIVE)
+    0x10    bubble      R       ACTIVE cycles with the matrix engine idle
+    0x14    mx_active   R       matrix-engine busy cycles
+    0x18    dma_active  R       DMA busy cycles
+    0x1C    words       R       instruction words decoded
+    0x20    mx          R       matrix instructions issued
+    0x24    dma         R       DMA instructions issued
+    0x28    fence       R       fences
+    0x2C    enq         R       words enqueued
+    0x30    deq         R       words dequeued
+    0x34    error       R       [3:0] error code (fsa.hw.errors), [31:16] index of
+                                the instruction that caused it
+    0x38    q_free      R       free words in the instruction queue
+    0x3C    identity    R       :func:`identity`
+    0x40    magic       R       MAGIC, 0x46534131 ("FSA1")
+    0x44    spad_rows   R       scratchpad rows
+    0x48    acc_rows    R       accumulator rows
+    0x4C    queue       R       instruction queue size (words)
+
+Unmapped offsets, writes to read-only registers and reads of write-only ones
+answer SLVERR.  The counters 0x0C..0x30 are 32 bits, in :data:`COUNTERS`
+order.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+__all__ = ["State", "STATE_BITS", "COUNTERS", "COUNTER_BITS", "Reg", "REGS", "OFFSETS",
+           "READ_OFFSETS", "MAGIC", "VERSION", "FMT_CODE", "ADDR_DECODE_BITS", "identity",
+           "ERR_INDEX_BITS", "ERR_INDEX_LSB"]
+
+
+class State(enum.IntEnum):
+    """Device states (the ``state`` register)."""
+
+    IDLE = 0
+    ACTIVE = 1
+    DONE = 2
+    ERROR = 3
+
+
+STATE_BITS = 2
+#: The performance counters, in register order (0x0C, 0x10, ...).
+COUNTERS = ("exec", "bubble", "mx_active", "dma_active", "words", "mx", "dma", "fence",
+            "enq", "deq")
+COUNTER_BITS = 32
+#: The error register: code in [ERR_BITS-1:0] (fsa.hw.errors), index at [31:16].
+ERR_INDEX_LSB = 16
+ERR_INDEX_BITS = 16
+MAGIC = 0x46534131
+VERSION = 1
+FMT_CODE = {"fp16": 0, "bf16": 1, "fp32": 2}
+#: Address bits the register block decodes (a 256-byte window).
+ADDR_DECODE_BITS = 8
+
+
+@dataclass(frozen=True)
+class Reg:
+    """One register: byte offset, name, access ("R" or "W"), meaning."""
+
+    offset: int
+    name: str
+    access: str
+    meaning: str
+
+
+_COUNTER_MEANING = {
+    "exec": "execution cycles (ACTIVE)", "bubble": "ACTIVE cycles with the matrix engine idle",
+    "mx_active": "matrix-engine busy cycles", "dma_active": "DMA busy cycles",
+    "words": "instruction words decoded", "mx": "matrix instructions issued",
+    "dma": "DMA instructions issued", "fence": "fences", "enq": "words enqueued",
+    "deq": "words dequeued"}
+
+REGS: tuple[Reg, ...] = (
+    Reg(0x00, "push", "W", "push one instruction word"),
+    Reg(0x04, "start", "W", "start (from DONE also clears the counters)"),
+    Reg(0x08, "state", "R", "device state (State)"),
+    *(Reg(0x0C + 4 * i, c, "R", _COUNTER_MEANING[c]) for i, c in enumerate(COUNTERS)),
+    Reg(0x34, "error", "R", "[3:0] error code, [31:16] instruction index"),
+    Reg(0x38, "q_free", "R", "free words in the instruction queue"),
+    Reg(0x3C, "identity", "R", "rows, columns, formats, exp2 pieces, ports, version"),
+    Reg(0x40, "magic", "R", "0x46534131 (\"FSA1\")"),
+    Reg(0x44, "spad_rows", "R", "scratchpad rows"),
+    Reg(0x48, "acc_rows", "R", "accumulator rows"),
+    Reg(0x4C, "queue", "R", "instruction queue size (words)"),
+)
+#: name -> offset
+OFFSETS: dict[str, int] = {r.name: r.offset for r in REGS}
+#: offsets of the readable registers
+READ_OFFSETS: tuple[int, ...] = tuple(r.offset for r in REGS if r.access == "R")
+
+
+def identity(cfg) -> int:
+    """The identity register of a config: [7:0] rows-1, [15:8] cols-1,
+    [17:16] E format, [19:18] A format (FMT_CODE), [23:20] log2(exp2 pieces),
+    [27:24] memory ports, [31:28] VERSION."""
+    return (((cfg.sa_rows - 1) & 0xFF) | (((cfg.sa_cols - 1) & 0xFF) << 8)
+            | (FMT_CODE[cfg.e_type] << 16) | (FMT_CODE[cfg.a_type] << 18)
+            | ((cfg.exp2_pieces.bit_length() - 1) << 20) | ((cfg.mem_ports & 0xF) << 24)
+            | (VERSION << 28))

@@ -1,0 +1,68 @@
+"""Getting the Verilog of a configuration from software.
+
+``fsa/`` describes the hardware and never imports ``rtl/`` (the hardware
+builds from ``fsa/``, not the reverse).  Software that needs the generated
+Verilog (``fsa verilog``, ``fsa run``, ``fsa exec``) runs the generator as a
+separate process, ``python -m rtl.generate <config> --out <folder>``, exactly
+as ``make verilog`` does, and reads the folder it writes (``filelist.f``).
+A configuration that is not a preset is passed as its ``FSAConfig.json``.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+__all__ = ["ROOT", "GEN", "generate", "verilog_files"]
+
+#: the repository root (where ``rtl/`` lives) and the default output folder
+ROOT = Path(__file__).resolve().parents[2]
+GEN = ROOT / "gen"
+
+
+def generate(cfg, outdir: "str | Path | None" = None, *, force: bool = False,
+             quiet: bool = False) -> Path:
+    """Run ``python -m rtl.generate`` for `cfg` (preset name or FSAConfig).
+
+    Args:
+        outdir: the output folder (default ``gen/<config name>``).
+        force: regenerate even when the folder is up to date.
+        quiet: capture the generator's output (shown only if it fails).
+
+    Returns:
+        The output folder.
+
+    Raises:
+        ValueError: the generator rejected the configuration (exit status 2).
+        RuntimeError: the generator failed otherwise.
+        (With `quiet`, the generator's output is in the message.)
+    """
+    from fsa import config as fconfig
+
+    cfg = fconfig.get(cfg)
+    out = Path(outdir) if outdir is not None else GEN / cfg.name
+    with tempfile.TemporaryDirectory(prefix="fsa-cfg-") as tmp:
+        if fconfig.PRESETS.get(cfg.name) == cfg:
+            arg = cfg.name
+        else:
+            arg = str(Path(tmp) / "FSAConfig.json")
+            cfg.to_json(arg)
+        cmd = [sys.executable, "-m", "rtl.generate", arg, "--out", str(out.resolve())]
+        if force:
+            cmd.append("--force")
+        r = subprocess.run(cmd, cwd=ROOT, text=True, capture_output=quiet)
+    if r.returncode != 0:
+        detail = (r.stdout or "") + (r.stderr or "") if quiet else "(output above)"
+        msg = (f"Verilog generation for {cfg.name} failed (exit {r.returncode}): "
+               f"{' '.join(cmd)}\n{detail}")
+        # exit 2: the generator rejected the configuration (its ValueError)
+        raise (ValueError if r.returncode == 2 else RuntimeError)(msg)
+    return out
+
+
+def verilog_files(outdir: "str | Path") -> list[Path]:
+    """The Verilog files of a generated folder, in ``filelist.f`` order."""
+    outdir = Path(outdir)
+    return [outdir / line.strip() for line in (outdir / "filelist.f").read_text().splitlines()
+            if line.strip()]

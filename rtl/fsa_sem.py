@@ -1,0 +1,94 @@
+"""Semaphores of the matrix engine (a part of ``fsa_core``).
+
+``fsa.hw.isa.SEM_IDS`` semaphores, each a value of ``SEM_VALUE_BITS`` bits
+and a *held* flag.  An instruction whose header has ``acquire_valid`` may
+issue only when its semaphore holds exactly ``acquire_value`` and is not
+held; issuing takes it (held).  A release (from the matrix controller when
+its instruction finishes, or from the DMA engine's ``done`` for the DMA
+instruction in flight) writes the release value and frees it.  A release
+and a take of the same semaphore in one cycle: the release wins.
+
+Ports::
+
+    mx_acq_valid, mx_sem_id, mx_acq_value   header of the pending matrix instruction
+    dm_acq_valid, dm_sem_id, dm_acq_value   header of the pending DMA instruction
+    mx_acq_ok, dm_acq_ok                    its acquire would succeed now (or it
+                                            does not acquire)
+    mx_issue, dm_issue                      the pending instruction issues this cycle
+    mx_rel_valid, mx_rel_id, mx_rel_value   release pulse of the matrix controller
+    dm_rel_valid, dm_rel_id, dm_rel_value   release of the finishing DMA instruction
+"""
+from __future__ import annotations
+
+from myhdl import ResetSignal, Signal, always_comb, always_seq, block, intbv
+
+from fsa.hw.isa import SEM_IDS, SEM_VALUE_BITS
+from rtl.convert import convert_block, sig
+
+MODULE = "fsa_sem"
+ID_BITS = (SEM_IDS - 1).bit_length()
+
+
+@block
+def fsa_sem(clk, rst, mx_acq_valid, mx_sem_id, mx_acq_value, dm_acq_valid, dm_sem_id,
+            dm_acq_value, mx_acq_ok, dm_acq_ok, mx_issue, dm_issue, mx_rel_valid, mx_rel_id,
+            mx_rel_value, dm_rel_valid, dm_rel_id, dm_rel_value):
+    """The semaphores; see the module docstring."""
+    N = SEM_IDS
+    sem_val = [Signal(intbv(0)[SEM_VALUE_BITS:]) for _ in range(N)]
+    sem_held = [Signal(bool(0)) for _ in range(N)]
+    # one-hot (bit i: semaphore i) takes and releases of this cycle
+    take_mx, take_dm, rel_mx, rel_dm = sig(N), sig(N), sig(N), sig(N)
+
+    @always_comb
+    def acquire_check():
+        mx_acq_ok.next = (not mx_acq_valid) or (sem_val[mx_sem_id] == mx_acq_value
+                                                and not sem_held[mx_sem_id])
+        dm_acq_ok.next = (not dm_acq_valid) or (sem_val[dm_sem_id] == dm_acq_value
+                                                and not sem_held[dm_sem_id])
+
+    @always_comb
+    def select():
+        take_mx.next = 0
+        take_dm.next = 0
+        rel_mx.next = 0
+        rel_dm.next = 0
+        if mx_issue and mx_acq_valid:
+            take_mx.next = 1 << mx_sem_id
+        if dm_issue and dm_acq_valid:
+            take_dm.next = 1 << dm_sem_id
+        if mx_rel_valid:
+            rel_mx.next = 1 << mx_rel_id
+        if dm_rel_valid:
+            rel_dm.next = 1 << dm_rel_id
+
+    @always_seq(clk.posedge, reset=rst)
+    def update():
+        for i in range(N):
+            if rel_mx[i]:
+                sem_val[i].next = mx_rel_value
+                sem_held[i].next = False
+            elif rel_dm[i]:
+                sem_val[i].next = dm_rel_value
+                sem_held[i].next = False
+            elif take_mx[i] or take_dm[i]:
+                sem_held[i].next = True
+
+    return acquire_check, select, update
+
+
+def ports(cfg=None) -> dict:
+    return dict(clk=sig(1), rst=ResetSignal(0, active=1, isasync=False),
+                mx_acq_valid=sig(1), mx_sem_id=sig(ID_BITS), mx_acq_value=sig(SEM_VALUE_BITS),
+                dm_acq_valid=sig(1), dm_sem_id=sig(ID_BITS), dm_acq_value=sig(SEM_VALUE_BITS),
+                mx_acq_ok=sig(1), dm_acq_ok=sig(1), mx_issue=sig(1), dm_issue=sig(1),
+                mx_rel_valid=sig(1), mx_rel_id=sig(ID_BITS), mx_rel_value=sig(SEM_VALUE_BITS),
+                dm_rel_valid=sig(1), dm_rel_id=sig(ID_BITS), dm_rel_value=sig(SEM_VALUE_BITS))
+
+
+OUTPUTS = {"mx_acq_ok", "dm_acq_ok"}
+
+
+def convert(outdir, cfg=None):
+    p = ports(cfg)
+    return convert_block(lambda: fsa_sem(**p), MODULE, outdir)

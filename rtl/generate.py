@@ -7,6 +7,10 @@ writes ``gen/<config>/``:
   instantiated by its parents),
 * ``FSAConfig.json`` (the reference's fields plus ours),
 * ``filelist.f`` (the Verilog files, leaves first),
+* ``waivers.vlt``: the Verilator configuration file with the lint waivers each
+  unit declares for its own module (``LINT_WAIVERS``, rule -> reason), one
+  ``lint_off -rule RULE -file "*/<module>.v"`` per waiver with its reason;
+  ``make lint`` and the Verilator simulator builds read it (no global waivers),
 * ``manifest.json`` with the hash of the inputs (config + RTL sources); an
   unchanged input hash means nothing is regenerated.
 """
@@ -22,10 +26,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from fsa.waivers import WAIVER_FILE, waiver_rule, waiver_text
+
 ROOT = Path(__file__).resolve().parent.parent
 GEN = ROOT / "gen"
 
-__all__ = ["Unit", "units_for", "generate", "input_hash", "main"]
+__all__ = ["Unit", "units_for", "generate", "input_hash", "lint_waivers", "verilog_files",
+           "waiver_file", "main"]
 
 
 @dataclass(frozen=True)
@@ -35,7 +42,8 @@ class Unit:
     module: str
     convert: Callable[[Path], Path]
     role: str
-    lint_waivers: tuple[str, ...] = ()
+    #: (rule key, reason) pairs from the unit's ``LINT_WAIVERS``
+    lint_waivers: tuple[tuple[str, str], ...] = ()
 
 
 def units_for(cfg) -> list[Unit]:
@@ -47,14 +55,17 @@ def units_for(cfg) -> list[Unit]:
     e, a, p = cfg.e_type, cfg.a_type, cfg.exp2_pieces
     out: dict[str, Unit] = {}
 
+    def waivers(mod) -> tuple[tuple[str, str], ...]:
+        return tuple(sorted(dict(getattr(mod, "LINT_WAIVERS", {})).items()))
+
     def add(mod, role: str, **kw) -> None:
         name = mod.module_name(**kw)
         if name not in out:
             out[name] = Unit(name, lambda d, mod=mod, kw=kw: mod.convert(d, **kw), role,
-                             tuple(getattr(mod, "LINT_WAIVERS", ())))
+                             waivers(mod))
 
-    def add_fixed(name: str, conv, role: str) -> None:
-        out[name] = Unit(name, conv, role)
+    def add_fixed(mod, name: str, conv, role: str) -> None:
+        out[name] = Unit(name, conv, role, waivers(mod))
 
     # floating-point leaves
     add(fsa_fma, "PE multiply-add (E x E + A) with exp2 mode", mul=e, add=a, pieces=p)
@@ -65,23 +76,23 @@ def units_for(cfg) -> list[Unit]:
         add(fsa_cvt, "CMP widening E -> A", src=e, dst=a)
     add(fsa_div, "ACC reciprocal", fmt=a, bits_per_cycle=cfg.div_bits_per_cycle)
     # array units
-    add_fixed(fsa_pe.MODULE, lambda d: fsa_pe.convert(d, e, a, p), f"processing element (x{cfg.sa_rows * cfg.sa_cols})")
-    add_fixed(fsa_cmp.MODULE, lambda d: fsa_cmp.convert(d, e, a, p), f"comparator unit (x{cfg.sa_cols})")
-    add_fixed(fsa_acc.MODULE, lambda d: fsa_acc.convert(d, a, p, cfg.sa_rows, cfg.div_bits_per_cycle),
+    add_fixed(fsa_pe, fsa_pe.MODULE, lambda d: fsa_pe.convert(d, e, a, p), f"processing element (x{cfg.sa_rows * cfg.sa_cols})")
+    add_fixed(fsa_cmp, fsa_cmp.MODULE, lambda d: fsa_cmp.convert(d, e, a, p), f"comparator unit (x{cfg.sa_cols})")
+    add_fixed(fsa_acc, fsa_acc.MODULE, lambda d: fsa_acc.convert(d, a, p, cfg.sa_rows, cfg.div_bits_per_cycle),
               f"accumulator unit (x{cfg.sa_cols})")
-    add_fixed("fsa_idelay", lambda d: fsa_delay.convert_idelay(d, cfg.sa_rows, e), "input delayer")
-    add_fixed("fsa_odelay", lambda d: fsa_delay.convert_odelay(d, cfg.sa_cols, a), "output delayer")
-    add_fixed(fsa_array.MODULE, lambda d: fsa_array.convert(d, cfg), "systolic array")
-    add_fixed(fsa_mxctrl.MODULE, lambda d: fsa_mxctrl.convert(d, cfg), "matrix controller (from fsa/plan.py)")
+    add_fixed(fsa_delay, "fsa_idelay", lambda d: fsa_delay.convert_idelay(d, cfg.sa_rows, e), "input delayer")
+    add_fixed(fsa_delay, "fsa_odelay", lambda d: fsa_delay.convert_odelay(d, cfg.sa_cols, a), "output delayer")
+    add_fixed(fsa_array, fsa_array.MODULE, lambda d: fsa_array.convert(d, cfg), "systolic array")
+    add_fixed(fsa_mxctrl, fsa_mxctrl.MODULE, lambda d: fsa_mxctrl.convert(d, cfg), "matrix controller (from fsa/plan.py)")
     geo = fsa_core.sram_geometries(cfg)
     add(fsa_sram, "scratchpad SRAM", rows=geo["spad"][0], row_bits=geo["spad"][1],
         lane_bits=geo["spad"][2], banks=geo["spad"][3])
     add(fsa_sram, "accumulator SRAM", rows=geo["acc"][0], row_bits=geo["acc"][1],
         lane_bits=geo["acc"][2], banks=geo["acc"][3])
-    add_fixed(fsa_core.MODULE, lambda d: fsa_core.convert(d, cfg), "matrix engine (queue, decoder, semaphores)")
-    add_fixed(fsa_dma.MODULE, lambda d: fsa_dma.convert(d, cfg), f"DMA engine ({cfg.mem_ports} AXI4 port(s))")
-    add_fixed(fsa_regs.MODULE, lambda d: fsa_regs.convert(d, cfg), "AXI4-Lite control registers")
-    add_fixed(fsa_top.MODULE, lambda d: fsa_top.convert(d, cfg), "the device")
+    add_fixed(fsa_core, fsa_core.MODULE, lambda d: fsa_core.convert(d, cfg), "matrix engine (queue, decoder, semaphores)")
+    add_fixed(fsa_dma, fsa_dma.MODULE, lambda d: fsa_dma.convert(d, cfg), f"DMA engine ({cfg.mem_ports} AXI4 port(s))")
+    add_fixed(fsa_regs, fsa_regs.MODULE, lambda d: fsa_regs.convert(d, cfg), "AXI4-Lite control registers")
+    add_fixed(fsa_top, fsa_top.MODULE, lambda d: fsa_top.convert(d, cfg), "the device")
     return list(out.values())
 
 
@@ -144,7 +155,8 @@ def _generate(cfg, outdir: Path, force: bool, quiet: bool) -> Path:
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
     files, timings = [], {}
-    for u in units_for(cfg):
+    units = units_for(cfg)
+    for u in units:
         t0 = time.perf_counter()
         path = u.convert(tmp)
         timings[u.module] = round(time.perf_counter() - t0, 3)
@@ -153,10 +165,13 @@ def _generate(cfg, outdir: Path, force: bool, quiet: bool) -> Path:
             print(f"[gen] {cfg.name}: {u.module:<28} {u.role} ({timings[u.module]:.1f} s)")
     cfg.to_json(tmp / "FSAConfig.json")
     (tmp / "filelist.f").write_text("".join(f"{f}\n" for f in files))
-    waivers = sorted({w for u in units_for(cfg) for w in u.lint_waivers})
+    waivers = lint_waivers(units)
+    (tmp / WAIVER_FILE).write_text(waiver_text(waivers))
     (tmp / "manifest.json").write_text(json.dumps({
-        "config": cfg.name, "input_hash": digest, "files": files + ["FSAConfig.json", "filelist.f"],
-        "modules": [u.module for u in units_for(cfg)], "lint_waivers": waivers,
+        "config": cfg.name, "input_hash": digest,
+        "files": files + ["FSAConfig.json", "filelist.f", WAIVER_FILE],
+        "modules": [u.module for u in units], "waiver_file": WAIVER_FILE,
+        "lint_waivers": {m: {waiver_rule(k): r for k, r in w.items()} for m, w in waivers.items()},
         "convert_seconds": timings,
     }, indent=2) + "\n")
     if outdir.exists():
@@ -167,10 +182,20 @@ def _generate(cfg, outdir: Path, force: bool, quiet: bool) -> Path:
     return outdir
 
 
+def lint_waivers(units: "list[Unit]") -> dict[str, dict[str, str]]:
+    """module -> {rule key: reason} for the units that declare waivers."""
+    return {u.module: dict(u.lint_waivers) for u in units if u.lint_waivers}
+
+
 def verilog_files(outdir: Path) -> list[Path]:
     """The Verilog files of a generated folder, in filelist order."""
     return [outdir / line.strip() for line in (outdir / "filelist.f").read_text().splitlines()
             if line.strip()]
+
+
+def waiver_file(outdir: Path) -> Path:
+    """The Verilator waiver file of a generated folder (:data:`WAIVER_FILE`)."""
+    return Path(outdir) / WAIVER_FILE
 
 
 def main(argv: "list[str] | None" = None) -> int:

@@ -46,6 +46,21 @@ class Unit:
     lint_waivers: tuple[tuple[str, str], ...] = ()
 
 
+#: TRANSITIONAL, branch ``lint`` only (issue 12): DELETE when this branch is
+#: merged with the ones that make these modules -Wall clean (fsa_core and
+#: fsa_regs: branch ``contract``; fsa_mxctrl: branch ``verilog``).  Until then
+#: their Verilog still has the width warnings the old global -Wno flags hid,
+#: and a Verilator build now fails on any warning not waived for its module.
+_TRANSITIONAL_WAIVERS = {
+    mod: {rule: "TRANSITIONAL: width warnings being fixed by explicit sizing on another "
+                "branch of issue 12; remove this waiver when that branch is merged"
+          for rule in rules}
+    for mod, rules in (("fsa_core", ("WIDTHEXPAND", "WIDTHTRUNC")),
+                       ("fsa_mxctrl", ("WIDTHEXPAND", "WIDTHTRUNC")),
+                       ("fsa_regs", ("WIDTHEXPAND",)))
+}
+
+
 def units_for(cfg) -> list[Unit]:
     """The modules a configuration needs, leaves first."""
     from rtl import (fsa_acc, fsa_array, fsa_cmp, fsa_core, fsa_delay, fsa_dma, fsa_mxctrl, fsa_pe,
@@ -65,7 +80,9 @@ def units_for(cfg) -> list[Unit]:
                              waivers(mod))
 
     def add_fixed(mod, name: str, conv, role: str) -> None:
-        out[name] = Unit(name, conv, role, waivers(mod))
+        w = dict(waivers(mod))
+        w.update(_TRANSITIONAL_WAIVERS.get(name, {}))    # (TRANSITIONAL: see above)
+        out[name] = Unit(name, conv, role, tuple(sorted(w.items())))
 
     # floating-point leaves
     add(fsa_fma, "PE multiply-add (E x E + A) with exp2 mode", mul=e, add=a, pieces=p)

@@ -9,6 +9,9 @@
   one build never collide.
 * Every run has a wall-clock timeout (the simulator process is killed); the
   benches themselves also carry cycle limits.
+* Verilator builds take no global ``-Wno-...`` flag and no ``-Wno-fatal``: a
+  warning fails the build unless the waiver file beside the sources
+  (``waivers.vlt``, :mod:`fsa.waivers`) waives it for that module.
 
 Environment knobs: ``SIM`` (verilator|icarus), ``WAVES=1``, ``SEED``.
 """

@@ -98,12 +98,12 @@ def fsa_acc(clk, rst, cmd, sa, sram, wb, a_type="fp32", pieces=8, sa_rows=4,
     mb, lp, bias = fa.man_bits, pbits, fa.bias
     emask = fa.exp_max
     ef = sig(aw - 1 - mb)             # exponent field of scale
-    e_eff = sig(aw - 1 - mb)          # ... 1 for subnormals
+    e_eff = sig(aw - 1 - mb)          # the exponent: ef, or 1 for a subnormal
     hidden = sig(1)
     man = sig(mb)
     zeros_lp = sig(lp)                # constant 0: the lp bits below the significand
     sig_w = ConcatSignal(hidden, man, zeros_lp)   # significand << lp
-    sh = sig(max(1, (mb + bias - 1).bit_length()))
+    sh = sig(max(1, (mb + bias - 1).bit_length()))   # 1 .. mb + bias - 1 when fractional
     sig_sh = sig(mb + 1 + lp)
     fractional = sig(1)               # scale < 0, finite, not an integer
     slope_k, icpt_k = sig(aw), sig(aw)
@@ -124,7 +124,10 @@ def fsa_acc(clk, rst, cmd, sa, sram, wb, a_type="fp32", pieces=8, sa_rows=4,
     @always_comb
     def scale_shift():
         fractional.next = scale[aw - 1] == 1 and ef != emask and e_eff < mb + bias
-        sh.next = (mb + bias) - e_eff
+        if e_eff < mb + bias:
+            sh.next = (mb + bias) - e_eff
+        else:
+            sh.next = 0                     # (|scale| is an integer: piece 0)
 
     @always_comb
     def shift_significand():

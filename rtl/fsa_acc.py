@@ -25,8 +25,8 @@ from __future__ import annotations
 from myhdl import ConcatSignal, always_comb, always_seq, block
 
 from fsa.config import attention_scale_bits
-from fsa.formats import get_format
 from fsa.plan import ACC_CMDS
+from fsa.formats import get_format
 from rtl.convert import convert_block, sig, submodule
 from rtl.fp import fsa_div, fsa_fma
 

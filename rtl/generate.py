@@ -31,8 +31,7 @@ from fsa.waivers import WAIVER_FILE, waiver_rule, waiver_text
 ROOT = Path(__file__).resolve().parent.parent
 GEN = ROOT / "gen"
 
-__all__ = ["Unit", "units_for", "generate", "input_hash", "lint_waivers", "verilog_files",
-           "waiver_file", "main"]
+__all__ = ["Unit", "units_for", "generate", "input_hash", "main"]
 
 
 @dataclass(frozen=True)
@@ -79,8 +78,10 @@ def units_for(cfg) -> list[Unit]:
             out[name] = Unit(name, lambda d, mod=mod, kw=kw: mod.convert(d, **kw), role,
                              waivers(mod))
 
-    def add_fixed(mod, name: str, conv, role: str) -> None:
-        w = dict(waivers(mod))
+    def add_fixed(name: str, conv, role: str, src=None) -> None:
+        """`src`: the rtl module declaring the unit's LINT_WAIVERS (default
+        ``rtl.<name>``, the file a fixed-name unit lives in)."""
+        w = dict(waivers(src if src is not None else _unit_module(name)))
         w.update(_TRANSITIONAL_WAIVERS.get(name, {}))    # (TRANSITIONAL: see above)
         out[name] = Unit(name, conv, role, tuple(sorted(w.items())))
 
@@ -93,24 +94,36 @@ def units_for(cfg) -> list[Unit]:
         add(fsa_cvt, "CMP widening E -> A", src=e, dst=a)
     add(fsa_div, "ACC reciprocal", fmt=a, bits_per_cycle=cfg.div_bits_per_cycle)
     # array units
-    add_fixed(fsa_pe, fsa_pe.MODULE, lambda d: fsa_pe.convert(d, e, a, p), f"processing element (x{cfg.sa_rows * cfg.sa_cols})")
-    add_fixed(fsa_cmp, fsa_cmp.MODULE, lambda d: fsa_cmp.convert(d, e, a, p), f"comparator unit (x{cfg.sa_cols})")
-    add_fixed(fsa_acc, fsa_acc.MODULE, lambda d: fsa_acc.convert(d, a, p, cfg.sa_rows, cfg.div_bits_per_cycle),
+    add_fixed(fsa_pe.MODULE, lambda d: fsa_pe.convert(d, e, a, p), f"processing element (x{cfg.sa_rows * cfg.sa_cols})")
+    add_fixed(fsa_cmp.MODULE, lambda d: fsa_cmp.convert(d, e, a, p), f"comparator unit (x{cfg.sa_cols})")
+    add_fixed(fsa_acc.MODULE, lambda d: fsa_acc.convert(d, a, p, cfg.sa_rows, cfg.div_bits_per_cycle),
               f"accumulator unit (x{cfg.sa_cols})")
-    add_fixed(fsa_delay, "fsa_idelay", lambda d: fsa_delay.convert_idelay(d, cfg.sa_rows, e), "input delayer")
-    add_fixed(fsa_delay, "fsa_odelay", lambda d: fsa_delay.convert_odelay(d, cfg.sa_cols, a), "output delayer")
-    add_fixed(fsa_array, fsa_array.MODULE, lambda d: fsa_array.convert(d, cfg), "systolic array")
-    add_fixed(fsa_mxctrl, fsa_mxctrl.MODULE, lambda d: fsa_mxctrl.convert(d, cfg), "matrix controller (from fsa/plan.py)")
+    add_fixed("fsa_idelay", lambda d: fsa_delay.convert_idelay(d, cfg.sa_rows, e), "input delayer",
+              fsa_delay)
+    add_fixed("fsa_odelay", lambda d: fsa_delay.convert_odelay(d, cfg.sa_cols, a), "output delayer",
+              fsa_delay)
+    add_fixed(fsa_array.MODULE, lambda d: fsa_array.convert(d, cfg), "systolic array")
+    add_fixed(fsa_mxctrl.MODULE, lambda d: fsa_mxctrl.convert(d, cfg), "matrix controller (from fsa/plan.py)")
     geo = fsa_core.sram_geometries(cfg)
     add(fsa_sram, "scratchpad SRAM", rows=geo["spad"][0], row_bits=geo["spad"][1],
         lane_bits=geo["spad"][2], banks=geo["spad"][3])
     add(fsa_sram, "accumulator SRAM", rows=geo["acc"][0], row_bits=geo["acc"][1],
         lane_bits=geo["acc"][2], banks=geo["acc"][3])
-    add_fixed(fsa_core, fsa_core.MODULE, lambda d: fsa_core.convert(d, cfg), "matrix engine (queue, decoder, semaphores)")
-    add_fixed(fsa_dma, fsa_dma.MODULE, lambda d: fsa_dma.convert(d, cfg), f"DMA engine ({cfg.mem_ports} AXI4 port(s))")
-    add_fixed(fsa_regs, fsa_regs.MODULE, lambda d: fsa_regs.convert(d, cfg), "AXI4-Lite control registers")
-    add_fixed(fsa_top, fsa_top.MODULE, lambda d: fsa_top.convert(d, cfg), "the device")
+    add_fixed(fsa_core.MODULE, lambda d: fsa_core.convert(d, cfg), "matrix engine (queue, decoder, semaphores)")
+    add_fixed(fsa_dma.MODULE, lambda d: fsa_dma.convert(d, cfg), f"DMA engine ({cfg.mem_ports} AXI4 port(s))")
+    add_fixed(fsa_regs.MODULE, lambda d: fsa_regs.convert(d, cfg), "AXI4-Lite control registers")
+    add_fixed(fsa_top.MODULE, lambda d: fsa_top.convert(d, cfg), "the device")
     return list(out.values())
+
+
+def _unit_module(name: str):
+    """The module ``rtl.<name>`` if there is one (else None)."""
+    import importlib
+    import importlib.util
+
+    if importlib.util.find_spec(f"rtl.{name}") is None:
+        return None
+    return importlib.import_module(f"rtl.{name}")
 
 
 def _source_files() -> list[Path]:

@@ -21,7 +21,9 @@ __all__ = ["lint_command", "lint_module", "lint"]
 
 def lint_command(outdir: Path, module: str) -> list[str]:
     """The Verilator command that lints `module` of the generated folder
-    `outdir` as top: ``-Wall``, the folder's waiver file, every Verilog file."""
+    `outdir` as top: ``-Wall``, the folder's waiver file, every Verilog file
+    (absolute paths: the waivers match ``*/<module>.v``)."""
+    outdir = Path(outdir).resolve()
     files = [str(f) for f in verilog_files(outdir)]
     return ["verilator", "--lint-only", "-Wall", str(waiver_file(outdir)),
             "--top-module", module, *files]

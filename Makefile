@@ -5,7 +5,8 @@
 #   make test SIM=icarus the same tests on Icarus Verilog
 #   make verilog CONFIG=FSA8X8Fp16Config [PREFIX=fsa8_]  (module-name prefix: gen/<config>-<prefix>/)
 #   make run             FlashAttention (8x8 fp16, seq 64) on the RTL, scored vs torch
-#   make lint            Verilator lint (-Wall) of the generated Verilog
+#   make lint            Verilator lint (-Wall) of every generated module; the only
+#                        waivers are the per-module ones in gen/<config>/waivers.vlt
 #   make bench           benchmarks (tables, bench/results/*.json, docs/performance.md;
 #                        QUICK=1 for a short run)
 #   make clean           remove gen/ and sims/

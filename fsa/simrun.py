@@ -9,6 +9,9 @@
   one build never collide.
 * Every run has a wall-clock timeout (the simulator process is killed); the
   benches themselves also carry cycle limits.
+* Verilator builds take no global ``-Wno-...`` flag and no ``-Wno-fatal``: a
+  warning fails the build unless the waiver file beside the sources
+  (``waivers.vlt``, :mod:`fsa.waivers`) waives it for that module.
 
 Environment knobs: ``SIM`` (verilator|icarus), ``WAVES=1``, ``SEED``.
 """
@@ -26,15 +29,11 @@ from typing import Mapping, Sequence
 
 from filelock import FileLock
 
+from fsa.waivers import WAIVER_FILE, waiver_files, waiver_text
+
 ROOT = Path(__file__).resolve().parent.parent  # the repository root (editable install)
 SIMS = ROOT / "sims"
 SIMULATORS = ("verilator", "icarus")
-
-#: Verilator warnings that MyHDL's output triggers by construction (widths of
-#: constants, unused bits of packed buses); lint (`make lint`) reports them.
-VERILATOR_WAIVERS = ["-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-Wno-UNUSEDSIGNAL",
-                     "-Wno-UNOPTFLAT", "-Wno-CASEINCOMPLETE"]
-
 
 class SimulationError(AssertionError):
     """A bench failed, timed out or could not be built."""
@@ -100,11 +99,13 @@ def waves_enabled() -> bool:
 
 
 def build_args(sim: str, waves: bool) -> list[str]:
+    """The simulator's build flags.  Verilator: no ``-Wno-...`` flag and no
+    ``-Wno-fatal``: a warning fails the build unless the module's own waiver
+    (:data:`WAIVER_FILE`, added by :func:`build`) covers it."""
     if sim == "verilator":
         # --inline-mult 1: keep units (PE, CMP, ...) as separate C++ classes, compiled
         # once each: an 8x8 array builds in ~30 s instead of several minutes
-        args = ["-Wno-fatal", *VERILATOR_WAIVERS, "--inline-mult", "1",
-                "--x-assign", "fast", "--x-initial", "fast"]
+        args = ["--inline-mult", "1", "--x-assign", "fast", "--x-initial", "fast"]
         if waves:
             args += ["--trace-fst", "--trace-structs"]
         return args
@@ -117,11 +118,18 @@ def build(sim: str, top: str, sources: Sequence[Path], *, waves: bool = False,
 
     If `runner` is given it is left configured for ``runner.test()`` (a cached
     build only records the settings, it runs no command).
+
+    Verilator also reads the waiver file (:data:`WAIVER_FILE`) of every folder
+    holding a source (``gen/<config>/``, or a :func:`cached_convert` folder):
+    the same per-module waivers as ``make lint``.
     """
     setup_tool_env()
     import cocotb
 
     sources = [Path(s).resolve() for s in sources]
+    if sim == "verilator":
+        # configuration files first: they apply to the Verilog read after them
+        sources = waiver_files(sources) + sources
     args = build_args(sim, waves)
     h = hashlib.sha256()
     for part in (sim, top, repr(args), cocotb.__version__, _tool_version(sim), str(waves),
@@ -297,7 +305,8 @@ def failure_reasons(results_xml: Path, limit: int = 600) -> list[str]:
     return out
 
 
-def cached_convert(name: str, convert, key: str, deps: Sequence[str]) -> Path:
+def cached_convert(name: str, convert, key: str, deps: Sequence[str],
+                   waivers: Mapping[str, str] | None = None) -> Path:
     """Convert one MyHDL unit for a bench, once per distinct input.
 
     Args:
@@ -305,6 +314,9 @@ def cached_convert(name: str, convert, key: str, deps: Sequence[str]) -> Path:
         convert: ``convert(outdir) -> Path`` writing ``<outdir>/<name>.v``.
         key: the parameters of the conversion, as text.
         deps: repository-relative source files the conversion depends on.
+        waivers: the unit's ``LINT_WAIVERS`` (rule -> reason); when not empty
+            they are written to :data:`WAIVER_FILE` beside the Verilog, which
+            :func:`build` then uses.
 
     Returns:
         The cached ``sims/gen/<unit>/<name>-<hash>/<name>.v``; safe for
@@ -312,10 +324,11 @@ def cached_convert(name: str, convert, key: str, deps: Sequence[str]) -> Path:
     """
     import myhdl
 
+    vlt = waiver_text({name: waivers}) if waivers else ""
     h = hashlib.sha256()
     for f in list(deps) + ["rtl/convert.py", "fsa/formats.py"]:
         h.update((ROOT / f).read_bytes())
-    h.update(f"{myhdl.__version__}|{key}".encode())
+    h.update(f"{myhdl.__version__}|{key}|{vlt}".encode())
     out = SIMS / "gen" / name.split("_")[1] / f"{name}-{h.hexdigest()[:16]}"
     path = out / f"{name}.v"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -325,6 +338,8 @@ def cached_convert(name: str, convert, key: str, deps: Sequence[str]) -> Path:
             try:
                 written = convert(tmp)
                 out.mkdir(parents=True, exist_ok=True)
+                if vlt:
+                    (out / WAIVER_FILE).write_text(vlt)
                 written.replace(path)
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)

@@ -8,7 +8,9 @@ Ports::
     wb   (A)  write-back value fma(scale, sram, ACC_SA ? sa : +0); combinational,
               the controller writes it in the cycle of ACC_SA / ACC
 
-Commands (``CMD_*``): NOP, EXP_S1 (scale <- sa * scaleA), EXP_S2
+Commands (``CMD_*``, codes from the table ``fsa.plan.ACC_CMDS``; in the
+Verilog each is a named decode of ``cmd``, ``acc_cmd_exp_s1`` ...): NOP,
+EXP_S1 (scale <- sa * scaleA), EXP_S2
 (scale <- 2^scale, one cycle, in-unit PWL constants), ACC_SA, ACC,
 SET_SCALE (scale <- sram), RECIPROCAL (scale <- 1/scale with the divider:
 the first RECIPROCAL cycle starts it, ``scale`` is written when it is done;
@@ -20,9 +22,10 @@ command's cycle (RECIPROCAL: ``latency + 1`` cycles after the first one).
 """
 from __future__ import annotations
 
-from myhdl import always_comb, always_seq, block
+from myhdl import ConcatSignal, always_comb, always_seq, block
 
 from fsa.config import attention_scale_bits
+from fsa.plan import ACC_CMDS
 from fsa.formats import get_format
 from fsa.hw import timing
 from rtl.convert import convert_block, sig, submodule
@@ -30,8 +33,11 @@ from rtl.fp import fsa_div, fsa_fma
 
 MODULE = "fsa_acc"
 CMD_BITS = 3
+#: Command codes: the table is ``fsa.plan.ACC_CMDS``.
 (CMD_NOP, CMD_EXP_S1, CMD_EXP_S2, CMD_ACC_SA, CMD_ACC, CMD_SET_SCALE,
- CMD_RECIPROCAL) = range(7)
+ CMD_RECIPROCAL) = (ACC_CMDS.index(c) for c in (
+     "NOP", "EXP_S1", "EXP_S2", "ACC_SA", "ACC", "SET_SCALE", "RECIPROCAL"))
+assert len(ACC_CMDS) <= 1 << CMD_BITS
 
 
 #: RECIPROCAL commands the plan must issue (start cycle, the divider's latency,
@@ -65,15 +71,17 @@ def fsa_acc(clk, rst, cmd, sa, sram, wb, a_type="fp32", pieces=8, sa_rows=4,
     f_a, unused_f_e = sig(aw), sig(aw)
     unused_piece, unused_match = sig(pbits), sig(1)
     piece = sig(pbits)
-    exp2 = sig(1)
+    # the commands by name (one decode each; acc_cmd_exp_s2 is the FMA's exp2 mode)
+    (acc_cmd_exp_s1, acc_cmd_exp_s2, acc_cmd_acc_sa, acc_cmd_set_scale,
+     acc_cmd_reciprocal) = (sig(1) for _ in range(5))
     div_start, unused_div_ready, div_done = sig(1), sig(1), sig(1)
     div_y = sig(aw)
     prev_recip = sig(1)
 
-    u_fma = submodule(fsa_fma.fsa_fma, (op_a, op_b, op_c, exp2, f_a, unused_f_e, unused_piece, unused_match),
+    u_fma = submodule(fsa_fma.fsa_fma, (op_a, op_b, op_c, acc_cmd_exp_s2, f_a, unused_f_e, unused_piece, unused_match),
                       dict(mul=a_type, add=a_type, pieces=pieces),
                       fsa_fma.module_name(a_type, a_type, pieces), "u_fma",
-                      {"a": op_a, "b": op_b, "c": op_c, "exp2": exp2, "out_a": f_a,
+                      {"a": op_a, "b": op_b, "c": op_c, "exp2": acc_cmd_exp_s2, "out_a": f_a,
                        "out_e": unused_f_e, "piece": unused_piece, "match": unused_match},
                       {"out_a", "out_e", "piece", "match"})
     u_div = submodule(fsa_div.fsa_div, (clk, rst, div_start, scale, unused_div_ready, div_done, div_y),
@@ -84,32 +92,53 @@ def fsa_acc(clk, rst, cmd, sa, sram, wb, a_type="fp32", pieces=8, sa_rows=4,
                       {"ready", "done", "y"})
 
     # exp2 piece of `scale` (numerics.exp2_piece), computed here rather than
-    # taken from the FMA so that the operand muxes do not loop through it
+    # taken from the FMA so that the operand muxes do not loop through it:
+    # piece = bits [sh, sh + lp) of (significand << lp), sh = the number of
+    # fraction bits of |scale|; every signal explicitly sized
     mb, lp, bias = fa.man_bits, pbits, fa.bias
     emask = fa.exp_max
-    sig_s = sig(mb + 1 + lp)     # wide enough for sig << lp (Verilog sizes $signed() operands)
+    ef = sig(aw - 1 - mb)             # exponent field of scale
+    e_eff = sig(aw - 1 - mb)          # the exponent: ef, or 1 for a subnormal
+    hidden = sig(1)
+    man = sig(mb)
+    zeros_lp = sig(lp)                # constant 0: the lp bits below the significand
+    sig_w = ConcatSignal(hidden, man, zeros_lp)   # significand << lp
+    sh = sig(max(1, (mb + bias - 1).bit_length()))   # 1 .. mb + bias - 1 when fractional
+    sig_sh = sig(mb + 1 + lp)
+    fractional = sig(1)               # scale < 0, finite, not an integer
     slope_k, icpt_k = sig(aw), sig(aw)
 
     @always_comb
-    def scale_piece():
-        ef = scale[aw - 1:mb]
+    def scale_fields():
+        ef.next = scale[aw - 1:mb]
+        man.next = scale[mb:]
+
+    @always_comb
+    def scale_exponent():
+        hidden.next = ef != 0
         if ef == 0:
-            sig_s.next = scale[mb:]
+            e_eff.next = 1
         else:
-            sig_s.next = scale[mb:] | (1 << mb)
+            e_eff.next = ef
+
+    @always_comb
+    def scale_shift():
+        fractional.next = scale[aw - 1] == 1 and ef != emask and e_eff < mb + bias
+        if e_eff < mb + bias:
+            sh.next = (mb + bias) - e_eff
+        else:
+            sh.next = 0                     # (|scale| is an integer: piece 0)
+
+    @always_comb
+    def shift_significand():
+        sig_sh.next = sig_w >> sh
 
     @always_comb
     def piece_of_scale():
-        ef = scale[aw - 1:mb]
-        e = int(ef)
-        sh = 0
-        if ef == 0:
-            e = 1
-        if scale[aw - 1] == 0 or ef == emask or e - bias >= mb:
-            piece.next = 0                  # x >= 0 (clamped), inf/NaN, or an integer
+        if fractional:
+            piece.next = sig_sh[lp:]
         else:
-            sh = mb + bias - e              # fraction bits of |x| (> 0)
-            piece.next = ((sig_s << lp) >> sh) & ((1 << lp) - 1)
+            piece.next = 0                  # x >= 0 (clamped), inf/NaN, or an integer
 
     @always_comb
     def piece_consts():
@@ -117,23 +146,31 @@ def fsa_acc(clk, rst, cmd, sa, sram, wb, a_type="fp32", pieces=8, sa_rows=4,
         icpt_k.next = icpts[piece]
 
     @always_comb
+    def commands():
+        """cmd decoded by name (fsa.plan.ACC_CMDS; ACC and NOP need none)."""
+        acc_cmd_exp_s1.next = cmd == CMD_EXP_S1
+        acc_cmd_exp_s2.next = cmd == CMD_EXP_S2
+        acc_cmd_acc_sa.next = cmd == CMD_ACC_SA
+        acc_cmd_set_scale.next = cmd == CMD_SET_SCALE
+        acc_cmd_reciprocal.next = cmd == CMD_RECIPROCAL
+
+    @always_comb
     def operand_a():
-        if cmd == CMD_EXP_S1:
+        if acc_cmd_exp_s1:
             op_a.next = sa
         else:
             op_a.next = scale
 
     @always_comb
     def operands():
-        exp2.next = cmd == CMD_EXP_S2
-        div_start.next = (cmd == CMD_RECIPROCAL) and not prev_recip
-        if cmd == CMD_EXP_S1:
+        div_start.next = acc_cmd_reciprocal and not prev_recip
+        if acc_cmd_exp_s1:
             op_b.next = scale_a
             op_c.next = 0
-        elif cmd == CMD_EXP_S2:
+        elif acc_cmd_exp_s2:
             op_b.next = slope_k
             op_c.next = icpt_k
-        elif cmd == CMD_ACC_SA:
+        elif acc_cmd_acc_sa:
             op_b.next = sram
             op_c.next = sa
         else:
@@ -146,16 +183,16 @@ def fsa_acc(clk, rst, cmd, sa, sram, wb, a_type="fp32", pieces=8, sa_rows=4,
 
     @always_seq(clk.posedge, reset=rst)
     def step():
-        prev_recip.next = cmd == CMD_RECIPROCAL
-        if cmd == CMD_EXP_S1 or cmd == CMD_EXP_S2:
+        prev_recip.next = acc_cmd_reciprocal
+        if acc_cmd_exp_s1 or acc_cmd_exp_s2:
             scale.next = f_a
-        elif cmd == CMD_SET_SCALE:
+        elif acc_cmd_set_scale:
             scale.next = sram
         elif div_done:
             scale.next = div_y
 
-    return (u_fma, u_div, scale_piece, piece_of_scale, piece_consts, operand_a, operands,
-            output, step)
+    return (u_fma, u_div, commands, scale_fields, scale_exponent, scale_shift, shift_significand,
+            piece_of_scale, piece_consts, operand_a, operands, output, step)
 
 
 def ports(a_type: str = "fp32") -> dict:

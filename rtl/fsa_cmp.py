@@ -8,8 +8,9 @@ Ports::
     out  (A)  to   PE(0,c).u_in   (register, held when not written)
     col       constant: this unit's column index (causal masking)
 
-Commands (``CMD_*``): NOP, UPDATE, PROP_MAX, PROP_MAX_DIFF,
-PROP_EXP2_INTERCEPTS, PROP_ZERO, RESET.  State: ``new_max``, ``old_max``
+Commands (``CMD_*``, codes from the table ``fsa.plan.CMP_CMDS``): NOP,
+UPDATE, PROP_MAX, PROP_MAX_DIFF, PROP_EXP2_INTERCEPTS, PROP_ZERO, RESET; in
+the Verilog each is a named decode of ``cmd_in`` (``cmp_cmd_update`` ...).  State: ``new_max``, ``old_max``
 (reset to -inf), the UPDATE counter (causal mask) and the intercept index.
 
 Latency: one cycle (``out`` and the state are registers written at the edge
@@ -18,16 +19,20 @@ E-rounded scores; ``PROP_MAX`` never folds 0 into it.
 """
 from __future__ import annotations
 
-from myhdl import always_comb, always_seq, block
+from myhdl import always_comb, always_seq, block, concat, intbv
 
 from fsa.formats import get_format
+from fsa.plan import CMP_CMDS
 from rtl.convert import convert_block, sig, submodule
 from rtl.fp import fsa_cvt, fsa_fcmp
 
 MODULE = "fsa_cmp"
 CMD_BITS = 3
+#: Command codes: the table is ``fsa.plan.CMP_CMDS``.
 (CMD_NOP, CMD_UPDATE, CMD_PROP_MAX, CMD_PROP_MAX_DIFF, CMD_PROP_EXP2_INTERCEPTS,
- CMD_PROP_ZERO, CMD_RESET) = range(7)
+ CMD_PROP_ZERO, CMD_RESET) = (CMP_CMDS.index(c) for c in (
+     "NOP", "UPDATE", "PROP_MAX", "PROP_MAX_DIFF", "PROP_EXP2_INTERCEPTS", "PROP_ZERO", "RESET"))
+assert len(CMP_CMDS) <= 1 << CMD_BITS
 COL_BITS = 8
 
 
@@ -67,6 +72,13 @@ def fsa_cmp(clk, rst, cmd_in, causal_in, s_in, col, out, cmd_out, causal_out,
     op_a, op_b = sig(aw), sig(aw)
     diff, mx = sig(aw), sig(aw)
     icpt = sig(aw)
+    s_e_m_z = sig(aw)       # s_e_m zero-extended to A (what UPDATE sends down)
+    a_sign = sig(aw, fa.sign_mask)      # constants, sized
+    neg_inf = sig(aw, a_neg_inf)
+    neg_inf_e = sig(ew, e_neg_inf)
+    # the commands by name (one decode each)
+    (cmp_cmd_update, cmp_cmd_prop_max, cmp_cmd_prop_max_diff, cmp_cmd_prop_exp2_intercepts,
+     cmp_cmd_prop_zero, cmp_cmd_reset) = (sig(1) for _ in range(6))
 
     insts = []
     if e_type != a_type:
@@ -93,12 +105,33 @@ def fsa_cmp(clk, rst, cmd_in, causal_in, s_in, col, out, cmd_out, causal_out,
         insts.append(same_fmt)
 
     @always_comb
+    def commands():
+        """cmd_in decoded by name (fsa.plan.CMP_CMDS)."""
+        cmp_cmd_update.next = cmd_in == CMD_UPDATE
+        cmp_cmd_prop_max.next = cmd_in == CMD_PROP_MAX
+        cmp_cmd_prop_max_diff.next = cmd_in == CMD_PROP_MAX_DIFF
+        cmp_cmd_prop_exp2_intercepts.next = cmd_in == CMD_PROP_EXP2_INTERCEPTS
+        cmp_cmd_prop_zero.next = cmd_in == CMD_PROP_ZERO
+        cmp_cmd_reset.next = cmd_in == CMD_RESET
+    insts.append(commands)
+
+    if aw > ew:
+        @always_comb
+        def extend():
+            s_e_m_z.next = concat(intbv(0)[aw - ew:], s_e_m)
+    else:
+        @always_comb
+        def extend():
+            s_e_m_z.next = s_e_m
+    insts.append(extend)
+
+    @always_comb
     def operands():
-        if causal_in and (cnt > col):
-            s_e_m.next = e_neg_inf
+        if causal_in and (cnt > concat(False, col)):
+            s_e_m.next = neg_inf_e
         else:
             s_e_m.next = s_e
-        if cmd_in == CMD_PROP_MAX_DIFF:
+        if cmp_cmd_prop_max_diff:
             op_a.next = old_max
             op_b.next = new_max
         else:
@@ -110,13 +143,13 @@ def fsa_cmp(clk, rst, cmd_in, causal_in, s_in, col, out, cmd_out, causal_out,
     def step():
         cmd_out.next = cmd_in
         causal_out.next = causal_in
-        if cmd_in == CMD_UPDATE:
-            out.next = s_e_m
+        if cmp_cmd_update:
+            out.next = s_e_m_z
             new_max.next = mx
             cnt.next = cnt + 1
         else:
             cnt.next = 0
-        if cmd_in == CMD_PROP_EXP2_INTERCEPTS:
+        if cmp_cmd_prop_exp2_intercepts:
             out.next = icpt
             if k == last_k:
                 k.next = 0
@@ -124,19 +157,19 @@ def fsa_cmp(clk, rst, cmd_in, causal_in, s_in, col, out, cmd_out, causal_out,
                 k.next = k + 1
         else:
             k.next = 0
-        if cmd_in == CMD_PROP_MAX:
+        if cmp_cmd_prop_max:
             if (new_max & a_exp_mask) == a_exp_mask and (new_max & a_man_mask) != 0:
                 out.next = a_nan
             else:
-                out.next = new_max ^ fa.sign_mask
-        elif cmd_in == CMD_PROP_MAX_DIFF:
+                out.next = new_max ^ a_sign
+        elif cmp_cmd_prop_max_diff:
             out.next = diff
             old_max.next = new_max
-        elif cmd_in == CMD_PROP_ZERO:
+        elif cmp_cmd_prop_zero:
             out.next = 0
-        elif cmd_in == CMD_RESET:
-            old_max.next = a_neg_inf
-            new_max.next = a_neg_inf
+        elif cmp_cmd_reset:
+            old_max.next = neg_inf
+            new_max.next = neg_inf
 
     insts += [operands, step]
     return insts

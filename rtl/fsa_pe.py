@@ -12,7 +12,8 @@ Ports (all registered outputs, one hop per direction)::
 * ``ctrl_in``: 9 control bits, bit i = ``fsa.plan.PE_BITS[i]``
   (mac, acc_ui, load_reg_li, load_reg_ui, flow_lr, flow_ud, flow_du,
   update_reg, exp2).  ``ctrl_out`` is ``ctrl_in`` one cycle later (control
-  moves one column right per cycle).
+  moves one column right per cycle).  In the Verilog every bit has its name:
+  ``pe_ctrl_mac = ctrl_in[0]`` ... ``pe_ctrl_exp2 = ctrl_in[8]``.
 * FMA: ``f = reg * l_in + (acc_ui ? u_in : d_in)`` (``fsa_fma``, E x E + A,
   exp2 mode with ``exp2``); a separate module instance ``u_fma``.
 
@@ -31,12 +32,17 @@ from __future__ import annotations
 from myhdl import always_comb, always_seq, block
 
 from fsa.formats import get_format
+from fsa.plan import PE_BITS
 from rtl.convert import convert_block, sig, submodule
 from rtl.fp import fsa_fma
 
-#: Control bit positions in ``ctrl_in`` (same order as fsa.plan.PE_BITS).
-MAC, ACC_UI, LOAD_REG_LI, LOAD_REG_UI, FLOW_LR, FLOW_UD, FLOW_DU, UPDATE_REG, EXP2 = range(9)
-CTRL_BITS = 9
+#: Control bit positions in ``ctrl_in``: the table is ``fsa.plan.PE_BITS``.
+(MAC, ACC_UI, LOAD_REG_LI, LOAD_REG_UI, FLOW_LR, FLOW_UD, FLOW_DU, UPDATE_REG,
+ EXP2) = (PE_BITS.index(b) for b in ("mac", "acc_ui", "load_reg_li", "load_reg_ui", "flow_lr",
+                                     "flow_ud", "flow_du", "update_reg", "exp2"))
+CTRL_BITS = len(PE_BITS)
+#: Verilog name of each control bit (``pe_ctrl_<PE_BITS name>``), by position.
+CTRL_NAMES = tuple(f"pe_ctrl_{b}" for b in PE_BITS)
 
 
 #: One Verilog tree per configuration (gen/<config>/), so the PE module is
@@ -62,19 +68,34 @@ def fsa_pe(clk, rst, l_in, u_in, d_in, ctrl_in, r_out, d_out, u_out, ctrl_out,
     pbits = max(1, (pieces - 1).bit_length())
     unused_piece = sig(pbits)    # (the PE uses match, not the index)
     match = sig(1)
-    exp2 = sig(1)
+    # the control bits by name (the Verilog names are these variables' names)
+    (pe_ctrl_mac, pe_ctrl_acc_ui, pe_ctrl_load_reg_li, pe_ctrl_load_reg_ui, pe_ctrl_flow_lr,
+     pe_ctrl_flow_ud, pe_ctrl_flow_du, pe_ctrl_update_reg, pe_ctrl_exp2) = (sig(1) for _ in PE_BITS)
 
-    u_fma = submodule(fsa_fma.fsa_fma, (sreg, l_in, addend, exp2, f_a, f_e, unused_piece, match),
+    u_fma = submodule(fsa_fma.fsa_fma, (sreg, l_in, addend, pe_ctrl_exp2, f_a, f_e, unused_piece,
+                                        match),
                       dict(mul=e_type, add=a_type, pieces=pieces),
                       fsa_fma.module_name(e_type, a_type, pieces), "u_fma",
-                      {"a": sreg, "b": l_in, "c": addend, "exp2": exp2, "out_a": f_a,
+                      {"a": sreg, "b": l_in, "c": addend, "exp2": pe_ctrl_exp2, "out_a": f_a,
                        "out_e": f_e, "piece": unused_piece, "match": match},
                       {"out_a", "out_e", "piece", "match"})
 
     @always_comb
+    def ctrl_bits():
+        """The control word's bits by name (fsa.plan.PE_BITS)."""
+        pe_ctrl_mac.next = ctrl_in[MAC]
+        pe_ctrl_acc_ui.next = ctrl_in[ACC_UI]
+        pe_ctrl_load_reg_li.next = ctrl_in[LOAD_REG_LI]
+        pe_ctrl_load_reg_ui.next = ctrl_in[LOAD_REG_UI]
+        pe_ctrl_flow_lr.next = ctrl_in[FLOW_LR]
+        pe_ctrl_flow_ud.next = ctrl_in[FLOW_UD]
+        pe_ctrl_flow_du.next = ctrl_in[FLOW_DU]
+        pe_ctrl_update_reg.next = ctrl_in[UPDATE_REG]
+        pe_ctrl_exp2.next = ctrl_in[EXP2]
+
+    @always_comb
     def select():
-        exp2.next = ctrl_in[EXP2]
-        if ctrl_in[ACC_UI]:
+        if pe_ctrl_acc_ui:
             addend.next = u_in
         else:
             addend.next = d_in
@@ -83,31 +104,31 @@ def fsa_pe(clk, rst, l_in, u_in, d_in, ctrl_in, r_out, d_out, u_out, ctrl_out,
     def step():
         ctrl_out.next = ctrl_in
         # d_out: mac (sum goes down) or flow_ud
-        if ctrl_in[MAC] and ctrl_in[ACC_UI]:
+        if pe_ctrl_mac and pe_ctrl_acc_ui:
             d_out.next = f_a
-        elif ctrl_in[FLOW_UD]:
+        elif pe_ctrl_flow_ud:
             d_out.next = u_in
         # u_out: mac (sum goes up) or flow_du
-        if ctrl_in[MAC] and not ctrl_in[ACC_UI]:
+        if pe_ctrl_mac and not pe_ctrl_acc_ui:
             u_out.next = f_a
-        elif ctrl_in[FLOW_DU]:
+        elif pe_ctrl_flow_du:
             u_out.next = d_in
         # r_out: Q shifts like a chain, or data passes right
-        if ctrl_in[LOAD_REG_LI]:
+        if pe_ctrl_load_reg_li:
             r_out.next = sreg
-        elif ctrl_in[FLOW_LR]:
+        elif pe_ctrl_flow_lr:
             r_out.next = l_in
         # the register
-        if ctrl_in[LOAD_REG_LI]:
+        if pe_ctrl_load_reg_li:
             sreg.next = l_in
-        elif ctrl_in[LOAD_REG_UI]:
+        elif pe_ctrl_load_reg_ui:
             sreg.next = u_in[ew:]
-        elif ctrl_in[UPDATE_REG]:
+        elif pe_ctrl_update_reg:
             sreg.next = f_e
-        elif ctrl_in[EXP2] and match:
+        elif pe_ctrl_exp2 and match:
             sreg.next = f_e
 
-    return u_fma, select, step
+    return u_fma, ctrl_bits, select, step
 
 
 def ports(e_type: str = "fp16", a_type: str = "fp32") -> dict:

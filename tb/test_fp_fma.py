@@ -50,7 +50,8 @@ def fma_verilog(mul: str, add: str, pieces: int) -> Path:
 
     name = fsa_fma.module_name(mul, add, pieces)
     return simrun.cached_convert(name, lambda d: fsa_fma.convert(d, mul, add, pieces),
-                                 f"{mul}|{add}|{pieces}", simrun.unit_deps("rtl.fp.fsa_fma"))
+                                 f"{mul}|{add}|{pieces}", simrun.unit_deps("rtl.fp.fsa_fma"),
+                                 waivers=fsa_fma.LINT_WAIVERS)
 
 
 def _bits(sign, field, man, f: FPFormat) -> np.ndarray:

@@ -11,6 +11,22 @@ pytestmark = pytest.mark.sim
 
 @block
 def addone(a, y):
+    s = sig(len(a) + 1)     # a + 1 without overflow; y is its low bits (mod 256)
+
+    @always_comb
+    def add():
+        s.next = a + 1
+
+    @always_comb
+    def wrap():
+        y.next = s[len(y):]
+    return add, wrap
+
+
+@block
+def addone_wide(a, y):
+    """The same function written with a width warning (a 32-bit ``%``
+    truncated to y): Verilator warns WIDTHTRUNC."""
     @always_comb
     def comb():
         y.next = (a + 1) % 256
@@ -53,3 +69,22 @@ def test_hang_is_stopped_by_wall_clock_timeout(verilog):
     with pytest.raises(simrun.SimulationError, match="wall-clock timeout after 8 s"):
         simrun.run("addone", [verilog], "tb_smoke", name="hang", testcase="hangs",
                    extra_env={"SMOKE_HANG": "1"}, timeout_s=8)
+
+
+def test_warning_fails_the_build_unless_its_module_waives_it(tmp_path):
+    """No global waiver: a Verilator warning fails the build; the waiver file
+    beside the sources (as the generator writes it) lets it through, for the
+    module it names only."""
+    from fsa.waivers import WAIVER_FILE, waiver_text
+
+    # (Verilator whatever SIM says: waiver files are Verilator configuration files)
+    a, y = sig(8), sig(8)
+    src = convert_block(lambda: addone_wide(a, y), "addone", tmp_path / "wide")
+    with pytest.raises(simrun.SimulationError, match="WIDTHTRUNC"):
+        simrun.build("verilator", "addone", [src])
+    (src.parent / WAIVER_FILE).write_text(waiver_text({"other": {"WIDTHTRUNC": "not addone"}}))
+    with pytest.raises(simrun.SimulationError, match="WIDTHTRUNC"):
+        simrun.build("verilator", "addone", [src])
+    (src.parent / WAIVER_FILE).write_text(waiver_text({"addone": {"WIDTHTRUNC": "smoke test"}}))
+    tdir = simrun.run("addone", [src], "tb_smoke", sim="verilator", name="waived")
+    assert (tdir / "results.xml").exists()

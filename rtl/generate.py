@@ -59,21 +59,6 @@ class Unit:
     lint_waivers: tuple[tuple[str, str], ...] = ()
 
 
-#: TRANSITIONAL, branch ``lint`` only (issue 12): DELETE when this branch is
-#: merged with the ones that make these modules -Wall clean (fsa_core and
-#: fsa_regs: branch ``contract``; fsa_mxctrl: branch ``verilog``).  Until then
-#: their Verilog still has the width warnings the old global -Wno flags hid,
-#: and a Verilator build now fails on any warning not waived for its module.
-_TRANSITIONAL_WAIVERS = {
-    mod: {rule: "TRANSITIONAL: width warnings being fixed by explicit sizing on another "
-                "branch of issue 12; remove this waiver when that branch is merged"
-          for rule in rules}
-    for mod, rules in (("fsa_core", ("WIDTHEXPAND", "WIDTHTRUNC")),
-                       ("fsa_mxctrl", ("WIDTHEXPAND", "WIDTHTRUNC")),
-                       ("fsa_regs", ("WIDTHEXPAND",)))
-}
-
-
 def units_for(cfg) -> list[Unit]:
     """The modules a configuration needs, leaves first."""
     from rtl import (fsa_acc, fsa_array, fsa_cmp, fsa_core, fsa_counters, fsa_decode,
@@ -97,7 +82,6 @@ def units_for(cfg) -> list[Unit]:
         """`src`: the rtl module declaring the unit's LINT_WAIVERS (default
         ``rtl.<name>``, the file a fixed-name unit lives in)."""
         w = dict(waivers(src if src is not None else _unit_module(name)))
-        w.update(_TRANSITIONAL_WAIVERS.get(name, {}))    # (TRANSITIONAL: see above)
         out[name] = Unit(name, conv, role, tuple(sorted(w.items())))
 
     # floating-point leaves

@@ -339,6 +339,11 @@ class AxiChecker:
         self.writes = 0                     # write bursts awaiting their B response
         cocotb.start_soon(self._run())
 
+    def outstanding(self) -> tuple[int, int]:
+        """(R beats still owed, B responses still owed) by the bursts the
+        master has issued: (0, 0) when the port is left clean."""
+        return sum(self.reads), self.writes
+
     def _v(self, name: str) -> int:
         return int(self.s[name].value)
 

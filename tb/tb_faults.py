@@ -12,7 +12,9 @@ the fault (state, error code, instruction index, counters), the cycle the
 start write was accepted in, the cycles at which ``irq`` rose, the AXI
 protocol violations and error responses the passive checkers
 (:class:`axi_faults.AxiChecker`) saw on the memory ports with their cycle,
-what the faulty memory injected, and the clean run's status and dump. The
+what the faulty memory injected, the R beats and B responses still owed on
+each port when the host resets (none: the DMA drained what it had issued),
+and the clean run's status and dump. The
 Python side checks it and derives the cycles to detect.
 
 Case kinds (``kind``):
@@ -182,6 +184,7 @@ async def fault_matrix(dut):
         rec["irq_rises"] = list(clk.irq_rises)
         rec["violations"] = sorted(v for ch in checkers for v in ch.violations)
         rec["injected"] = [list(i) for i in dev.faults.injected]
+        rec["outstanding"] = [list(ch.outstanding()) for ch in checkers]
         # recovery: the reset pin (abort: issue 13 item 2), then a clean run
         dev.faults.clear()
         await dev.reset()

@@ -64,6 +64,12 @@ def clean_program(cfg):
     return prog, memory, dump
 
 
+def matrix_words(cfg_name) -> list[int]:
+    """The clean program's words on that config."""
+    cfg = next(c for c in CONFIGS if c.name == cfg_name)
+    return encode(clean_program(cfg)[0])
+
+
 def golden_dump(cfg, prog, memory, dump) -> bytes:
     m = Machine(cfg)
     for a, b in memory:
@@ -300,7 +306,9 @@ def test_fault(matrix, cfg_name, name):
     if name == "start-in-error":
         assert rec["irq"] == 1 and (st["error"], st["error_index"]) == ("ILLEGAL_TYPE", 1), rec
     if name == "push-while-running":
+        assert rec["state_at_push"] == "active", rec
         assert bytes.fromhex(rec["dump"]) == gold
+        assert st["counters"]["enq"] == len(matrix_words(cfg_name)) + 4, st["counters"]
     # recovery: the reset pin, then a clean run bit-exact against the golden model
     assert rec["after_reset"]["state"] == "idle", (name, rec["after_reset"])
     assert rec["after_reset"]["error"] == "NONE", (name, rec["after_reset"])

@@ -18,6 +18,30 @@ address range: every beat inside the range, or the first, middle or last
 beat of the burst, or beat ``k``; optionally only on the first ``times``
 bursts hit. Every injected error is logged in :attr:`FaultList.injected`,
 so a test can check that its fault really fired.
+
+Besides error responses, a fault can be one of the AXI protocol violations
+the DMA claims to detect (rtl/fsa_dma_port.py; :data:`VIOLATIONS`), always
+with an OKAY response and the right data:
+
+    read  RID          the chosen beat carries RID 1 (the device's ID is 0)
+    read  NO_RLAST     the burst's last beat comes without RLAST (only on a last beat)
+    read  EARLY_RLAST  RLAST on a beat before the last (never on a last beat);
+                       the rest of the burst still follows
+    read  STRAY_B      the read burst hit also gets a B response on the write
+                       channel, with no write outstanding
+    write BID          the burst's B response carries BID 1
+    write STRAY_R      the write burst hit also gets an R beat (RLAST 1, RID 0)
+                       on the read channel, with no read outstanding
+
+The burst's beat count is never changed (a slave that drops beats would
+leave the master waiting: that is a hang no master can detect, not a
+protocol error).
+
+:class:`AxiChecker` is the independent other half: a passive monitor of one
+AXI4 master port that tracks the bursts in flight from the AR/AW handshakes
+and records every R beat or B response that breaks the protocol or carries
+an error, with the clock cycle it was accepted in, so a bench can measure
+the cycles from a fault reaching the device to the device's error state.
 """
 from __future__ import annotations
 
@@ -32,6 +56,8 @@ from cocotbext.axi.axi_channels import (AxiARSink, AxiAWSink, AxiBSource, AxiBTr
 from cocotbext.axi.memory import Memory
 
 RESPONSES = {"SLVERR": AxiResp.SLVERR, "DECERR": AxiResp.DECERR}
+#: the protocol violations, by the direction of the burst that triggers them
+VIOLATIONS = {"read": ("RID", "NO_RLAST", "EARLY_RLAST", "STRAY_B"), "write": ("BID", "STRAY_R")}
 BEATS = ("range", "first", "middle", "last")
 
 
@@ -42,7 +68,8 @@ class Fault:
     Attributes:
         direction: "read" or "write".
         lo, hi: the bursts hit are those with a beat address in [lo, hi).
-        resp: "SLVERR" or "DECERR".
+        resp: "SLVERR" or "DECERR", or a protocol violation of the
+            direction (:data:`VIOLATIONS`).
         beat: which beat of a hit burst fails: "range" (every beat whose
             address is in [lo, hi)), "first", "middle" (beat len // 2),
             "last", or a beat index (no error if the burst is shorter).
@@ -60,8 +87,10 @@ class Fault:
     def __post_init__(self):
         if self.direction not in ("read", "write"):
             raise ValueError(f"fault direction must be 'read' or 'write', got {self.direction!r}")
-        if self.resp not in RESPONSES:
-            raise ValueError(f"fault resp must be one of {sorted(RESPONSES)}, got {self.resp!r}")
+        allowed = sorted(RESPONSES) + list(VIOLATIONS.get(self.direction, ()))
+        if self.resp not in allowed:
+            raise ValueError(f"fault resp of a {self.direction} must be one of {allowed}, "
+                             f"got {self.resp!r}")
         if not (isinstance(self.beat, int) and self.beat >= 0) and self.beat not in BEATS:
             raise ValueError(f"fault beat must be one of {BEATS} or a beat index >= 0, "
                              f"got {self.beat!r}")
@@ -80,6 +109,12 @@ class Fault:
         else:
             k = {"first": 0, "middle": n // 2, "last": n - 1}.get(self.beat, self.beat)
             beats = {k} if k < n else set()
+        if self.resp == "NO_RLAST":
+            beats = {k for k in beats if k == n - 1}
+        elif self.resp == "EARLY_RLAST":
+            beats = {k for k in beats if k < n - 1}
+        elif self.resp in ("STRAY_B", "STRAY_R", "BID"):
+            beats = set(sorted(beats)[:1])      # one per burst
         if beats:
             self.hits += 1
         return beats
@@ -179,18 +214,30 @@ class FaultyRamRead(_Port):
                                 AxiBurstType(int(getattr(ar, "arburst", AxiBurstType.INCR))),
                                 self.lanes)
             bad = self.ram.faults.resolve("read", addrs)
+            if "STRAY_B" in bad.values():
+                self.log.info("injected a stray B response with the read burst at 0x%x", addrs[0])
+                self.ram.write_if.stray_b()
             for n, a in enumerate(addrs):
+                kind = bad.get(n)
                 r = AxiRTransaction()
-                r.rid = arid
-                r.rlast = n == len(addrs) - 1
-                if n in bad:
-                    self.log.info("injected %s on the read beat at 0x%x", bad[n], a)
-                    r.rresp = RESPONSES[bad[n]]
+                r.rid = arid ^ 1 if kind == "RID" else arid
+                r.rlast = (n == len(addrs) - 1) != (kind in ("NO_RLAST", "EARLY_RLAST"))
+                if kind in RESPONSES:
+                    self.log.info("injected %s on the read beat at 0x%x", kind, a)
+                    r.rresp = RESPONSES[kind]
                     r.rdata = 0
                 else:
                     r.rresp = AxiResp.OKAY
                     r.rdata = int.from_bytes(self.ram.read(a % self.ram.size, self.lanes), "little")
+                if kind in ("RID", "NO_RLAST", "EARLY_RLAST"):
+                    self.log.info("injected %s on the read beat at 0x%x", kind, a)
                 await self.r_channel.send(r)
+
+    def stray_r(self) -> None:
+        """Queue one R beat (OKAY, RLAST, RID 0) that no AR asked for."""
+        r = AxiRTransaction()
+        r.rid, r.rlast, r.rresp, r.rdata = 0, 1, AxiResp.OKAY, 0
+        self.r_channel.send_nowait(r)
 
 
 class FaultyRamWrite(_Port):
@@ -220,9 +267,13 @@ class FaultyRamWrite(_Port):
                                 AxiBurstType(int(getattr(aw, "awburst", AxiBurstType.INCR))),
                                 self.lanes)
             bad = self.ram.faults.resolve("write", addrs)
+            if "STRAY_R" in bad.values():
+                self.log.info("injected a stray R beat with the write burst at 0x%x", addrs[0])
+                self.ram.read_if.stray_r()
             b = AxiBTransaction()
-            b.bid = awid
+            b.bid = awid ^ 1 if "BID" in bad.values() else awid
             b.bresp = AxiResp.OKAY
+            bad = {k: v for k, v in bad.items() if v in RESPONSES}
             for n, a in enumerate(addrs):
                 w = await self.w_channel.recv()
                 if n in bad:
@@ -240,6 +291,12 @@ class FaultyRamWrite(_Port):
                         if strb >> i & 1:
                             self.ram.write((a + i) % self.ram.size, data[i:i + 1])
             await self.b_channel.send(b)
+
+    def stray_b(self) -> None:
+        """Queue one B response (OKAY, BID 0) that no AW asked for."""
+        b = AxiBTransaction()
+        b.bid, b.bresp = 0, AxiResp.OKAY
+        self.b_channel.send_nowait(b)
 
 
 class FaultyAxiRam(Memory):
@@ -259,3 +316,74 @@ class FaultyAxiRam(Memory):
         self.faults = faults if faults is not None else FaultList()
         self.write_if = FaultyRamWrite(bus.write, clock, reset, self)
         self.read_if = FaultyRamRead(bus.read, clock, reset, self)
+
+
+class AxiChecker:
+    """A passive protocol monitor of one AXI4 master port (signals
+    ``<prefix>_arvalid`` ...): every R beat and B response accepted is
+    checked against the bursts in flight (AR lengths, AW count), and each one
+    with RRESP/BRESP != OKAY, a nonzero RID/BID, a wrong RLAST, or no burst
+    outstanding is appended to :attr:`violations` as (cycle, text), where
+    cycle is ``now()`` at the rising edge the beat was accepted on. Reset
+    empties the bursts in flight. Values are sampled at the rising edge, as
+    cocotbext-axi's own models sample them.
+    """
+
+    def __init__(self, dut, prefix: str, clock, reset, now):
+        self.s = {n: getattr(dut, f"{prefix}_{n}") for n in (
+            "arvalid", "arready", "arlen", "rvalid", "rready", "rresp", "rid", "rlast",
+            "awvalid", "awready", "bvalid", "bready", "bresp", "bid")}
+        self.clock, self.reset, self.now = clock, reset, now
+        self.violations: list[tuple[int, str]] = []
+        self.reads: list[int] = []          # beats left of each read burst in flight
+        self.writes = 0                     # write bursts awaiting their B response
+        cocotb.start_soon(self._run())
+
+    def outstanding(self) -> tuple[int, int]:
+        """(R beats still owed, B responses still owed) by the bursts the
+        master has issued: (0, 0) when the port is left clean."""
+        return sum(self.reads), self.writes
+
+    def _v(self, name: str) -> int:
+        return int(self.s[name].value)
+
+    async def _run(self):
+        from cocotb.triggers import RisingEdge
+        while True:
+            await RisingEdge(self.clock)
+            if int(self.reset.value):
+                self.reads, self.writes = [], 0
+                continue
+            t = self.now()
+            if self._v("rvalid") and self._v("rready"):
+                bad = []
+                if self._v("rresp"):
+                    bad.append(f"RRESP {self._v('rresp')}")
+                if self._v("rid"):
+                    bad.append("RID != 0")
+                if not self.reads:
+                    bad.append("R beat with no read outstanding")
+                else:
+                    self.reads[0] -= 1
+                    if bool(self._v("rlast")) != (self.reads[0] == 0):
+                        bad.append("RLAST wrong")
+                    if self.reads[0] == 0:
+                        self.reads.pop(0)
+                if bad:
+                    self.violations.append((t, "R: " + ", ".join(bad)))
+            if self._v("bvalid") and self._v("bready"):
+                bad = []
+                if self._v("bresp"):
+                    bad.append(f"BRESP {self._v('bresp')}")
+                if self._v("bid"):
+                    bad.append("BID != 0")
+                if self.writes == 0:
+                    bad.append("B response with no write outstanding")
+                else:
+                    self.writes -= 1
+                if bad:
+                    self.violations.append((t, "B: " + ", ".join(bad)))
+            if self._v("arvalid") and self._v("arready"):
+                self.reads.append(self._v("arlen") + 1)
+            if self._v("awvalid") and self._v("awready"):
+                self.writes += 1

@@ -1,6 +1,7 @@
 """The fault-injecting AXI memory's fault selection (tb/axi_faults.py),
-without a simulator. (On the RTL it serves tb/tb_dma.py ``dma_axi_errors``
-and the device error tests of tb/test_top.py.)"""
+without a simulator: error responses and the protocol violations. (On the
+RTL it serves tb/tb_dma.py ``dma_axi_errors``, the device error tests of
+tb/test_top.py and the fault matrix of tb/test_faults.py.)"""
 from __future__ import annotations
 
 import pytest
@@ -48,8 +49,38 @@ def test_burst_addresses():
     assert _beat_addrs(0x1018, 4, 3, AxiBurstType.WRAP, 8) == [0x1018, 0x1000, 0x1008, 0x1010]
 
 
+@pytest.mark.parametrize("lo,hi,want", [(0x1008, 0x1018, set()), (0x1008, 0x1028, {4})])
+def test_missing_rlast_only_on_a_last_beat(lo, hi, want):
+    f = Fault("read", lo, hi, resp="NO_RLAST")
+    assert f.failing_beats(BURST) == want and f.hits == len(want)
+
+
+def test_early_rlast_never_on_the_last_beat():
+    assert Fault("read", 0x1018, 0x1028, resp="EARLY_RLAST").failing_beats(BURST) == {3}
+    assert Fault("read", 0x1020, 0x1028, resp="EARLY_RLAST").failing_beats(BURST) == set()
+    assert Fault("read", 0x1000, 0x1008, resp="EARLY_RLAST").failing_beats([0x1000]) == set()
+
+
+@pytest.mark.parametrize("direction,resp", [("read", "STRAY_B"), ("write", "BID"),
+                                            ("write", "STRAY_R")])
+def test_burst_level_violations_fire_once_per_burst(direction, resp):
+    f = Fault(direction, 0x1008, 0x1020, resp=resp)
+    assert f.failing_beats(BURST) == {1}
+    assert f.failing_beats(BURST) == {1} and f.hits == 2
+
+
+def test_violations_resolve_by_direction():
+    fl = FaultList()
+    fl.add(Fault("read", 0x1000, 0x1028, resp="RID", beat="middle"))
+    fl.add(Fault("write", 0x1000, 0x1028, resp="STRAY_R"))
+    assert fl.resolve("read", BURST) == {2: "RID"}
+    assert fl.resolve("write", BURST) == {0: "STRAY_R"}
+
+
 @pytest.mark.parametrize("kw,msg", [(dict(direction="both"), "direction"),
                                     (dict(resp="OKAY"), "resp"),
+                                    (dict(resp="BID"), "resp"),
+                                    (dict(direction="write", resp="RID"), "resp"),
                                     (dict(beat="second"), "beat"),
                                     (dict(lo=8, hi=8), "empty")])
 def test_bad_faults_are_refused(kw, msg):

@@ -10,7 +10,7 @@ convert to and from the reference simulator's ``inst.bin`` format
 (little-endian 32-bit words).
 
 Bit layout (the field table is :mod:`fsa.hw.isa`, which this module encodes
-and decodes with; architecture.md section 8). An instruction of ``n`` words is one
+and decodes with; docs/architecture.md section 8). An instruction of ``n`` words is one
 ``32*n``-bit integer ``B``, sent least significant word first: word ``k`` is
 ``B[32k+31 : 32k]``. Bits 31..29 of word 0 give the type: 0 fence (1 word),
 1 matrix (3 words), 2 DMA (4 words).

@@ -1,5 +1,5 @@
 """The FSA kernel language: tiles, instructions and semaphores, built into a
-:class:`~fsa.program.Program` (architecture.md section 11).
+:class:`~fsa.program.Program` (docs/architecture.md section 11).
 
 Nothing here is global: a :class:`KernelBuilder` is made against an explicit
 :class:`~fsa.config.FSAConfig` and owns everything a kernel allocates (memory

@@ -1,6 +1,6 @@
 """Kernels written in the kernel language (:mod:`fsa.kernel`).
 
-:func:`attention` builds the FlashAttention forward pass (architecture.md
+:func:`attention` builds the FlashAttention forward pass (docs/architecture.md
 section 6) for one head: ``Q [seq_q, d]``, ``K [seq_kv, d]``, ``V`` stored
 transposed ``Vt [d, seq_kv]`` (element format), output ``Ot [d, seq_q]``
 (accumulate format), with ``d = R``. The program's views let callers use the

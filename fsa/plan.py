@@ -32,7 +32,7 @@ RECIPROCAL length; :func:`fsa.hw.timing.plan` makes the plan of a
 configuration with the hardware's parameters (the one the matrix controller
 is generated from, the cycle model simulates and ``fsa plan show`` draws).
 
-The timings follow architecture.md section 7 (with this module's reading of
+The timings follow docs/architecture.md section 7 (with this module's reading of
 "next may start at X": the next instruction's cycle 0 is this one's X + 1,
 which is what makes LOAD_STATIONARY -> ATTENTION_SCORE conflict-free).
 """
@@ -47,13 +47,13 @@ __all__ = [
     "ISSUE_SLOTS", "SLOT_RETIRE", "check_overlap", "chart", "landing",
 ]
 
-#: PE control bits, in the order of architecture.md section 3.
+#: PE control bits, in the order of docs/architecture.md section 3.
 PE_BITS = ("mac", "acc_ui", "load_reg_li", "load_reg_ui", "flow_lr", "flow_ud",
            "flow_du", "update_reg", "exp2")
 CMP_CMDS = ("NOP", "UPDATE", "PROP_MAX", "PROP_MAX_DIFF", "PROP_EXP2_INTERCEPTS",
             "PROP_ZERO", "RESET")
 ACC_CMDS = ("NOP", "EXP_S1", "EXP_S2", "ACC_SA", "ACC", "SET_SCALE", "RECIPROCAL")
-#: Matrix functions by ISA code (architecture.md section 8).
+#: Matrix functions by ISA code (docs/architecture.md section 8).
 FUNCS = ("LOAD_STATIONARY", "ATTENTION_SCORE", "ATTENTION_VALUE",
          "ATTENTION_LSE_NORM_SCALE", "ATTENTION_LSE_NORM")
 #: Spad constant sources (broadcast to all rows instead of an SRAM row).

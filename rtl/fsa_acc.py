@@ -1,4 +1,4 @@
-"""Accumulator unit ACC(c) (architecture.md section 4, docs/array.md).
+"""Accumulator unit ACC(c) (docs/architecture.md section 4, docs/array.md).
 
 Ports::
 

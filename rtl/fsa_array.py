@@ -1,5 +1,5 @@
 """The systolic array: R x C PEs, the CMP row above, the ACC row below, the
-input and output delayers (architecture.md section 2, docs/array.md).
+input and output delayers (docs/architecture.md section 2, docs/array.md).
 
 Ports (the controller, or a testbench, drives everything per cycle)::
 

@@ -1,5 +1,5 @@
 """Comparator unit CMP(c): running max, max difference, exp2 intercepts
-(architecture.md section 4, docs/array.md "Comparator unit").
+(docs/architecture.md section 4, docs/array.md "Comparator unit").
 
 Ports::
 

@@ -1,6 +1,6 @@
 """The matrix engine: instruction queue, decoder, dispatch, semaphores,
 state/errors and counters, the matrix controller, the scratchpad and
-accumulator SRAMs and the array (architecture.md sections 6-9). The DMA
+accumulator SRAMs and the array (docs/architecture.md sections 6-9). The DMA
 engine and the bus interfaces are outside (``rtl/fsa_top.py``); the core
 hands DMA instructions out on a command port and exposes the SRAMs' narrow
 ports.

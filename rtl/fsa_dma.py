@@ -1,6 +1,6 @@
 """DMA engine: moves rows between memory (AXI4 master port(s)) and the
 scratchpad or accumulator SRAM (their one-lane narrow ports), one decoded DMA
-instruction at a time (architecture.md sections 8 and 9).
+instruction at a time (docs/architecture.md sections 8 and 9).
 
 Ports (``P = cfg.mem_ports``; ``LB = cfg.axi_data_bits``, ``BB = LB/8``)::
 

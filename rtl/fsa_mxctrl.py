@@ -1,5 +1,5 @@
 """Matrix controller: runs matrix instructions on the array from the
-execution plans of ``fsa/plan.py`` (architecture.md section 7).
+execution plans of ``fsa/plan.py`` (docs/architecture.md section 7).
 
 Two instruction slots (the reference's issue rule): an instruction starts the
 cycle after the previous one's conflict-free cycle, only when a slot is free

@@ -1,4 +1,4 @@
-"""The FSA processing element (architecture.md section 3, docs/array.md).
+"""The FSA processing element (docs/architecture.md section 3, docs/array.md).
 
 Ports (all registered outputs, one hop per direction)::
 

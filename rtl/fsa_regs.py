@@ -1,4 +1,4 @@
-"""AXI4-Lite control and status registers (architecture.md section 9, plus
+"""AXI4-Lite control and status registers (docs/architecture.md section 9, plus
 ours after 0x30).  The map, the states, the identity and magic values are
 the contract's (``fsa/hw/regs.py``); this table repeats it for the reader.
 

@@ -1,5 +1,5 @@
 """Banked on-chip SRAM: the scratchpad (rows of R elements of E) and the
-accumulator memory (rows of C elements of A) (architecture.md section 2).
+accumulator memory (rows of C elements of A) (docs/architecture.md section 2).
 
 Organisation: ``rows`` rows of ``row_bits`` bits, interleaved over ``banks``
 banks (row ``r`` lives in bank ``r % banks`` at local index ``r // banks``;

@@ -1,4 +1,4 @@
-"""The FSA device: ``fsa_top`` (architecture.md sections 2, 8, 9).
+"""The FSA device: ``fsa_top`` (docs/architecture.md sections 2, 8, 9).
 
 Ports::
 

@@ -1,7 +1,7 @@
 """The instruction set (fsa.isa): bit layout, range checks, strict decoding.
 
 The expected bit positions here are written independently of fsa.isa, from
-architecture.md section 8 (the DOC table below), and a table of encodings
+docs/architecture.md section 8 (the DOC table below), and a table of encodings
 computed by hand checks the whole thing end to end.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from fsa import isa
 from fsa.isa import Dma, DmaFunc, Fence, Matrix, MxFunc, decode, encode
 
 # --------------------------------------------------------------------------
-# Field positions from architecture.md section 8, written out independently.
+# Field positions from docs/architecture.md section 8, written out independently.
 # Each field: list of segments (word, msb, lsb), most significant part first;
 # signed fields are two's complement over the total width.
 # --------------------------------------------------------------------------
@@ -110,7 +110,7 @@ def test_doc_table_covers_every_bit_exactly_once():
 
 
 # --------------------------------------------------------------------------
-# Hand-checked encodings (architecture.md section 8, arithmetic in comments)
+# Hand-checked encodings (docs/architecture.md section 8, arithmetic in comments)
 # --------------------------------------------------------------------------
 HAND = [
     # fence, no flags: type 0, nothing else

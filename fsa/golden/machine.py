@@ -10,7 +10,7 @@ them the same way (an instruction runs when its semaphore acquire can
 succeed), so a race-free program gives the hardware's memory image.
 
 Input-delayer flags: each matrix function is modelled for the flags the
-array's schedule is built for (architecture.md section 7): LOAD_STATIONARY
+array's schedule is built for (docs/architecture.md section 7): LOAD_STATIONARY
 without delay, ATTENTION_SCORE with rev_input + rev_output + delay_output,
 ATTENTION_VALUE with rev_input + delay_output; other combinations feed
 misaligned data to the array and raise :class:`UnsupportedProgram`.

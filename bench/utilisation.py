@@ -39,6 +39,7 @@ import numpy as np
 import common  # noqa: F401  (sets sys.path)
 from common import attention_util, deep_queue, table, write_json
 
+from fsa import cyclecal
 from fsa import cyclemodel as cm
 from fsa import config as fconfig
 from fsa import kernels
@@ -75,7 +76,7 @@ def main(argv: "list[str] | None" = None) -> int:
 
     # ---------------------------------------------------------------- 1. calibration
     cal_cfg = deep_queue(fconfig.get("FSA4X4Fp16Config"))
-    dma, cal_rows, slopes = cm.calibrate_dma(cal_cfg, sim=args.sim)
+    dma, cal_rows, slopes = cyclecal.calibrate_dma(cal_cfg, sim=args.sim)
     print(f"1. DMA calibration on {cal_cfg.name} ({args.sim}, cocotbext-axi AxiRam): "
           f"load_base={dma.load_base} store_base={dma.store_base} "
           f"(fitted cycles per beat: LOAD {slopes['LOAD']:.3f}, STORE {slopes['STORE']:.3f})")

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from fsa import config as fconfig
+from fsa import cyclecal
 from fsa import cyclemodel as cm
 from fsa import isa, kernels
 from fsa.cli import main as cli
@@ -105,7 +106,7 @@ def test_default_dma_timing_reproduces_the_rtl_calibration():
     fields = {k: v for k, v in dataclasses.asdict(cm.DEFAULT_DMA).items() if k != "ideal"}
     assert res["dma_timing"] == fields, (res["dma_timing"], cm.DEFAULT_DMA)
     cfg = fconfig.get("FSA4X4Fp16Config")
-    progs = dict(cm.dma_programs(cfg))
+    progs = dict(cyclecal.dma_programs(cfg))
     rows = {r["program"]: r for r in res["calibration"]}
     assert set(rows) == set(progs) and len(rows) >= 8, (sorted(rows), sorted(progs))
     for name, prog in progs.items():

@@ -73,5 +73,7 @@ def run_on_device(cfg: FSAConfig, words: list[int], memory: list[tuple[int, byte
     shutil.rmtree(tmp, ignore_errors=True)
     res = json.loads((tdir / "result.json").read_text())
     res["dumps"] = [bytes.fromhex(d) for d in res["dumps"]]
+    for run in res["runs"]:
+        run["dumps"] = [bytes.fromhex(d) for d in run.get("dumps", [])]
     res["run_dir"] = str(tdir)
     return res

@@ -3,8 +3,8 @@ one after another on the same device without a reset (a case file from the
 Python side: config, instruction words or a list of programs, initial memory
 segments, regions to dump after the last program, pauses, error injection,
 an abort or a reset in the middle) through the buses and writes what it saw
-(per program: state, error, counters, cycles; the memory dumps) to the run
-folder as result.json for the Python side to check.
+(per program: state, error, counters, cycles and the memory dumps after it)
+to the run folder as result.json for the Python side to check.
 
 Case keys: ``words`` (one program) or ``programs`` (a list of word lists:
 ``runs`` gets one entry per program; after an error the next program is
@@ -78,6 +78,7 @@ async def run_program(dut):
         if k and result["runs"][-1]["state"] == "error":
             result["runs"][-1]["abort_cycles"] = await dev.abort(max_cycles)
         st = await dev.run(prog, max_cycles)
+        st["dumps"] = [dev.read_mem(int(a), int(n)).hex() for a, n in case.get("dumps", [])]
         result["runs"].append(st)
     result["dumps"] = [dev.read_mem(int(a), int(n)).hex() for a, n in case.get("dumps", [])]
     json.dump(result, open(os.path.join(os.environ["FSA_RUN_DIR"], "result.json"), "w"))

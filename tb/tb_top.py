@@ -7,8 +7,9 @@ an abort or a reset in the middle) through the buses and writes what it saw
 to the run folder as result.json for the Python side to check.
 
 Case keys: ``words`` (one program) or ``programs`` (a list of word lists:
-``runs`` gets one entry per program; after an error the next program is
-preceded by an abort, since a start is ignored in ERROR); ``memory``,
+``runs`` gets one entry per program; after an error a start is written
+(it must be ignored: ``start_in_error`` records the state after it) and
+then an abort, the way out of ERROR, before the next program); ``memory``,
 ``dumps``, ``max_cycles`` (per program), ``pauses``, ``seed``, ``inject``,
 ``overfill``, ``reset_midway`` / ``abort_midway`` (cycles after the first
 start: reset, or abort, in the middle of the first program, then reload the
@@ -76,6 +77,10 @@ async def run_program(dut):
             dev.write_mem(int(addr), bytes.fromhex(data))
     for k, prog in enumerate(programs):
         if k and result["runs"][-1]["state"] == "error":
+            # a start in ERROR is ignored (the error stays readable): record the
+            # state after one, then abort (the way out of ERROR)
+            await dev.start()
+            result["runs"][-1]["start_in_error"] = (await dev.status())["state"]
             result["runs"][-1]["abort_cycles"] = await dev.abort(max_cycles)
         st = await dev.run(prog, max_cycles)
         st["dumps"] = [dev.read_mem(int(a), int(n)).hex() for a, n in case.get("dumps", [])]

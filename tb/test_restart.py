@@ -75,6 +75,7 @@ def test_index_and_counters_restart_after_done():
     r1, r2, r3 = res["runs"]
     assert r1["state"] == "done" and r1["counters"]["fence"] == 41, r1
     assert (r2["state"], r2["error"], r2["error_index"]) == ("error", "ILLEGAL_TYPE", 1), r2
+    assert r2["start_in_error"] == "error", r2          # a start in ERROR is ignored
     # third: after an abort (ERROR is left only through it), 54 words pushed while IDLE
     assert r3["state"] == "done", r3
     c = r3["counters"]

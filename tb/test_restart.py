@@ -64,22 +64,24 @@ def test_kernel_back_to_back_without_reset_is_bit_exact():
 
 
 def test_index_and_counters_restart_after_done():
-    """After DONE, a program with an illegal word at index 1 reports index 1
-    (it was 41: the index accumulated), and the words pushed while DONE are
-    counted in the new run (enq read 0 while deq and words read 54)."""
+    """Words pushed while DONE are counted in the new run (enq read 0 while
+    deq and words read 54); after DONE, a program with an illegal word at
+    index 1 reports index 1 (it was 41 + ...: the index accumulated); a start
+    in ERROR is ignored, an abort leaves ERROR and the next program runs."""
     first = encode([Fence(mx=True)] * 40 + [STOP])
-    second = encode([Fence(mx=True)]) + [0xE0000000]
-    third = encode([Fence(dma=True)] * 53 + [STOP])
+    second = encode([Fence(dma=True)] * 53 + [STOP])          # pushed while DONE
+    third = encode([Fence(mx=True)]) + [0xE0000000]
     res = run_on_device(CFG, [], [(CFG.mem_base, bytes(64))], [],
-                        programs=[first, second, third], max_cycles=5000)
-    r1, r2, r3 = res["runs"]
+                        programs=[first, second, third, encode([STOP])], max_cycles=5000)
+    r1, r2, r3, r4 = res["runs"]
     assert r1["state"] == "done" and r1["counters"]["fence"] == 41, r1
-    assert (r2["state"], r2["error"], r2["error_index"]) == ("error", "ILLEGAL_TYPE", 1), r2
-    assert r2["start_in_error"] == "error", r2          # a start in ERROR is ignored
-    # third: after an abort (ERROR is left only through it), 54 words pushed while IDLE
-    assert r3["state"] == "done", r3
-    c = r3["counters"]
+    assert r2["state"] == "done", r2
+    c = r2["counters"]
     assert c["enq"] == c["deq"] == c["words"] == 54 and c["fence"] == 54, c
+    assert (r3["state"], r3["error"], r3["error_index"]) == ("error", "ILLEGAL_TYPE", 1), r3
+    assert r3["start_in_error"] == "error", r3          # a start in ERROR is ignored
+    assert (r4["state"], r4["error"], r4["error_index"]) == ("done", "NONE", 0), r4
+    assert r4["counters"]["words"] == 1 and r4["counters"]["enq"] == 1, r4
 
 
 def test_deadlock_is_detected_like_the_golden_model():

@@ -83,8 +83,8 @@ def _abits(rows: int) -> int:
 
 @block
 def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, abort_req, aborting, state,
-             err_code, err_index, err_wait, q_free, cnt_exec, cnt_bubble, cnt_mx_active, cnt_dma_active, cnt_words, cnt_mx,
-             cnt_dma, cnt_fence, cnt_enq, cnt_deq,
+             err_code, err_index, err_wait, q_free, cnt_exec, cnt_bubble, cnt_mx_active,
+             cnt_dma_active, cnt_words, cnt_mx, cnt_dma, cnt_fence, cnt_enq, cnt_deq,
              dma_valid, dma_ready, dma_func, dma_repeat, dma_sram_addr, dma_sram_stride,
              dma_is_accum, dma_mem_addr, dma_mem_stride, dma_size, dma_done, dma_busy, dma_err,
              dma_err_code,

@@ -99,6 +99,20 @@ def test_deadlock_is_detected_like_the_golden_model():
     assert run["waited"] <= 64 + DEADLOCK_CYCLES, run
 
 
+def test_held_semaphore_deadlock_matches_the_golden_model():
+    """An acquire without a release keeps the semaphore held: the next
+    acquire of it fails although the value matches (have == want)."""
+    ld = dict(repeat=1, sram_addr=0, mem_addr=CFG.mem_base, size=8, sem_id=2,
+              acquire_valid=True, acquire_value=0)
+    prog = [Dma(DmaFunc.LOAD, **ld), Dma(DmaFunc.LOAD, **ld), STOP]
+    res = run_on_device(CFG, encode(prog), [(CFG.mem_base, bytes(64))], [], max_cycles=5000)
+    run = res["runs"][-1]
+    code, index, wait = golden_outcome(prog)
+    assert (code, index, wait) == ("DEADLOCK", 1, {"sem_id": 2, "want": 0, "have": 0})
+    assert (run["state"], run["error"], run["error_index"], run["wait"]) == \
+        ("error", code, index, wait), run
+
+
 @pytest.mark.parametrize("pauses", [0.0, 0.3], ids=["no-pauses", "random-pauses"])
 def test_no_stop_empty_and_dry_deadlock_match_the_golden_model(pauses):
     """Programs that run dry (no stop fence, the empty program, a blocked

@@ -212,3 +212,14 @@ def test_abort_resets_the_comparator_maxima():
     neg_inf = cfg.a_fmt.sign_mask | cfg.a_fmt.pos_inf
     assert (m.state.new_max == neg_inf).all() and (m.state.old_max == neg_inf).all()
     assert not any(m.sem)
+
+
+def test_acquire_without_release_keeps_the_semaphore_held():
+    """As in rtl/fsa_sem.py: the value matches but the semaphore is held."""
+    cfg = fconfig.get("FSA4X4Fp16Config")
+    ld = dict(repeat=1, sram_addr=0, mem_addr=cfg.mem_base, size=8, sem_id=2, acquire_valid=True,
+              acquire_value=0)
+    with pytest.raises(Deadlock) as e:
+        Machine(cfg).run([Dma(DmaFunc.LOAD, **ld), Dma(DmaFunc.LOAD, **ld), STOP])
+    assert (e.value.index, e.value.engine, e.value.sem_id, e.value.want, e.value.have) == \
+        (1, "dma", 2, 0, 0)

@@ -13,7 +13,8 @@ Dispatch is modelled as the device does it (``rtl/fsa_dispatch.py``): the
 decoder hands instructions on in program order into one pending register
 per engine (it waits while that one is full; a fence waits until the engines
 it names have nothing pending), and a pending instruction runs when its
-semaphore acquire succeeds.  So a program the device deadlocks on deadlocks
+semaphore acquire succeeds (the value matches and the semaphore is not held:
+an instruction that acquires and does not release keeps it held).  So a program the device deadlocks on deadlocks
 here too, with the same report: :class:`Deadlock` (code DEADLOCK) names the
 oldest blocked pending instruction, its semaphore, the value it waits for
 and the value held; a program that ends without a stop fence (the empty
@@ -133,6 +134,7 @@ class Machine:
         self.state = tile.TileState(cfg)        # CMP maxima and ACC scale
         self.mem = mem if mem is not None else Memory(cfg.mem_base, cfg.mem_size)
         self.sem = [0] * SEM_IDS
+        self.held = [False] * SEM_IDS
         self.counters = {"matrix": 0, "dma": 0, "fence": 0}
 
     # ------------------------------------------------------------ helpers
@@ -232,6 +234,7 @@ class Machine:
         """The abort register's effect on the modelled state (fsa/hw/regs.py):
         semaphores 0 and the CMP RESET (maxima -inf); the rest is kept."""
         self.sem = [0] * SEM_IDS
+        self.held = [False] * SEM_IDS
         fresh = tile.TileState(self.cfg)
         self.state.new_max, self.state.old_max = fresh.new_max, fresh.old_max
 
@@ -256,6 +259,9 @@ class Machine:
         if program and isinstance(program[0], int):
             program = decode(list(program))
         self.sem = [0] * SEM_IDS
+        # held: acquired and not yet released (an acquire without a release
+        # keeps its semaphore held, as in rtl/fsa_sem.py)
+        self.held = [False] * SEM_IDS
         self.counters = {"matrix": 0, "dma": 0, "fence": 0}
         pend: dict[str, tuple[int, object] | None] = {"mx": None, "dma": None}
         pc = 0
@@ -292,15 +298,19 @@ class Machine:
                 if pend[q] is None:
                     continue
                 idx, ins = pend[q]
-                if ins.acquire_valid and self.sem[ins.sem_id] != ins.acquire_value:
+                if ins.acquire_valid and (self.sem[ins.sem_id] != ins.acquire_value
+                                          or self.held[ins.sem_id]):
                     continue
                 pend[q] = None
+                if ins.acquire_valid:
+                    self.held[ins.sem_id] = True
                 if isinstance(ins, Matrix):
                     self.matrix(ins, idx)
                 else:
                     self.dma(ins, idx)
                 if ins.release_valid:
                     self.sem[ins.sem_id] = ins.release_value
+                    self.held[ins.sem_id] = False
                 moved = True
             if moved:
                 continue

@@ -9,7 +9,8 @@ and the index of the offending instruction.
 Deadlock detection (``rtl/fsa_status.py``, the golden model reports the same
 code, index and semaphore): the device is *quiet* when no matrix instruction
 runs, no DMA instruction is in flight and each pending instruction (one per
-engine) waits for a semaphore acquire that fails.  Nothing can then change
+engine) waits for a semaphore acquire that fails (the value differs, or the
+semaphore is held: acquired by an instruction that does not release it).  Nothing can then change
 but a host push.
 
 * DEADLOCK, decoder blocked: quiet, and the decoder holds a complete

@@ -4,8 +4,8 @@
     fsa verilog CONFIG [--out DIR]    generate Verilog (same as make verilog)
     fsa run --config CFG --sim SIM    FlashAttention on the RTL or the golden
                                       model, scored against torch and the model
-    fsa exec --config CFG --program inst.bin --load mem.elf --dump f:ADDR:SIZE
-                                      run a raw instruction stream
+    fsa exec --config CFG --program inst.bin [--program b.bin ...] --load mem.elf --dump f:ADDR:SIZE
+                                      run raw instruction streams, one after another
     fsa plan show CONFIG FUNCTION     chart of a matrix function's schedule
     fsa predict --config CFG --seq-q N --seq-kv M
                                       cycles and utilisation from the cycle model
@@ -320,6 +320,10 @@ def _parse_load(spec: str) -> tuple[str, int | None]:
 
 
 def _cmd_exec(args: argparse.Namespace) -> int:
+    """Run one or more raw programs (``--program`` repeated) one after another
+    on one device without a reset (each start is a fresh program, from DONE;
+    after a program that ends in ERROR the device is aborted before the
+    next), then dump memory.  Exit 0 when every program reached DONE."""
     import json
     from pathlib import Path
 
@@ -327,12 +331,18 @@ def _cmd_exec(args: argparse.Namespace) -> int:
     from fsa.elf import load_segments
 
     cfg = config.get(args.config)
-    try:
-        raw = Path(args.program).read_bytes()
-    except OSError as e:
-        raise ValueError(f"--program: {e}") from None
-    words = isa.from_bytes(raw)
-    prog = isa.decode(words)                    # raises on an illegal instruction
+    programs = []                               # (file, words, instructions)
+    for path in args.program:
+        try:
+            raw = Path(path).read_bytes()
+        except OSError as e:
+            raise ValueError(f"--program: {e}") from None
+        try:
+            words = isa.from_bytes(raw)
+            prog = isa.decode(words)            # raises on an illegal instruction
+        except ValueError as e:
+            raise ValueError(f"--program {path}: {e}") from None
+        programs.append((str(path), words, prog))
     memory = []
     for spec in args.load or []:
         path, addr = _parse_load(spec)
@@ -361,38 +371,59 @@ def _cmd_exec(args: argparse.Namespace) -> int:
         if a < lo or a + n > hi:
             raise ValueError(f"--dump {path}:0x{a:x}:{n}: 0x{a:x}+{n} is outside the memory window "
                              f"[0x{lo:x}, 0x{hi:x}) of {cfg.name}")
-    _say(f"{cfg.name}: {len(prog)} instructions ({len(words)} words), "
+    n_ins = sum(len(p) for _, _, p in programs)
+    _say(f"{cfg.name}: {len(programs)} program(s), {n_ins} instructions, "
          f"{sum(len(b) for _, b in memory)} bytes of memory image, on {args.sim}")
-    report = {"config": cfg.name, "engine": args.sim, "instructions": len(prog)}
+    report = {"config": cfg.name, "engine": args.sim, "instructions": n_ins, "programs": []}
+    entries = report["programs"]
     if args.sim == "golden":
-        from fsa.golden.machine import Machine, MachineError
+        from fsa.golden.machine import Deadlock, Machine, MachineError
         m = Machine(cfg)
         for a, b in memory:
             m.mem.write(a, b)
-        try:
-            counters = m.run(prog)
-        except MachineError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 1
-        report["counters"] = counters
+        for path, _, prog in programs:       # (the golden model has no cycles)
+            e = dict(program=path, state="done", error="NONE", error_index=0, wait=None,
+                     counters=None, cycles=None)
+            try:
+                e["counters"] = m.run(prog)
+            except MachineError as err:
+                e.update(state="error", error=err.code, error_index=err.index, message=str(err),
+                         counters=dict(m.counters))
+                if isinstance(err, Deadlock):
+                    e["wait"] = {"sem_id": err.sem_id, "want": err.want, "have": err.have}
+                m.abort()
+            entries.append(e)
         data = [m.mem.read(a, n) for _, a, n in dumps]
     else:
         from fsa.simdev import run_on_device
-        res = run_on_device(cfg, words, memory, [(a, n) for _, a, n in dumps], sim=args.sim,
-                            max_cycles=args.max_cycles, progress=_say)
-        run = res["runs"][-1]
-        report.update(state=run["state"], error=run["error"], error_index=run["error_index"],
-                      counters=run["counters"], run_dir=res["run_dir"], run_dir_kept=True)
+        res = run_on_device(cfg, programs[0][1], memory, [(a, n) for _, a, n in dumps],
+                            sim=args.sim, max_cycles=args.max_cycles, progress=_say,
+                            programs=[w for _, w, _ in programs])
+        for (path, _, _), run in zip(programs, res["runs"]):
+            entries.append({"program": path, "state": run["state"], "error": run["error"],
+                            "error_index": run["error_index"], "wait": run.get("wait"),
+                            "counters": run["counters"], "cycles": run["counters"]["exec"]})
+        report.update(run_dir=res["run_dir"], run_dir_kept=True)
         data = res["dumps"]
-        if run["state"] != "done":
-            print(f"error: device state {run['state']}, error {run['error']} at instruction "
-                  f"{run['error_index']} (run folder {res['run_dir']})", file=sys.stderr)
-            return 1
+    last = entries[-1]
+    # (the single-program fields of earlier versions: the last program's)
+    report.update(state=last["state"], error=last["error"], error_index=last["error_index"],
+                  counters=last["counters"])
+    failed = [(k, e) for k, e in enumerate(entries) if e["state"] != "done"]
+    if failed:
+        where = f" (run folder {report['run_dir']})" if "run_dir" in report else ""
+        for k, e in failed:
+            print(f"error: program {k + 1} ({e['program']}): device state {e['state']}, error "
+                  f"{e['error']} at instruction {e['error_index']}{where}", file=sys.stderr)
+        if args.json:
+            Path(args.json).write_text(json.dumps(report, indent=2))
+        return 1
+    if "run_dir" in report:
         if args.keep:
-            _say(f"run folder {res['run_dir']}")
+            _say(f"run folder {report['run_dir']}")
         else:
             import shutil
-            shutil.rmtree(res["run_dir"], ignore_errors=True)
+            shutil.rmtree(report["run_dir"], ignore_errors=True)
             report["run_dir_kept"] = False
     for (path, a, n), b in zip(dumps, data):
         Path(path).write_bytes(b)
@@ -531,9 +562,12 @@ def main(argv: "list[str] | None" = None) -> int:
 
     p = sub.add_parser("exec", help="run a raw instruction stream (inst.bin + memory image)")
     p.add_argument("--config", required=True)
-    p.add_argument("--program", required=True, help="little-endian 32-bit instruction words")
+    p.add_argument("--program", required=True, action="append",
+                   help="little-endian 32-bit instruction words; repeat it to run several "
+                        "programs one after another on one device (no reset in between)")
     p.add_argument("--load", action="append", help="mem.elf (PT_LOAD segments) or data.bin@0xADDR")
-    p.add_argument("--dump", action="append", help="FILE:ADDRESS:SIZE written after the run")
+    p.add_argument("--dump", action="append",
+                   help="FILE:ADDRESS:SIZE written after the (last) program")
     p.add_argument("--sim", default="verilator", choices=["verilator", "icarus", "golden"])
     p.add_argument("--json", help="write the report as JSON")
     p.add_argument("--max-cycles", type=_positive_int, default=20_000_000)

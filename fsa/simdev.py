@@ -18,12 +18,21 @@ def run_on_device(cfg: FSAConfig, words: list[int], memory: list[tuple[int, byte
                   max_cycles: int = 1_000_000, pauses: float = 0.0, seed: int = 1,
                   inject: dict | None = None, reset_midway: int = 0, overfill: int = 0,
                   timeout_s: float = 1800, name: str | None = None,
-                  progress=None) -> dict:
-    """Run `words` on the device with `memory` preloaded; dump `dumps`.
+                  progress=None, programs: list[list[int]] | None = None,
+                  abort_midway: int = 0) -> dict:
+    """Run `words` (or several `programs` one after another, without a
+    reset) on the device with `memory` preloaded; dump `dumps` after the last.
 
     Args:
         cfg: the configuration.
-        words: the program (32-bit instruction words).
+        words: the program (32-bit instruction words); ignored when
+            `programs` is given.
+        programs: several programs (lists of words), run one after another
+            on the same device (start from DONE; after one that ends in
+            ERROR the device is aborted first): one entry each in "runs".
+        abort_midway: abort the first program this many cycles after its
+            start (fsa/hw/regs.py abort), reload the memory, then run the
+            program(s) on the same device.
         memory: (address, bytes) segments written before the run.
         dumps: (address, size) regions read back after the run.
         sim: "verilator" or "icarus" (default $SIM or verilator).
@@ -47,7 +56,9 @@ def run_on_device(cfg: FSAConfig, words: list[int], memory: list[tuple[int, byte
     say(f"generating Verilog for {cfg.name}")
     out = generate(cfg, quiet=True)
     tmp = Path(tempfile.mkdtemp(prefix="fsa-case-"))
-    case = {"config": cfg.to_dict(), "words": [int(w) & 0xFFFFFFFF for w in words],
+    progs = [[int(w) & 0xFFFFFFFF for w in p] for p in (programs if programs else [words])]
+    case = {"config": cfg.to_dict(), "words": progs[0], "programs": progs,
+            "abort_midway": int(abort_midway),
             "memory": [[int(a), bytes(b).hex()] for a, b in memory],
             "dumps": [[int(a), int(n)] for a, n in dumps], "max_cycles": int(max_cycles),
             "pauses": pauses, "seed": seed, "inject": inject or {}, "reset_midway": reset_midway,
@@ -62,5 +73,7 @@ def run_on_device(cfg: FSAConfig, words: list[int], memory: list[tuple[int, byte
     shutil.rmtree(tmp, ignore_errors=True)
     res = json.loads((tdir / "result.json").read_text())
     res["dumps"] = [bytes.fromhex(d) for d in res["dumps"]]
+    for run in res["runs"]:
+        run["dumps"] = [bytes.fromhex(d) for d in run.get("dumps", [])]
     res["run_dir"] = str(tdir)
     return res

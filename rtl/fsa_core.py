@@ -9,12 +9,17 @@ Ports::
 
     inst_valid/inst_ready/inst_word   push one 32-bit instruction word (the
                                       queue holds cfg.inst_queue_size words)
-    start                             pulse: IDLE or DONE -> ACTIVE (from DONE
-                                      the counters are cleared first)
+    start                             pulse: IDLE or DONE -> ACTIVE, a fresh
+                                      program (fsa/hw/regs.py: restart)
+    abort_req                             pulse: abort / soft reset (fsa/hw/regs.py)
+    aborting                          an abort is draining (to the DMA engine:
+                                      no new burst, drain the ones in flight)
     state                             fsa.hw.regs.State: 0 idle, 1 active,
                                       2 done, 3 error
     err_code, err_index               fsa/hw/errors.py code and the index of the
                                       instruction that caused it
+    err_wait                          after DEADLOCK: semaphore id, the value
+                                      waited for, the value held (register 0x54)
     cnt_*                             the reference's counters (32 bits)
     q_free                            free words in the instruction queue
     dma_*                             DMA command port (valid/ready), and the
@@ -28,7 +33,7 @@ Units (each its own Verilog module, instantiated here):
     u_decode    fsa_decode     word collection and classification (rtl/fsa_decode.py)
     u_dispatch  fsa_dispatch   pending instructions, issue, range check, fences
     u_sem       fsa_sem        the semaphores
-    u_status    fsa_status     device state and error register
+    u_status    fsa_status     device state, error register, abort, deadlock detection
     u_counters  fsa_counters   performance counters
     u_mxctrl    fsa_mxctrl     the matrix controller (from fsa/hw/timing.py plans)
     u_spad, u_acc              the SRAMs (fsa_sram)
@@ -41,8 +46,11 @@ semaphore acquire succeeds and its engine accepts it, so a matrix instruction
 waiting on a semaphore never blocks DMA instructions behind it. A fence
 waits until the engines it names are idle; ``stop`` (after waiting for both
 engines) ends the program: state DONE. An illegal instruction or an
-out-of-range SRAM row of a matrix instruction, and any DMA error, put the
-core in the ERROR state: nothing more is issued.
+out-of-range SRAM row of a matrix instruction, any DMA error, a deadlock and
+a program that runs dry without a stop put the core in the ERROR state:
+nothing more is issued. The last cycle of an abort (``clear``) also sends a
+CMP RESET into the comparator row (it travels along the row like any CMP
+command), so the next program finds the maxima as after a reset.
 """
 from __future__ import annotations
 
@@ -74,9 +82,9 @@ def _abits(rows: int) -> int:
 
 
 @block
-def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, state, err_code, err_index,
-             q_free, cnt_exec, cnt_bubble, cnt_mx_active, cnt_dma_active, cnt_words, cnt_mx,
-             cnt_dma, cnt_fence, cnt_enq, cnt_deq,
+def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, abort_req, aborting, state,
+             err_code, err_index, err_wait, q_free, cnt_exec, cnt_bubble, cnt_mx_active,
+             cnt_dma_active, cnt_words, cnt_mx, cnt_dma, cnt_fence, cnt_enq, cnt_deq,
              dma_valid, dma_ready, dma_func, dma_repeat, dma_sram_addr, dma_sram_stride,
              dma_is_accum, dma_mem_addr, dma_mem_stride, dma_size, dma_done, dma_busy, dma_err,
              dma_err_code,
@@ -96,8 +104,9 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, state, err_code
         for name, s in mod.ports(cfg).items():
             cs.setdefault(name, s)
     outer = dict(clk=clk, rst=rst, inst_valid=inst_valid, inst_ready=inst_ready,
-                 inst_word=inst_word, start=start, state=state, err_code=err_code,
-                 err_index=err_index, q_free=q_free, cnt_exec=cnt_exec, cnt_bubble=cnt_bubble,
+                 inst_word=inst_word, start=start, abort_req=abort_req, aborting=aborting,
+                 state=state, err_code=err_code, err_index=err_index, err_wait=err_wait,
+                 q_free=q_free, cnt_exec=cnt_exec, cnt_bubble=cnt_bubble,
                  cnt_mx_active=cnt_mx_active, cnt_dma_active=cnt_dma_active,
                  cnt_words=cnt_words, cnt_mx=cnt_mx, cnt_dma=cnt_dma, cnt_fence=cnt_fence,
                  cnt_enq=cnt_enq, cnt_deq=cnt_deq, dma_valid=dma_valid, dma_ready=dma_ready,
@@ -136,6 +145,17 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, state, err_code
     NB = CTRL_BITS
     ctrl = sig(R * NB)
     cmp_cmd, cmp_causal, acc_cmd = sig(fsa_cmp.CMD_BITS), sig(1), sig(fsa_acc.CMD_BITS)
+    cmp_cmd_arr = sig(fsa_cmp.CMD_BITS)          # the controller's, or RESET after an abort
+    clear = cs["clear"]
+    CMP_RESET = fsa_cmp.CMD_RESET
+
+    @always_comb
+    def cmp_reset():
+        if clear:
+            cmp_cmd_arr.next = CMP_RESET
+        else:
+            cmp_cmd_arr.next = cmp_cmd
+    insts.append(cmp_reset)
     KB = max(1, (cfg.exp2_pieces - 1).bit_length())
     spad_en, spad_addr = sig(1), sig(fsa_mxctrl.ADDR_BITS)
     id_valid, id_const, id_csel, id_k = sig(1), sig(1), sig(2), sig(KB)
@@ -239,7 +259,7 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, state, err_code
             acc_sram.next = ac_rdata
     insts.append(array_inputs)
 
-    arr_ports = dict(clk=clk, rst=rst, ctrl=ctrl, cmp_cmd=cmp_cmd, cmp_causal=cmp_causal,
+    arr_ports = dict(clk=clk, rst=rst, ctrl=ctrl, cmp_cmd=cmp_cmd_arr, cmp_causal=cmp_causal,
                      id_data=id_data, id_valid=id_valid, id_rev_in=id_rev_in,
                      id_rev_out=id_rev_out, id_delay=id_delay, acc_cmd=acc_cmd,
                      acc_sram=acc_sram, acc_wb=acc_wb)
@@ -254,8 +274,9 @@ def ports(cfg) -> dict:
     ac_rows, ac_bits, ac_lane, _ = geo["acc"]
     QB = fsa_queue.ptr_bits(cfg)
     p = dict(clk=sig(1), rst=ResetSignal(0, active=1, isasync=False), inst_valid=sig(1),
-             inst_ready=sig(1), inst_word=sig(32), start=sig(1), state=sig(STATE_BITS),
-             err_code=sig(ERR_BITS), err_index=sig(IDX_BITS), q_free=sig(QB + 1))
+             inst_ready=sig(1), inst_word=sig(32), start=sig(1), abort_req=sig(1),
+             aborting=sig(1), state=sig(STATE_BITS), err_code=sig(ERR_BITS),
+             err_index=sig(IDX_BITS), err_wait=sig(fsa_status.WAIT_BITS), q_free=sig(QB + 1))
     for c in COUNTERS:
         p[f"cnt_{c}"] = sig(COUNTER_BITS)
     p.update(fsa_dispatch.dma_ports())

@@ -7,8 +7,11 @@ instruction field.
 
 Ports::
 
-    state                   device state (fsa.hw.regs.State): words are popped
-                            only while ACTIVE
+    run                     the device runs (ACTIVE, not aborting): words are
+                            popped only then
+    fresh                   a fresh program (a start or the end of an abort):
+                            drop a partly collected or decoded instruction and
+                            restart the index at 0
     head, nonempty, pop     the queue's oldest word; pop it this cycle
     take                    the dispatcher consumes the complete instruction
     dec_full                a complete instruction is in w0..w3
@@ -29,7 +32,6 @@ from __future__ import annotations
 from myhdl import ConcatSignal, ResetSignal, always_comb, always_seq, block
 
 from fsa.hw import isa as hwisa
-from fsa.hw.regs import STATE_BITS, State
 from rtl.convert import convert_block, sig
 
 MODULE = "fsa_decode"
@@ -54,14 +56,13 @@ def type_signal(word0):
 
 
 @block
-def fsa_decode(clk, rst, state, head, nonempty, pop, take, dec_full, w0, w1, w2, w3, inst_idx,
+def fsa_decode(clk, rst, run, fresh, head, nonempty, pop, take, dec_full, w0, w1, w2, w3, inst_idx,
                to_mx, to_dma, is_fence, bad_func, illegal_type):
     """The decoder; see the module docstring."""
     T_FENCE, T_MX, T_DMA = hwisa.TYPES["FENCE"], hwisa.TYPES["MATRIX"], hwisa.TYPES["DMA"]
     N_MX, N_DMA = hwisa.WORDS["MATRIX"], hwisa.WORDS["DMA"]
     MX_MAX = hwisa.field("MATRIX", "func").range[1]
     DMA_MAX = hwisa.field("DMA", "func").range[1]
-    ACTIVE = int(State.ACTIVE)
     head_type = type_signal(head)
     w0_type = type_signal(w0)
     mx_func = field_signal((w0,), "MATRIX", "func")
@@ -78,7 +79,7 @@ def fsa_decode(clk, rst, state, head, nonempty, pop, take, dec_full, w0, w1, w2,
 
     @always_comb
     def pop_word():
-        pop.next = state == ACTIVE and nonempty and not dec_full
+        pop.next = run and nonempty and not dec_full
         # the type of the first word decides the length
         illegal_type.next = have > 0 and w0_type > T_DMA
 
@@ -115,12 +116,16 @@ def fsa_decode(clk, rst, state, head, nonempty, pop, take, dec_full, w0, w1, w2,
         if take:
             dec_full.next = False
             inst_idx.next = inst_idx + 1
+        if fresh:
+            have.next = 0
+            dec_full.next = False
+            inst_idx.next = 0
 
     return classify, pop_word, collect
 
 
 def ports(cfg=None) -> dict:
-    return dict(clk=sig(1), rst=ResetSignal(0, active=1, isasync=False), state=sig(STATE_BITS),
+    return dict(clk=sig(1), rst=ResetSignal(0, active=1, isasync=False), run=sig(1), fresh=sig(1),
                 head=sig(32), nonempty=sig(1), pop=sig(1), take=sig(1), dec_full=sig(1),
                 w0=sig(32), w1=sig(32), w2=sig(32), w3=sig(32), inst_idx=sig(IDX_BITS),
                 to_mx=sig(1), to_dma=sig(1), is_fence=sig(1), bad_func=sig(1),

@@ -3,7 +3,7 @@ instructions, semaphore-gated issue, the SRAM range check, fences and stop.
 
 A decoded matrix or DMA instruction moves into its engine's one-entry
 pending register (the decoder waits while that one is full).  A pending
-instruction issues when the device is ACTIVE, its semaphore acquire succeeds
+instruction issues when the device runs (``run``: ACTIVE and not aborting), its semaphore acquire succeeds
 (``fsa_sem``) and its engine accepts it: the matrix controller's
 ``mx_in_ready``, or, for DMA, the DMA port's ``dma_ready`` with no other DMA
 instruction in flight.  So a matrix instruction waiting on a semaphore never
@@ -28,14 +28,16 @@ instruction); ``fence_done`` (a fence retires); the matrix controller's
 DMA release (to ``fsa_sem``); the DMA command port ``dma_*`` (as on
 ``fsa_core``), ``dm_issue``, ``dm_inflight`` and ``dm_fidx`` (the index of
 the DMA instruction in flight); ``mx_idx`` (the pending matrix instruction's
-index).
+index); ``mx_pend``, ``dm_pend`` and ``dm_idx`` (the pending registers are
+full; the pending DMA instruction's index), for the deadlock detector in
+``fsa_status``; ``clear`` (the end of an abort) empties the pending
+registers (the DMA is idle by then, so nothing is in flight).
 """
 from __future__ import annotations
 
 from myhdl import ConcatSignal, ResetSignal, always_comb, always_seq, block, concat, intbv
 
 from fsa.hw import isa as hwisa
-from fsa.hw.regs import STATE_BITS, State
 from rtl.convert import convert_block, sig
 from rtl.fsa_decode import IDX_BITS, field_signal
 
@@ -55,7 +57,7 @@ def _bias_bits(rows_walk: int) -> int:
 
 
 @block
-def fsa_dispatch(clk, rst, state, dec_full, w0, w1, w2, w3, inst_idx, to_mx, to_dma, is_fence,
+def fsa_dispatch(clk, rst, run, clear, dec_full, w0, w1, w2, w3, inst_idx, to_mx, to_dma, is_fence,
                  take, fence_done, stop_go, mx_range_bad, mx_idx,
                  mx_in_valid, mx_in_ready, mx_issue, mx_busy,
                  in_func, in_spad_addr, in_spad_stride, in_rev_in, in_rev_out, in_delay,
@@ -66,11 +68,10 @@ def fsa_dispatch(clk, rst, state, dec_full, w0, w1, w2, w3, inst_idx, to_mx, to_
                  dm_rel_valid, dm_rel_id, dm_rel_value,
                  dma_valid, dma_ready, dma_func, dma_repeat, dma_sram_addr, dma_sram_stride,
                  dma_is_accum, dma_mem_addr, dma_mem_stride, dma_size, dma_done, dma_busy,
-                 dm_issue, dm_inflight, dm_fidx, cfg=None):
+                 dm_issue, dm_inflight, dm_fidx, mx_pend, dm_pend, dm_idx, cfg=None):
     """The dispatcher; see the module docstring."""
     R, C = cfg.sa_rows, cfg.sa_cols
     SPR, ACR = cfg.spad_rows, cfg.acc_rows
-    ACTIVE = int(State.ACTIVE)
     AB = _w("MATRIX", "spad_addr")
     insts = []
 
@@ -78,7 +79,6 @@ def fsa_dispatch(clk, rst, state, dec_full, w0, w1, w2, w3, inst_idx, to_mx, to_
     mx_p, dm_p = sig(1), sig(1)
     mx_w0, mx_w1, mx_w2 = sig(32), sig(32), sig(32)
     dm_w0, dm_w1, dm_w2, dm_w3 = sig(32), sig(32), sig(32), sig(32)
-    dm_idx = sig(IDX_BITS)
     dm_rel = sig(1 + len(dm_sem_id) + len(dm_rel_value))   # release of the DMA in flight
     mxw, dmw = (mx_w0, mx_w1, mx_w2), (dm_w0, dm_w1, dm_w2, dm_w3)
 
@@ -146,8 +146,8 @@ def fsa_dispatch(clk, rst, state, dec_full, w0, w1, w2, w3, inst_idx, to_mx, to_
         if f_stop:
             ok = ok and mx_idle and dma_idle
         stop_go.next = is_fence and ok and f_stop
-        fence_done.next = state == ACTIVE and is_fence and ok
-        take.next = state == ACTIVE and dec_full and ((to_mx and not mx_p) or (to_dma and not dm_p)
+        fence_done.next = run and is_fence and ok
+        take.next = run and dec_full and ((to_mx and not mx_p) or (to_dma and not dm_p)
                                                       or (is_fence and ok))
     insts.append(fences)
 
@@ -191,7 +191,9 @@ def fsa_dispatch(clk, rst, state, dec_full, w0, w1, w2, w3, inst_idx, to_mx, to_
             if m_ac >= ACR:
                 bad = True
         mx_range_bad.next = mx_p and bad
-        mx_in_valid.next = mx_p and not bad and state == ACTIVE and mx_acq_ok
+        mx_in_valid.next = mx_p and not bad and run and mx_acq_ok
+        mx_pend.next = mx_p
+        dm_pend.next = dm_p
     insts.append(mx_range_check)
 
     @always_comb
@@ -226,8 +228,8 @@ def fsa_dispatch(clk, rst, state, dec_full, w0, w1, w2, w3, inst_idx, to_mx, to_
 
     @always_comb
     def dma_port():
-        dma_valid.next = dm_p and state == ACTIVE and dm_acq_ok and not dm_inflight
-        dm_issue.next = dm_p and state == ACTIVE and dm_acq_ok and not dm_inflight and dma_ready
+        dma_valid.next = dm_p and run and dm_acq_ok and not dm_inflight
+        dm_issue.next = dm_p and run and dm_acq_ok and not dm_inflight and dma_ready
         dma_func.next = d_func
         dma_repeat.next = d_rep
         dma_sram_addr.next = d_sa
@@ -247,7 +249,7 @@ def fsa_dispatch(clk, rst, state, dec_full, w0, w1, w2, w3, inst_idx, to_mx, to_
     # ------------------------------------------------------------ registers
     @always_seq(clk.posedge, reset=rst)
     def pending():
-        if state == ACTIVE and dec_full:
+        if run and dec_full:
             if to_mx and not mx_p:
                 mx_p.next = True
                 mx_w0.next = w0
@@ -270,6 +272,10 @@ def fsa_dispatch(clk, rst, state, dec_full, w0, w1, w2, w3, inst_idx, to_mx, to_
             dm_rel.next = concat(d_relv, d_id, d_relval)
         if dma_done:
             dm_inflight.next = False
+        if clear:
+            mx_p.next = False
+            dm_p.next = False
+            dm_inflight.next = False
     insts.append(pending)
     return insts
 
@@ -277,7 +283,7 @@ def fsa_dispatch(clk, rst, state, dec_full, w0, w1, w2, w3, inst_idx, to_mx, to_
 def ports(cfg) -> dict:
     AB, SB = _w("MATRIX", "spad_addr"), _w("MATRIX", "spad_stride")
     IB, VB = _w("MATRIX", "sem_id"), _w("MATRIX", "release_value")
-    p = dict(clk=sig(1), rst=ResetSignal(0, active=1, isasync=False), state=sig(STATE_BITS),
+    p = dict(clk=sig(1), rst=ResetSignal(0, active=1, isasync=False), run=sig(1), clear=sig(1),
              dec_full=sig(1), w0=sig(32), w1=sig(32), w2=sig(32), w3=sig(32),
              inst_idx=sig(IDX_BITS), to_mx=sig(1), to_dma=sig(1), is_fence=sig(1), take=sig(1),
              fence_done=sig(1), stop_go=sig(1), mx_range_bad=sig(1), mx_idx=sig(IDX_BITS),
@@ -290,7 +296,8 @@ def ports(cfg) -> dict:
              dm_acq_valid=sig(1), dm_sem_id=sig(IB), dm_acq_value=sig(VB), dm_acq_ok=sig(1),
              dm_rel_valid=sig(1), dm_rel_id=sig(IB), dm_rel_value=sig(VB))
     p.update(dma_ports())
-    p.update(dm_issue=sig(1), dm_inflight=sig(1), dm_fidx=sig(IDX_BITS))
+    p.update(dm_issue=sig(1), dm_inflight=sig(1), dm_fidx=sig(IDX_BITS), mx_pend=sig(1),
+             dm_pend=sig(1), dm_idx=sig(IDX_BITS))
     return p
 
 
@@ -311,7 +318,7 @@ OUTPUTS = {"take", "fence_done", "stop_go", "mx_range_bad", "mx_idx", "mx_in_val
            "dm_acq_valid", "dm_sem_id", "dm_acq_value", "dm_rel_valid", "dm_rel_id",
            "dm_rel_value", "dma_valid", "dma_func", "dma_repeat", "dma_sram_addr",
            "dma_sram_stride", "dma_is_accum", "dma_mem_addr", "dma_mem_stride", "dma_size",
-           "dm_issue", "dm_inflight", "dm_fidx"}
+           "dm_issue", "dm_inflight", "dm_fidx", "mx_pend", "dm_pend", "dm_idx"}
 
 
 def convert(outdir, cfg):

@@ -20,8 +20,13 @@ Ports (``P = cfg.mem_ports``; ``LB = cfg.axi_data_bits``, ``BB = LB/8``)::
                               STORE: every write response received), also when
                               it was cut short by an error (then err is 1)
     busy           out  1     an instruction is in progress (not cmd_ready)
-    err            out  1     an error happened (sticky until reset)
+    err            out  1     an error happened (sticky until reset or an abort)
     err_code       out  3     the first error: the ``ERR_*`` constants below
+    aborting       in   1     level, the core is aborting (rtl/fsa_status.py): no
+                              new burst is issued (the instruction in progress
+                              stops as after an error, its issued bursts
+                              drain, then ``done``); while idle, ``err`` and
+                              ``err_code`` are cleared
     spad_n_*                  scratchpad narrow port (rtl/fsa_sram.py): n_valid,
                               n_ready, n_we, n_addr, n_lane, n_wdata, n_rvalid,
                               n_rdata; lane width LB, a row of sa_rows x e_type
@@ -137,8 +142,8 @@ _S_IDLE, _S_CHECK, _S_RUN, _S_WAIT = 0, 1, 2, 3
 
 # ---------------------------------------------------------------- the DMA
 @block
-def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, cfg=None,
-            max_outstanding=MAX_OUTSTANDING):
+def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=None,
+            cfg=None, max_outstanding=MAX_OUTSTANDING):
     """The DMA engine; ports, behaviour and timing: the docstring of
     rtl/fsa_dma.py.  `cmd`, `spad`, `acc`, `m` are signal bundles as made
     by :func:`ports`.
@@ -151,7 +156,8 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, cfg=None,
     if not isinstance(max_outstanding, int) or max_outstanding not in (2, 4, 8, 16):
         raise ValueError(f"fsa_dma: max_outstanding must be 2, 4, 8 or 16, got {max_outstanding!r}")
     table = {n: w for n, _, w in port_table(cfg)}
-    given = dict(clk=clk, rst=rst, done=done, busy=busy, err=err, err_code=err_code)
+    given = dict(clk=clk, rst=rst, done=done, busy=busy, err=err, err_code=err_code,
+                 aborting=aborting)
     for n, _, _ in CMD_SIGNALS:
         given[f"cmd_{n}"] = getattr(cmd, n, None)
     for pre, b in (("spad", spad), ("acc", acc)):
@@ -342,8 +348,9 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, cfg=None,
     @always_comb
     def decide():
         rowerr.next = not second and (mis or not inwin)
-        issue.next = (state == _S_RUN and not err_r and not second and not mis and inwin
-                      and can_sel) or (state == _S_RUN and not err_r and second and can_sel)
+        issue.next = (state == _S_RUN and not err_r and not aborting and not second and not mis
+                      and inwin and can_sel) or (state == _S_RUN and not err_r and not aborting
+                                                 and second and can_sel)
     insts.append(decide)
 
     # ---- ports
@@ -462,7 +469,10 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, cfg=None,
     def seq():
         done_r.next = 0
         if state == _S_IDLE:
-            if cmd_valid:
+            if aborting:
+                err_r.next = 0
+                code_r.next = ERR_NONE
+            elif cmd_valid:
                 state.next = _S_CHECK
                 c_store.next = cmd_func
                 c_accum.next = cmd_is_accum
@@ -493,7 +503,7 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, cfg=None,
             second.next = 0
             tp.next = 0
             solo.next = solo_c
-            if err_r or c_rep == 0 or c_size == 0:
+            if err_r or aborting or c_rep == 0 or c_size == 0:
                 state.next = _S_WAIT
             elif szbad:
                 err_r.next = 1
@@ -510,7 +520,7 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, cfg=None,
             else:
                 state.next = _S_RUN
         elif state == _S_RUN:
-            if err_r:
+            if err_r or aborting:
                 state.next = _S_WAIT
             elif rowerr:
                 err_r.next = 1

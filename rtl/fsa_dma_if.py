@@ -44,7 +44,7 @@ CMD_SIGNALS = (("valid", 1, "in"), ("ready", 1, "out"), ("func", 1, "in"),
                ("is_accum", 1, "in"), ("mem_addr", 39, "in"), ("mem_stride", 21, "in"),
                ("size", 10, "in"))
 STATUS_SIGNALS = (("done", 1, "out"), ("busy", 1, "out"), ("err", 1, "out"),
-                  ("err_code", 3, "out"))
+                  ("err_code", 3, "out"), ("aborting", 1, "in"))
 #: AXI channel signals: (name, width or a key into the widths (A address,
 #: D data, S strobes), direction of the master)
 AXI_SIGNALS = (

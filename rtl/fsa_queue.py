@@ -12,6 +12,9 @@ Ports::
     head                    the oldest word (combinational read)
     nonempty                ``count > 0``
     q_free                  free words, ``Q - count``
+    q_used                  words waiting, ``count``
+    clear                   empty the queue (an abort's last cycle; no push or
+                            pop happens in that cycle)
 
 Timing: a pushed word is visible at ``head`` from the next cycle; push and
 pop in the same cycle leave the count unchanged.
@@ -32,7 +35,7 @@ def ptr_bits(cfg) -> int:
 
 @block
 def fsa_queue(clk, rst, inst_valid, inst_ready, inst_word, push, pop, head, nonempty, q_free,
-              cfg=None):
+              q_used, clear, cfg=None):
     """The instruction queue; see the module docstring."""
     Q = cfg.inst_queue_size
     QB = ptr_bits(cfg)
@@ -53,23 +56,29 @@ def fsa_queue(clk, rst, inst_valid, inst_ready, inst_word, push, pop, head, none
         push.next = inst_valid and count < Q
         nonempty.next = count > 0
         q_free.next = Q - count
+        q_used.next = count
 
     @always_seq(clk.posedge, reset=rst)
     def pointers():
-        if push:
-            if wp == LAST:
-                wp.next = 0
-            else:
-                wp.next = wp + 1
-        if pop:
-            if rp == LAST:
-                rp.next = 0
-            else:
-                rp.next = rp + 1
-        if push and not pop:
-            count.next = count + 1
-        elif pop and not push:
-            count.next = count - 1
+        if clear:
+            wp.next = 0
+            rp.next = 0
+            count.next = 0
+        else:
+            if push:
+                if wp == LAST:
+                    wp.next = 0
+                else:
+                    wp.next = wp + 1
+            if pop:
+                if rp == LAST:
+                    rp.next = 0
+                else:
+                    rp.next = rp + 1
+            if push and not pop:
+                count.next = count + 1
+            elif pop and not push:
+                count.next = count - 1
 
     return qwrite, qhead, pointers
 
@@ -78,10 +87,10 @@ def ports(cfg) -> dict:
     QB = ptr_bits(cfg)
     return dict(clk=sig(1), rst=ResetSignal(0, active=1, isasync=False), inst_valid=sig(1),
                 inst_ready=sig(1), inst_word=sig(32), push=sig(1), pop=sig(1), head=sig(32),
-                nonempty=sig(1), q_free=sig(QB + 1))
+                nonempty=sig(1), q_free=sig(QB + 1), q_used=sig(QB + 1), clear=sig(1))
 
 
-OUTPUTS = {"inst_ready", "push", "head", "nonempty", "q_free"}
+OUTPUTS = {"inst_ready", "push", "head", "nonempty", "q_free", "q_used"}
 
 
 def convert(outdir, cfg):

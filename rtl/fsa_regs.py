@@ -10,7 +10,9 @@ offset      access  meaning
                     and refused with SLVERR (the word dropped) if it is idle,
                     done or in error: nothing would drain the queue, and the
                     host must not hang
-0x04        W       start (from DONE it also clears the counters)
+0x04        W       start: IDLE or DONE -> ACTIVE, a fresh program (semaphores,
+                    index, error register and counters restart; see
+                    fsa/hw/regs.py); ignored while ACTIVE or in ERROR
 0x08        R       state: 0 idle, 1 active, 2 done, 3 error
 0x0C        R       execution cycles
 0x10        R       matrix-engine bubble cycles (active, matrix engine idle)
@@ -31,7 +33,14 @@ offset      access  meaning
 0x44        R       scratchpad rows
 0x48        R       accumulator rows
 0x4C        R       instruction queue size (words)
+0x50        W       abort / soft reset (any data, any state; fsa/hw/regs.py):
+                    drain, empty the queue, IDLE
+0x54        R       after DEADLOCK: [4:0] semaphore, [7:5] the value waited for,
+                    [10:8] the value it holds
 ==========  ======  ==========================================================
+
+While an abort drains (``aborting``), writes to push and start are held (no
+B response) until it is over; then they act on the IDLE device.
 
 Unmapped offsets, writes to read-only registers and reads of write-only ones
 answer SLVERR. Only address bits [7:0] are decoded (the device occupies a
@@ -49,6 +58,7 @@ from fsa.hw import regs as hwregs
 from fsa.hw.errors import ERR_BITS
 from fsa.hw.regs import FMT_CODE, MAGIC, VERSION, identity  # noqa: F401 (re-exported)
 from rtl.convert import convert_block, sig
+from rtl.fsa_status import WAIT_BITS
 
 MODULE = "fsa_regs"
 OKAY, SLVERR = 0, 2
@@ -63,7 +73,8 @@ def fsa_regs(clk, rst,
              s_axil_bresp, s_axil_bvalid, s_axil_bready,
              s_axil_araddr, s_axil_arprot, s_axil_arvalid, s_axil_arready,
              s_axil_rdata, s_axil_rresp, s_axil_rvalid, s_axil_rready,
-             inst_valid, inst_ready, inst_word, start, state, err_code, err_index, q_free,
+             inst_valid, inst_ready, inst_word, start, abort_req, aborting, state, err_code,
+             err_index, err_wait, q_free,
              cnt_exec, cnt_bubble, cnt_mx_active, cnt_dma_active, cnt_words, cnt_mx, cnt_dma,
              cnt_fence, cnt_enq, cnt_deq, cfg=None):
     """The register block; see the module docstring."""
@@ -72,6 +83,7 @@ def fsa_regs(clk, rst,
 
     DB = hwregs.ADDR_DECODE_BITS
     A_PUSH, A_START = hwregs.OFFSETS["push"], hwregs.OFFSETS["start"]
+    A_ABORT = hwregs.OFFSETS["abort"]
 
     # ---- write channel: capture AW and W, then act, then B
     w_have_a, w_have_d = sig(1), sig(1)
@@ -95,9 +107,10 @@ def fsa_regs(clk, rst,
         s_axil_bvalid.next = b_pend
         s_axil_bresp.next = b_resp
         go = w_have_a and w_have_d and not b_pend
-        inst_valid.next = go and w_addr == A_PUSH
+        inst_valid.next = go and w_addr == A_PUSH and not aborting
         inst_word.next = w_data
-        start.next = go and w_addr == A_START
+        start.next = go and w_addr == A_START and not aborting
+        abort_req.next = go and w_addr == A_ABORT
 
     @always_seq(clk.posedge, reset=rst)
     def write_seq():
@@ -107,7 +120,9 @@ def fsa_regs(clk, rst,
         if s_axil_wvalid and not w_have_d and not b_pend:
             w_have_d.next = True
             w_data.next = s_axil_wdata
-        if w_have_a and w_have_d and not b_pend:
+        # (push and start are held while an abort_req drains)
+        if w_have_a and w_have_d and not b_pend and not (
+                aborting and (w_addr == A_PUSH or w_addr == A_START)):
             if w_addr == A_PUSH:
                 if inst_ready:
                     w_have_a.next = False
@@ -124,7 +139,7 @@ def fsa_regs(clk, rst,
                 w_have_a.next = False
                 w_have_d.next = False
                 b_pend.next = True
-                if w_addr == A_START:
+                if w_addr == A_START or w_addr == A_ABORT:
                     b_resp.next = OKAY
                 else:
                     b_resp.next = SLVERR
@@ -142,12 +157,12 @@ def fsa_regs(clk, rst,
     # table's; the mux must cover exactly its readable registers
     O = hwregs.OFFSETS
     mux_names = ("state",) + hwregs.COUNTERS + ("error", "q_free", "identity", "magic",
-                                                "spad_rows", "acc_rows", "queue")
+                                                "spad_rows", "acc_rows", "queue", "wait")
     if tuple(O[n] for n in mux_names) != READ_REGS:
         raise AssertionError("fsa_regs: the read mux does not match fsa/hw/regs.py REGS")
     A_STATE, A_ERROR, A_QFREE, A_IDENT, A_MAGIC = (O[n] for n in ("state", "error", "q_free",
                                                                   "identity", "magic"))
-    A_SPR, A_ACR, A_QUEUE = O["spad_rows"], O["acc_rows"], O["queue"]
+    A_SPR, A_ACR, A_QUEUE, A_WAIT = O["spad_rows"], O["acc_rows"], O["queue"], O["wait"]
     (A_EXEC, A_BUBBLE, A_MXA, A_DMAA, A_WORDS, A_MX, A_DMA, A_FENCE, A_ENQ,
      A_DEQ) = (O[c] for c in hwregs.COUNTERS)
     ra = s_axil_araddr(DB, 0)
@@ -155,6 +170,7 @@ def fsa_regs(clk, rst,
     state32 = ConcatSignal(intbv(0)[32 - len(state):], state)
     err32 = ConcatSignal(err_index, intbv(0)[hwregs.ERR_INDEX_LSB - ERR_BITS:], err_code)
     qfree32 = ConcatSignal(intbv(0)[32 - len(q_free):], q_free)
+    wait32 = ConcatSignal(intbv(0)[32 - len(err_wait):], err_wait)
 
     @always_comb
     def read_mux():
@@ -195,6 +211,8 @@ def fsa_regs(clk, rst,
             rd.next = ACR
         elif ra == A_QUEUE:
             rd.next = QS
+        elif ra == A_WAIT:
+            rd.next = wait32
         else:
             rd.next = 0
             rd_ok.next = False
@@ -231,8 +249,9 @@ def ports(cfg, addr_bits: int = 16) -> dict:
              s_axil_arprot=sig(3), s_axil_arvalid=sig(1), s_axil_arready=sig(1),
              s_axil_rdata=sig(32), s_axil_rresp=sig(2), s_axil_rvalid=sig(1),
              s_axil_rready=sig(1), inst_valid=sig(1), inst_ready=sig(1), inst_word=sig(32),
-             start=sig(1), state=sig(hwregs.STATE_BITS), err_code=sig(ERR_BITS),
-             err_index=sig(hwregs.ERR_INDEX_BITS), q_free=sig(QB + 1))
+             start=sig(1), abort_req=sig(1), aborting=sig(1), state=sig(hwregs.STATE_BITS),
+             err_code=sig(ERR_BITS), err_index=sig(hwregs.ERR_INDEX_BITS),
+             err_wait=sig(WAIT_BITS), q_free=sig(QB + 1))
     for c in hwregs.COUNTERS:
         p[f"cnt_{c}"] = sig(hwregs.COUNTER_BITS)
     return p

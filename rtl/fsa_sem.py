@@ -17,6 +17,12 @@ Ports::
     mx_issue, dm_issue                      the pending instruction issues this cycle
     mx_rel_valid, mx_rel_id, mx_rel_value   release pulse of the matrix controller
     dm_rel_valid, dm_rel_id, dm_rel_value   release of the finishing DMA instruction
+    mx_sem_cur, dm_sem_cur                  the value semaphore mx_sem_id / dm_sem_id
+                                            holds now (the deadlock report)
+    fresh                                   a fresh program (start, end of an abort):
+                                            every semaphore 0 and free (wins over a
+                                            release in the same cycle; the engines
+                                            are idle then, so there is none)
 """
 from __future__ import annotations
 
@@ -32,7 +38,7 @@ ID_BITS = (SEM_IDS - 1).bit_length()
 @block
 def fsa_sem(clk, rst, mx_acq_valid, mx_sem_id, mx_acq_value, dm_acq_valid, dm_sem_id,
             dm_acq_value, mx_acq_ok, dm_acq_ok, mx_issue, dm_issue, mx_rel_valid, mx_rel_id,
-            mx_rel_value, dm_rel_valid, dm_rel_id, dm_rel_value):
+            mx_rel_value, dm_rel_valid, dm_rel_id, dm_rel_value, mx_sem_cur, dm_sem_cur, fresh):
     """The semaphores; see the module docstring."""
     N = SEM_IDS
     sem_val = [Signal(intbv(0)[SEM_VALUE_BITS:]) for _ in range(N)]
@@ -46,6 +52,8 @@ def fsa_sem(clk, rst, mx_acq_valid, mx_sem_id, mx_acq_value, dm_acq_valid, dm_se
                                                 and not sem_held[mx_sem_id])
         dm_acq_ok.next = (not dm_acq_valid) or (sem_val[dm_sem_id] == dm_acq_value
                                                 and not sem_held[dm_sem_id])
+        mx_sem_cur.next = sem_val[mx_sem_id]
+        dm_sem_cur.next = sem_val[dm_sem_id]
 
     @always_comb
     def select():
@@ -65,7 +73,10 @@ def fsa_sem(clk, rst, mx_acq_valid, mx_sem_id, mx_acq_value, dm_acq_valid, dm_se
     @always_seq(clk.posedge, reset=rst)
     def update():
         for i in range(N):
-            if rel_mx[i]:
+            if fresh:
+                sem_val[i].next = 0
+                sem_held[i].next = False
+            elif rel_mx[i]:
                 sem_val[i].next = mx_rel_value
                 sem_held[i].next = False
             elif rel_dm[i]:
@@ -83,10 +94,11 @@ def ports(cfg=None) -> dict:
                 dm_acq_valid=sig(1), dm_sem_id=sig(ID_BITS), dm_acq_value=sig(SEM_VALUE_BITS),
                 mx_acq_ok=sig(1), dm_acq_ok=sig(1), mx_issue=sig(1), dm_issue=sig(1),
                 mx_rel_valid=sig(1), mx_rel_id=sig(ID_BITS), mx_rel_value=sig(SEM_VALUE_BITS),
-                dm_rel_valid=sig(1), dm_rel_id=sig(ID_BITS), dm_rel_value=sig(SEM_VALUE_BITS))
+                dm_rel_valid=sig(1), dm_rel_id=sig(ID_BITS), dm_rel_value=sig(SEM_VALUE_BITS),
+                mx_sem_cur=sig(SEM_VALUE_BITS), dm_sem_cur=sig(SEM_VALUE_BITS), fresh=sig(1))
 
 
-OUTPUTS = {"mx_acq_ok", "dm_acq_ok"}
+OUTPUTS = {"mx_acq_ok", "dm_acq_ok", "mx_sem_cur", "dm_sem_cur"}
 
 
 def convert(outdir, cfg=None):

@@ -50,6 +50,8 @@ def fsa_top(clk, rst, irq, s_axil, m, cfg=None):
             dma_flat[n] = core_sigs[f"dma_{n[4:]}"]
         elif n in ("done", "busy", "err", "err_code"):
             dma_flat[n] = core_sigs[f"dma_{n}"]
+        elif n == "aborting":                   # the core is aborting: drain
+            dma_flat[n] = core_sigs["aborting"]
         elif n.startswith("spad_"):
             dma_flat[n] = core_sigs[f"sp_{n[5:]}"]
         elif n.startswith("acc_"):
@@ -61,7 +63,7 @@ def fsa_top(clk, rst, irq, s_axil, m, cfg=None):
     dma_out = {n for n, d, w in fsa_dma.port_table(cfg) if d == "out"}
     # the DMA's own (bundled) keyword arguments, with our signals
     dkw = dict(clk=clk, rst=rst, done=dma_flat["done"], busy=dma_flat["busy"],
-               err=dma_flat["err"], err_code=dma_flat["err_code"])
+               err=dma_flat["err"], err_code=dma_flat["err_code"], aborting=dma_flat["aborting"])
     dkw["cmd"] = _Bundle(**{k[4:]: v for k, v in dma_flat.items() if k.startswith("cmd_")})
     dkw["spad"] = _Bundle(**{k[5:]: v for k, v in dma_flat.items() if k.startswith("spad_")})
     dkw["acc"] = _Bundle(**{k[4:]: v for k, v in dma_flat.items() if k.startswith("acc_")})
@@ -69,7 +71,8 @@ def fsa_top(clk, rst, irq, s_axil, m, cfg=None):
     insts.append(submodule(fsa_dma.fsa_dma, (), dict(dkw, cfg=cfg), fsa_dma.MODULE, "u_dma",
                            dma_flat, dma_out))
 
-    core_out = {"inst_ready", "state", "err_code", "err_index", "q_free", "dma_valid",
+    core_out = {"inst_ready", "state", "err_code", "err_index", "err_wait", "aborting", "q_free",
+                "dma_valid",
                 "dma_func", "dma_repeat", "dma_sram_addr", "dma_sram_stride", "dma_is_accum",
                 "dma_mem_addr", "dma_mem_stride", "dma_size", "sp_n_ready", "sp_n_rvalid",
                 "sp_n_rdata", "ac_n_ready", "ac_n_rvalid", "ac_n_rdata"} | \
@@ -78,15 +81,15 @@ def fsa_top(clk, rst, irq, s_axil, m, cfg=None):
                            "u_core", core_sigs, core_out))
 
     rp = {n: getattr(s_axil, n[len("s_axil_"):]) for n in fsa_regs.ports(cfg) if n.startswith("s_axil_")}
-    for n in ("inst_valid", "inst_ready", "inst_word", "start", "state", "err_code", "err_index",
-              "q_free"):
+    for n in ("inst_valid", "inst_ready", "inst_word", "start", "abort_req", "aborting", "state",
+              "err_code", "err_index", "err_wait", "q_free"):
         rp[n] = core_sigs[n]
     for c in fsa_core.COUNTERS:
         rp[f"cnt_{c}"] = core_sigs[f"cnt_{c}"]
     rp.update(clk=clk, rst=rst)
     regs_out = {"s_axil_awready", "s_axil_wready", "s_axil_bresp", "s_axil_bvalid",
                 "s_axil_arready", "s_axil_rdata", "s_axil_rresp", "s_axil_rvalid",
-                "inst_valid", "inst_word", "start"}
+                "inst_valid", "inst_word", "start", "abort_req"}
     insts.append(submodule(fsa_regs.fsa_regs, (), dict(rp, cfg=cfg), fsa_regs.MODULE, "u_regs",
                            rp, regs_out))
     state = core_sigs["state"]

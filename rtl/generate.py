@@ -110,7 +110,7 @@ def units_for(cfg) -> list[Unit]:
         lane_bits=geo["acc"][2], banks=geo["acc"][3])
     for mod, role in ((fsa_queue, "instruction queue"), (fsa_decode, "instruction decoder"),
                       (fsa_dispatch, "pending instructions, issue, range check, fences"),
-                      (fsa_sem, "semaphores"), (fsa_status, "device state and error register"),
+                      (fsa_sem, "semaphores"), (fsa_status, "device state, errors, abort, deadlock"),
                       (fsa_counters, "performance counters")):
         add_fixed(mod.MODULE, lambda d, mod=mod: mod.convert(d, cfg), role)
     add_fixed(fsa_core.MODULE, lambda d: fsa_core.convert(d, cfg),

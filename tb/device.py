@@ -8,6 +8,20 @@ full), start (0x04), wait for ``irq`` with a cycle limit, read the state, the
 error register and the counters. For a program longer than the queue the
 rest is pushed while the device runs; ``fsa.cyclemodel.HARNESS_HOST`` is
 the rate of these pushes, measured on the RTL.
+
+API for device-level tests (all coroutines on :class:`Device`):
+
+* ``reset()``: the reset pin.
+* ``run(words, max_cycles)``: push, start, wait for irq, return
+  :meth:`status` plus ``waited`` (cycles) and ``push_refused``.  Calling it
+  again runs the next program on the same device without a reset (a start
+  from DONE, or from IDLE after an abort: a fresh program, fsa/hw/regs.py).
+* ``abort(max_cycles)``: write the abort register (0x50) and wait until the
+  device is IDLE; returns the cycles the abort took (DeviceTimeout if not).
+* ``status()``: state, error name, error_index, ``wait`` (semaphore id, the
+  value waited for and the value held, after DEADLOCK), q_free, counters.
+* ``push(words)``, ``start()``, ``read(name)``, ``write(name, value)``,
+  ``write_mem``/``read_mem``; :func:`poison` injects AXI error responses.
 """
 from __future__ import annotations
 
@@ -173,8 +187,26 @@ class Device:
         state = await self.read("state")
         err = await self.read("error")
         return {"state": STATES.get(state, state), "error": errors.name(err & ((1 << errors.ERR_BITS) - 1)),
-                "error_index": err >> hwregs.ERR_INDEX_LSB, "q_free": await self.read("q_free"),
-                "counters": await self.counters()}
+                "error_index": err >> hwregs.ERR_INDEX_LSB,
+                "wait": hwregs.decode_wait(await self.read("wait")),
+                "q_free": await self.read("q_free"), "counters": await self.counters()}
+
+    async def abort(self, max_cycles: int = 100_000) -> int:
+        """Abort (register 0x50): the device stops issuing, drains what is in
+        flight, empties its queue and goes IDLE.  Waits until the state
+        reads IDLE; returns the cycles from the abort write to then.
+
+        Raises:
+            DeviceTimeout: not IDLE within `max_cycles`.
+        """
+        t0 = cocotb.utils.get_sim_time("ns")
+        await self.write("abort", 1)
+        idle = int(hwregs.State.IDLE)
+        while await self.read("state") != idle:
+            if (cocotb.utils.get_sim_time("ns") - t0) // 10 > max_cycles:
+                raise DeviceTimeout(f"abort: the device is not IDLE after {max_cycles} cycles: "
+                                    f"{await self.status()}")
+        return int((cocotb.utils.get_sim_time("ns") - t0) // 10)
 
     async def run(self, words, max_cycles: int) -> dict:
         """Push, start, wait for irq; return the status (state, error, counters)."""

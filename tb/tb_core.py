@@ -40,7 +40,7 @@ class CoreBench:
     async def reset(self):
         d = self.dut
         cocotb.start_soon(Clock(d.clk, 10, unit="ns").start())
-        for s in ("inst_valid", "inst_word", "start", "dma_ready", "dma_done", "dma_busy",
+        for s in ("inst_valid", "inst_word", "start", "abort_req", "dma_ready", "dma_done", "dma_busy",
                   "dma_err", "dma_err_code", "sp_n_valid", "sp_n_we", "sp_n_addr", "sp_n_lane",
                   "sp_n_wdata", "ac_n_valid", "ac_n_we", "ac_n_addr", "ac_n_lane", "ac_n_wdata"):
             getattr(d, s).value = 0
@@ -167,6 +167,11 @@ async def core_runs_program(dut):
         idx = int(dut.err_index.value)
         assert code == expect and idx == case["err_index"], \
             f"error {code} at instruction {idx}, expected {expect} at {case['err_index']}"
+        if "wait" in case:                  # DEADLOCK: the wait register's fields
+            wait = hwregs.decode_wait(int(dut.err_wait.value))
+            assert wait == case["wait"], f"wait register {wait}, expected {case['wait']}"
+        if "max_cycles" in case:
+            assert cycles <= case["max_cycles"], f"detected after {cycles} cycles"
         dut._log.info("error %s at instruction %d after %d cycles", code, idx, cycles)
         return
     # results against the golden model

@@ -304,6 +304,7 @@ class Bench:
         d = self.dut
         await FallingEdge(d.clk)
         d.cmd_valid.value = 0
+        d.aborting.value = 0
         for s in ("func", "repeat", "sram_addr", "sram_stride", "is_accum", "mem_addr",
                   "mem_stride", "size"):
             getattr(d, f"cmd_{s}").value = 0

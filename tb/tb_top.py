@@ -1,8 +1,20 @@
-"""Generic cocotb test of the whole device: runs one program (a case file
-from the Python side: config, instruction words, initial memory segments,
-regions to dump, pauses, error injection, expected outcome) through the
-buses and writes what it saw (state, error, counters, cycles, memory dumps)
+"""Generic cocotb test of the whole device: runs one program, or several
+one after another on the same device without a reset (a case file from the
+Python side: config, instruction words or a list of programs, initial memory
+segments, regions to dump after the last program, pauses, error injection,
+an abort or a reset in the middle) through the buses and writes what it saw
+(per program: state, error, counters, cycles and the memory dumps after it)
 to the run folder as result.json for the Python side to check.
+
+Case keys: ``words`` (one program) or ``programs`` (a list of word lists:
+``runs`` gets one entry per program; after an error a start is written
+(it must be ignored: ``start_in_error`` records the state after it) and
+then an abort, the way out of ERROR, before the next program); ``memory``,
+``dumps``, ``max_cycles`` (per program), ``pauses``, ``seed``, ``inject``,
+``overfill``, ``reset_midway`` / ``abort_midway`` (cycles after the first
+start: reset, or abort, in the middle of the first program, then reload the
+memory and run the programs; ``midway`` records the status then, and for an
+abort ``abort_cycles``).
 
 Used by tb/test_top.py (device tests), fsa.engines.SimEngine (fsa run /
 fsa exec) and tb/test_attention.py (the regression).
@@ -33,7 +45,6 @@ async def run_program(dut):
     for addr, data in case["memory"]:
         dev.write_mem(int(addr), bytes.fromhex(data))
     result = {"identity": ident, "runs": []}
-    words = case["words"]
     max_cycles = case["max_cycles"]
     if case.get("overfill"):
         # more words than the queue holds while idle: the extra pushes are refused
@@ -42,9 +53,21 @@ async def run_program(dut):
         result["overfill"] = {"refused": dev.refused, "state": (await dev.status())["state"],
                               "q_free": await dev.read("q_free")}
         await dev.reset()
+    programs = case.get("programs") or [case["words"]]
+    if case.get("abort_midway"):
+        # start the first program, abort it in the middle (AXI bursts may be in
+        # flight), then run the programs on the same device (no reset)
+        await dev.push(programs[0][:cfg.inst_queue_size])
+        await dev.start()
+        await ClockCycles(dut.clk, case["abort_midway"])
+        result["midway"] = await dev.status()
+        result["abort_cycles"] = await dev.abort(max_cycles)
+        result["after_abort"] = await dev.status()
+        for addr, data in case["memory"]:
+            dev.write_mem(int(addr), bytes.fromhex(data))
     if case.get("reset_midway"):
         # start the program, reset in the middle, then run it again cleanly
-        await dev.push(words[:cfg.inst_queue_size])
+        await dev.push(programs[0][:cfg.inst_queue_size])
         await dev.start()
         await ClockCycles(dut.clk, case["reset_midway"])
         mid = await dev.status()
@@ -52,8 +75,16 @@ async def run_program(dut):
         await dev.reset()
         for addr, data in case["memory"]:
             dev.write_mem(int(addr), bytes.fromhex(data))
-    st = await dev.run(words, max_cycles)
-    result["runs"].append(st)
+    for k, prog in enumerate(programs):
+        if k and result["runs"][-1]["state"] == "error":
+            # a start in ERROR is ignored (the error stays readable): record the
+            # state after one, then abort (the way out of ERROR)
+            await dev.start()
+            result["runs"][-1]["start_in_error"] = (await dev.status())["state"]
+            result["runs"][-1]["abort_cycles"] = await dev.abort(max_cycles)
+        st = await dev.run(prog, max_cycles)
+        st["dumps"] = [dev.read_mem(int(a), int(n)).hex() for a, n in case.get("dumps", [])]
+        result["runs"].append(st)
     result["dumps"] = [dev.read_mem(int(a), int(n)).hex() for a, n in case.get("dumps", [])]
     json.dump(result, open(os.path.join(os.environ["FSA_RUN_DIR"], "result.json"), "w"))
     dut._log.info("state %s error %s after %d cycles; counters %s", st["state"], st["error"],

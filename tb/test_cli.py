@@ -130,3 +130,43 @@ def test_fsa_run_cycle_limit_is_a_clean_error(seq):
     assert err[0].startswith("error: ") and "DeviceTimeout" in err[0] and "150 cycles" in err[0], err
     assert ("words (the queue holds 256)" in err[0]) == (seq == 16), err[0]
     assert any(line.startswith("log: ") for line in err), err
+
+
+def test_fsa_exec_several_programs_in_one_session(tmp_path):
+    """`--program` repeated: the programs run one after another on one device
+    without a reset (start from DONE); the kernel three times, then the
+    dump; the JSON report has one entry per program, the same outcome on
+    golden and the RTL (bit-equal dumps); a program that deadlocks is
+    reported (DEADLOCK, its index and semaphore) and the next one still runs."""
+    cfg = fconfig.get("FSA4X4Fp16Config")
+    rng = np.random.default_rng(5)
+    q, k, v = (fa3_inputs(rng, (4, 4)) for _ in range(3))
+    prog = kernels.attention(cfg, 4, 4)
+    enc = {n: nx.from_float64(x, cfg.e_type) for n, x in (("Q", q), ("K", k), ("Vt", v.T.copy()))}
+    (tmp_path / "inst.bin").write_bytes(isa.to_bytes(prog.words()))
+    write_elf(tmp_path / "mem.elf", prog.memory_image(enc))
+    dead = [isa.Matrix(isa.MxFunc.LOAD_STATIONARY, sem_id=9, acquire_valid=True, acquire_value=3),
+            isa.Fence(mx=True, dma=True, stop=True)]
+    (tmp_path / "dead.bin").write_bytes(isa.to_bytes(isa.encode(dead)))
+    (addr, size), = prog.output_regions()
+    reps, outs = {}, {}
+    for sim in ("golden", get_sim()):
+        progs = ["--program", tmp_path / "inst.bin"] * 3
+        fsa("exec", "--config", cfg.name, *progs, "--load", tmp_path / "mem.elf", "--dump",
+            f"{tmp_path}/{sim}.bin:{addr:#x}:{size}", "--sim", sim, "--json", tmp_path / f"{sim}.json")
+        rep = json.loads((tmp_path / f"{sim}.json").read_text())
+        assert [e["state"] for e in rep["programs"]] == ["done"] * 3, rep
+        outs[sim] = (tmp_path / f"{sim}.bin").read_bytes()
+        r = fsa("exec", "--config", cfg.name, "--program", tmp_path / "dead.bin", "--program",
+                tmp_path / "inst.bin", "--load", tmp_path / "mem.elf", "--sim", sim, "--json",
+                tmp_path / f"{sim}-dead.json", check=False)
+        assert r.returncode == 1 and "DEADLOCK" in r.stderr, r.stderr[-2000:]
+        reps[sim] = json.loads((tmp_path / f"{sim}-dead.json").read_text())["programs"]
+    assert outs["golden"] == outs[get_sim()]
+    rtl = json.loads((tmp_path / f"{get_sim()}.json").read_text())["programs"]
+    assert all(e["counters"] == rtl[0]["counters"] and e["cycles"] > 0 for e in rtl), rtl
+    g, d = reps["golden"], reps[get_sim()]
+    for e in (g, d):
+        assert [x["state"] for x in e] == ["error", "done"], e
+        assert (e[0]["error"], e[0]["error_index"], e[0]["wait"]) == \
+            ("DEADLOCK", 0, {"sem_id": 9, "want": 3, "have": 0}), e

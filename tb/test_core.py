@@ -91,10 +91,14 @@ def test_out_of_range_address(tmp_path):
 
 
 def test_semaphore_that_never_comes_is_reported(tmp_path):
+    """A semaphore nothing releases: the device stops by itself with DEADLOCK
+    (it used to wait forever in ACTIVE), the instruction's index and the
+    semaphore in the wait register, within 64 cycles of the start."""
     words = encode([Matrix(MxFunc.LOAD_STATIONARY,
                            spad_addr=3, spad_stride=-1, sem_id=6, acquire_valid=True,
                            acquire_value=2), Fence(stop=True)])
-    _small(tmp_path, words, "hang", hang_report="waits for semaphore 6 == 2")
+    _small(tmp_path, words, "DEADLOCK", err_index=0, wait={"sem_id": 6, "want": 2, "have": 0},
+           max_cycles=64)
 
 
 # The SRAM range check at its edges (FSA4X4Fp16ConfigCore1: 12 scratchpad rows,

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 from fsa import errors, plan
+from fsa.hw import regs as hwregs
 from rtl import fsa_acc, fsa_regs
 
 DOC = (Path(__file__).resolve().parent.parent / "docs" / "architecture.md").read_text()
@@ -37,7 +38,8 @@ def test_register_offsets_match_the_register_block():
     rows = _rows(_section("9. Control registers"))
     offsets = {int(r[0], 16): r[1] for r in rows}
     assert {o for o, acc in offsets.items() if acc == "R"} == set(fsa_regs.READ_REGS)
-    assert {o for o, acc in offsets.items() if acc == "W"} == {0x00, 0x04}
+    assert {o for o, acc in offsets.items() if acc == "W"} == \
+        {r.offset for r in hwregs.REGS if r.access == "W"} == {0x00, 0x04, 0x50}
     assert f"0x{fsa_regs.MAGIC:08X}" in _section("9. Control registers")
 
 

@@ -9,6 +9,8 @@ from fsa.golden import tile
 from fsa.golden.machine import Deadlock, Machine, MachineError, UnsupportedProgram
 from fsa.isa import Dma, DmaFunc, Fence, Matrix, MxFunc, encode
 
+STOP = Fence(mx=True, dma=True, stop=True)
+
 
 def simple_attention_program(cfg, seq_q, seq_kv, causal, base):
     """A fence-serialised attention program (no double buffering)."""
@@ -88,11 +90,11 @@ def test_dma_load_partial_row_and_store():
     m = Machine(cfg)
     m.mem.write(cfg.mem_base, bytes(range(64)))
     m.run([Dma(DmaFunc.LOAD, repeat=2, sram_addr=3, sram_stride=2, mem_addr=cfg.mem_base + 8,
-               mem_stride=16, size=8)])
+               mem_stride=16, size=8), STOP])
     assert m.spad[3].tobytes() == bytes(range(8, 16)) and m.spad[5].tobytes() == bytes(range(24, 32))
     m.acc[2] = np.arange(4, dtype=np.uint32)
     m.run([Dma(DmaFunc.STORE, repeat=1, sram_addr=2, is_accum=True, mem_addr=cfg.mem_base + 128,
-               size=16)])
+               size=16), STOP])
     assert m.mem.read(cfg.mem_base + 128, 16) == np.arange(4, dtype=np.uint32).tobytes()
 
 
@@ -107,7 +109,7 @@ def test_dma_load_partial_row_and_store():
 def test_errors_have_codes(ins, code):
     m = Machine(fconfig.get("FSA4X4Fp16Config"))
     with pytest.raises(MachineError) as e:
-        m.run([ins])
+        m.run([ins, STOP])
     assert e.value.code == code and e.value.index == 0
 
 
@@ -117,7 +119,7 @@ def test_semaphores_order_queues_and_deadlock_is_reported():
     # the matrix instruction waits for the DMA's release even though it comes first
     prog = [Matrix(MxFunc.LOAD_STATIONARY, sem_id=3, acquire_valid=True, acquire_value=1),
             Dma(DmaFunc.LOAD, repeat=4, sram_addr=0, sram_stride=1, mem_addr=cfg.mem_base, size=8,
-                sem_id=3, release_valid=True, release_value=1)]
+                sem_id=3, release_valid=True, release_value=1), STOP]
     m.mem.write(cfg.mem_base, bytes([1] * 32))
     m.run(prog)
     assert m.sem[3] == 1 and (m.pe == 0x0101).all()
@@ -127,7 +129,7 @@ def test_semaphores_order_queues_and_deadlock_is_reported():
 
 def test_unmodelled_flags_are_rejected():
     with pytest.raises(UnsupportedProgram, match="ATTENTION_SCORE"):
-        Machine(fconfig.get("FSA4X4Fp16Config")).run([Matrix(MxFunc.ATTENTION_SCORE)])
+        Machine(fconfig.get("FSA4X4Fp16Config")).run([Matrix(MxFunc.ATTENTION_SCORE), STOP])
 
 
 def test_stop_fence_ends_the_program():
@@ -135,3 +137,89 @@ def test_stop_fence_ends_the_program():
     m = Machine(cfg)
     counters = m.run([Fence(stop=True), Dma(DmaFunc.LOAD, mem_addr=0x10, size=8)])
     assert counters == {"matrix": 0, "dma": 0, "fence": 1}
+
+
+# ---------------------------------------------------------------- issue 13: restart, deadlock, no stop
+def _kernel_case(cfg, seq_q=4, seq_kv=8, seed=3):
+    from fsa import kernels
+    prog = kernels.attention(cfg, seq_q=seq_q, seq_kv=seq_kv, causal=False)
+    rng = np.random.default_rng(seed)
+    q, k, v = (rng.standard_normal((n, cfg.sa_rows)) for n in (seq_q, seq_kv, seq_kv))
+    return prog, {"Q": q, "K": k, "V": v}
+
+
+def test_kernel_runs_back_to_back_on_one_machine():
+    """The kernel ends with semaphores at non-zero values; each run is a fresh
+    program (semaphores 0), so the same kernel runs N times bit-exact (before
+    issue 13 the second run deadlocked on semaphore 4)."""
+    cfg = fconfig.get("FSA4X4Fp16Config")
+    prog, inputs = _kernel_case(cfg)
+    m = Machine(cfg)
+    prog.write_inputs(m.mem, inputs)
+    first = None
+    for _ in range(3):
+        m.run(list(prog.instructions))
+        assert any(m.sem), "the kernel should leave semaphores set (else this test shows nothing)"
+        out = prog.read_outputs(m.mem)
+        if first is None:
+            first = out
+        for name in first:
+            assert out[name].tobytes() == first[name].tobytes()
+
+
+def test_deadlock_reports_oldest_blocked_instruction_and_semaphore():
+    cfg = fconfig.get("FSA4X4Fp16Config")
+    prog = [Dma(DmaFunc.LOAD, repeat=1, sram_addr=0, mem_addr=cfg.mem_base, size=8),
+            Matrix(MxFunc.LOAD_STATIONARY, sem_id=5, acquire_valid=True, acquire_value=2),
+            Dma(DmaFunc.LOAD, repeat=1, sram_addr=0, mem_addr=cfg.mem_base, size=8, sem_id=7,
+                acquire_valid=True, acquire_value=1),
+            STOP]
+    with pytest.raises(Deadlock) as e:
+        Machine(cfg).run(prog)
+    d = e.value
+    assert (d.code, d.index, d.engine, d.sem_id, d.want, d.have) == ("DEADLOCK", 1, "mx", 5, 2, 0)
+
+
+def test_one_pending_instruction_per_engine_as_in_the_device():
+    """A later DMA cannot overtake a second matrix instruction stuck behind a
+    blocked one: the decoder waits (device behaviour), so this deadlocks."""
+    cfg = fconfig.get("FSA4X4Fp16Config")
+    prog = [Matrix(MxFunc.LOAD_STATIONARY, sem_id=1, acquire_valid=True, acquire_value=1),
+            Matrix(MxFunc.LOAD_STATIONARY),
+            Dma(DmaFunc.LOAD, repeat=1, sram_addr=0, mem_addr=cfg.mem_base, size=8, sem_id=1,
+                release_valid=True, release_value=1), STOP]
+    with pytest.raises(Deadlock) as e:
+        Machine(cfg).run(prog)
+    assert e.value.index == 0 and e.value.sem_id == 1
+
+
+@pytest.mark.parametrize("prog,index", [([], 0), ([Fence(dma=True)], 1),
+                                        ([Dma(DmaFunc.LOAD, repeat=1, sram_addr=0,
+                                              mem_addr=0x80000000, size=8)], 1)])
+def test_program_without_stop_is_no_stop(prog, index):
+    with pytest.raises(MachineError) as e:
+        Machine(fconfig.get("FSA4X4Fp16Config")).run(prog)
+    assert e.value.code == "NO_STOP" and e.value.index == index
+    assert not isinstance(e.value, Deadlock)
+
+
+def test_abort_resets_the_comparator_maxima():
+    cfg = fconfig.get("FSA4X4Fp16Config")
+    m = Machine(cfg)
+    m.state.new_max[:] = 0x3C00
+    m.sem[4] = 2
+    m.abort()
+    neg_inf = cfg.a_fmt.sign_mask | cfg.a_fmt.pos_inf
+    assert (m.state.new_max == neg_inf).all() and (m.state.old_max == neg_inf).all()
+    assert not any(m.sem)
+
+
+def test_acquire_without_release_keeps_the_semaphore_held():
+    """As in rtl/fsa_sem.py: the value matches but the semaphore is held."""
+    cfg = fconfig.get("FSA4X4Fp16Config")
+    ld = dict(repeat=1, sram_addr=0, mem_addr=cfg.mem_base, size=8, sem_id=2, acquire_valid=True,
+              acquire_value=0)
+    with pytest.raises(Deadlock) as e:
+        Machine(cfg).run([Dma(DmaFunc.LOAD, **ld), Dma(DmaFunc.LOAD, **ld), STOP])
+    assert (e.value.index, e.value.engine, e.value.sem_id, e.value.want, e.value.have) == \
+        (1, "dma", 2, 0, 0)

@@ -9,6 +9,21 @@ concurrently in the hardware, ordered by semaphores; the model interleaves
 them the same way (an instruction runs when its semaphore acquire can
 succeed), so a race-free program gives the hardware's memory image.
 
+Dispatch is modelled as the device does it (``rtl/fsa_dispatch.py``): the
+decoder hands instructions on in program order into one pending register
+per engine (it waits while that one is full; a fence waits until the engines
+it names have nothing pending), and a pending instruction runs when its
+semaphore acquire succeeds (the value matches and the semaphore is not held:
+an instruction that acquires and does not release keeps it held).  So a program the device deadlocks on deadlocks
+here too, with the same report: :class:`Deadlock` (code DEADLOCK) names the
+oldest blocked pending instruction, its semaphore, the value it waits for
+and the value held; a program that ends without a stop fence (the empty
+program too) raises ``MachineError("NO_STOP")`` with the index of the
+missing next instruction (``fsa/hw/errors.py``).  Each :meth:`Machine.run`
+is a fresh program as after a start (semaphores 0, index 0, counters 0);
+memory, SRAMs, PE registers, CMP maxima and ACC scale are kept, and
+:meth:`Machine.abort` models the abort register (a CMP RESET).
+
 Input-delayer flags: each matrix function is modelled for the flags the
 array's schedule is built for (docs/architecture.md section 7): LOAD_STATIONARY
 without delay, ATTENTION_SCORE with rev_input + rev_output + delay_output,
@@ -43,7 +58,14 @@ class UnsupportedProgram(ValueError):
 
 
 class Deadlock(MachineError):
-    """No queue can make progress: a semaphore acquire can never succeed."""
+    """No engine can make progress: the oldest blocked pending instruction
+    (`index`, "mx" or "dma" in `engine`) waits for semaphore `sem_id` to
+    equal `want`; it holds `have`."""
+
+    def __init__(self, engine: str, index: int, sem_id: int, want: int, have: int):
+        super().__init__("DEADLOCK", f"{engine} instruction {index} waits for semaphore "
+                         f"{sem_id} == {want} (it is {have})", index)
+        self.engine, self.sem_id, self.want, self.have = engine, sem_id, want, have
 
 
 def _u(fmt) -> type:
@@ -112,6 +134,7 @@ class Machine:
         self.state = tile.TileState(cfg)        # CMP maxima and ACC scale
         self.mem = mem if mem is not None else Memory(cfg.mem_base, cfg.mem_size)
         self.sem = [0] * SEM_IDS
+        self.held = [False] * SEM_IDS
         self.counters = {"matrix": 0, "dma": 0, "fence": 0}
 
     # ------------------------------------------------------------ helpers
@@ -207,25 +230,40 @@ class Machine:
         self.counters["dma"] += 1
 
     # ------------------------------------------------------------ programs
+    def abort(self) -> None:
+        """The abort register's effect on the modelled state (fsa/hw/regs.py):
+        semaphores 0 and the CMP RESET (maxima -inf); the rest is kept."""
+        self.sem = [0] * SEM_IDS
+        self.held = [False] * SEM_IDS
+        fresh = tile.TileState(self.cfg)
+        self.state.new_max, self.state.old_max = fresh.new_max, fresh.old_max
+
     def run(self, program, max_steps: int = 10_000_000, progress=None) -> dict:
-        """Execute a program (instructions or 32-bit words) to its end or a
-        fence with `stop`.
+        """Execute a program (instructions or 32-bit words) as a fresh program
+        (semaphores 0, counters 0) up to its fence with `stop`.
 
         `progress`, if given, is called as ``progress(done, total)`` (program
         instructions dispatched so far, program length) about every 5 seconds
         of a long run.
 
         Returns:
-            The counters (instructions of each kind).
+            The counters (instructions of each kind) of this program.
 
         Raises:
-            Deadlock: a semaphore acquire can never succeed.
-            MachineError: an out-of-range SRAM row or memory access, a bad DMA.
+            Deadlock: every engine waits for a semaphore that nothing can
+                release (code DEADLOCK; the device reports the same).
+            MachineError: an out-of-range SRAM row or memory access, a bad
+                DMA, NO_STOP (the program ended without a stop fence).
             UnsupportedProgram: a matrix instruction the model does not define.
         """
         if program and isinstance(program[0], int):
             program = decode(list(program))
-        queues: dict[str, list[tuple[int, object]]] = {"mx": [], "dma": []}
+        self.sem = [0] * SEM_IDS
+        # held: acquired and not yet released (an acquire without a release
+        # keeps its semaphore held, as in rtl/fsa_sem.py)
+        self.held = [False] * SEM_IDS
+        self.counters = {"matrix": 0, "dma": 0, "fence": 0}
+        pend: dict[str, tuple[int, object] | None] = {"mx": None, "dma": None}
         pc = 0
         steps = 0
         next_report = time.monotonic() + 5.0
@@ -236,40 +274,48 @@ class Machine:
                 next_report = time.monotonic() + 5.0
             if steps > max_steps:
                 raise MachineError("TIMEOUT", f"program did not finish in {max_steps} steps")
-            # dispatch in program order up to a fence that must wait
+            moved = False
+            # the decoder: in program order, while the engine's pending register is free
             while pc < len(program):
                 ins = program[pc]
                 if isinstance(ins, Fence):
-                    wait = (ins.mx and queues["mx"]) or (ins.dma and queues["dma"]) \
-                        or (ins.stop and (queues["mx"] or queues["dma"]))
-                    if wait:
+                    if ((ins.mx or ins.stop) and pend["mx"]) or ((ins.dma or ins.stop)
+                                                                 and pend["dma"]):
                         break
                     self.counters["fence"] += 1
                     pc += 1
+                    moved = True
                     if ins.stop:
                         return dict(self.counters)
                     continue
-                queues["mx" if isinstance(ins, Matrix) else "dma"].append((pc, ins))
+                q = "mx" if isinstance(ins, Matrix) else "dma"
+                if pend[q] is not None:
+                    break
+                pend[q] = (pc, ins)
                 pc += 1
-            progressed = False
+                moved = True
             for q in ("dma", "mx"):
-                while queues[q]:
-                    idx, ins = queues[q][0]
-                    if ins.acquire_valid and self.sem[ins.sem_id] != ins.acquire_value:
-                        break
-                    queues[q].pop(0)
-                    if isinstance(ins, Matrix):
-                        self.matrix(ins, idx)
-                    else:
-                        self.dma(ins, idx)
-                    if ins.release_valid:
-                        self.sem[ins.sem_id] = ins.release_value
-                    progressed = True
-            if not queues["mx"] and not queues["dma"] and pc >= len(program):
-                return dict(self.counters)
-            if not progressed and (queues["mx"] or queues["dma"]):
-                waits = [f"{q} instruction {queues[q][0][0]} waits for semaphore "
-                         f"{queues[q][0][1].sem_id} == {queues[q][0][1].acquire_value} "
-                         f"(it is {self.sem[queues[q][0][1].sem_id]})"
-                         for q in ("mx", "dma") if queues[q]]
-                raise Deadlock("DEADLOCK", "; ".join(waits))
+                if pend[q] is None:
+                    continue
+                idx, ins = pend[q]
+                if ins.acquire_valid and (self.sem[ins.sem_id] != ins.acquire_value
+                                          or self.held[ins.sem_id]):
+                    continue
+                pend[q] = None
+                if ins.acquire_valid:
+                    self.held[ins.sem_id] = True
+                if isinstance(ins, Matrix):
+                    self.matrix(ins, idx)
+                else:
+                    self.dma(ins, idx)
+                if ins.release_valid:
+                    self.sem[ins.sem_id] = ins.release_value
+                    self.held[ins.sem_id] = False
+                moved = True
+            if moved:
+                continue
+            blocked = [(pend[q][0], q, pend[q][1]) for q in ("mx", "dma") if pend[q] is not None]
+            if not blocked:
+                raise MachineError("NO_STOP", "the program ended without a stop fence", pc)
+            idx, q, ins = min(blocked, key=lambda t: t[0])
+            raise Deadlock(q, idx, ins.sem_id, ins.acquire_value, self.sem[ins.sem_id])

@@ -2,9 +2,38 @@
 register map (the reference's offsets 0x00-0x30, then ours).
 
 Device states (:class:`State`, the ``state`` register, 2 bits): IDLE after
-reset; ``start`` moves IDLE or DONE to ACTIVE (from DONE the counters are
-cleared first); a ``stop`` fence moves ACTIVE to DONE; an error moves ACTIVE
-to ERROR (only a reset leaves it).
+reset; ``start`` moves IDLE or DONE to ACTIVE; a ``stop`` fence moves ACTIVE
+to DONE; an error moves ACTIVE to ERROR.
+
+Restart.  Every accepted start (from IDLE or DONE) begins a fresh program:
+the semaphores are all 0 and free, the instruction index (error register)
+counts from 0, the error register reads NONE, and the ten counters are
+cleared, except ``enq``, which is set to the words already waiting in the
+queue (pushed while IDLE or DONE: they belong to the new program).  So at
+any time ``enq - deq`` is the queue's occupancy and ``words == deq``; a
+program's counters read after its end (DONE) cover exactly that program
+(with ``enq`` also counting words pushed for the next one before the end).
+The SRAM contents, the PE registers, the CMP maxima and the ACC scale are
+kept (a program relies on its own LOAD/zero flags, as the kernel does).
+A start while ACTIVE, aborting or in ERROR is ignored: ERROR is left only
+through an abort (or ``rst``), so the error register stays readable until
+the host acknowledges it.
+
+Abort (soft reset, register ``abort`` 0x50, any data, any state): the device
+stops issuing (no new instruction, no new AXI burst), lets the matrix
+instructions in its slots finish and the DMA drain every burst already
+issued (every R beat and B response owed is accepted, the W data of issued
+AW bursts is sent: no dangling AXI transaction), then empties the queue,
+drops the decoded and pending instructions, resets the semaphores, the
+instruction index, the error register (and the DMA engine's sticky error),
+sends a CMP RESET along the comparator row, and enters IDLE.  While the
+abort drains, ``state`` reads ACTIVE, ``irq`` is low and writes to ``push``
+and ``start`` are held (no B response) until it is over, so a host may write
+abort and then its next program at once without losing a word.  The counters
+are kept until the next start.
+
+Deadlock and a program that runs dry end in ERROR with DEADLOCK or NO_STOP
+(``fsa.hw.errors``: DEADLOCK_CYCLES, IDLE_CYCLES).
 
 Register map (:data:`REGS`; only address bits [7:0] are decoded)::
 
@@ -12,7 +41,7 @@ Register map (:data:`REGS`; only address bits [7:0] are decoded)::
     0x00    push        W       push one instruction word; while the queue is full
                                 the write is held if the device is ACTIVE, refused
                                 with SLVERR otherwise (nothing would drain it)
-    0x04    start       W       start (from DONE it also clears the counters)
+    0x04    start       W       start: IDLE or DONE -> ACTIVE, a fresh program (above)
     0x08    state       R       State: 0 idle, 1 active, 2 done, 3 error
     0x0C    exec        R       execution cycles (ACTIVE)
     0x10    bubble      R       ACTIVE cycles with the matrix engine idle
@@ -32,6 +61,10 @@ Register map (:data:`REGS`; only address bits [7:0] are decoded)::
     0x44    spad_rows   R       scratchpad rows
     0x48    acc_rows    R       accumulator rows
     0x4C    queue       R       instruction queue size (words)
+    0x50    abort       W       abort / soft reset (any data; above)
+    0x54    wait        R       after DEADLOCK: [4:0] semaphore id, [7:5] the value
+                                the blocked instruction waits for, [10:8] the value
+                                the semaphore holds (0 otherwise)
 
 Unmapped offsets, writes to read-only registers and reads of write-only ones
 answer SLVERR.  The counters 0x0C..0x30 are 32 bits, in :data:`COUNTERS`
@@ -44,7 +77,7 @@ from dataclasses import dataclass
 
 __all__ = ["State", "STATE_BITS", "COUNTERS", "COUNTER_BITS", "Reg", "REGS", "OFFSETS",
            "READ_OFFSETS", "MAGIC", "VERSION", "FMT_CODE", "ADDR_DECODE_BITS", "identity",
-           "ERR_INDEX_BITS", "ERR_INDEX_LSB"]
+           "ERR_INDEX_BITS", "ERR_INDEX_LSB", "WAIT_FIELDS", "decode_wait"]
 
 
 class State(enum.IntEnum):
@@ -64,6 +97,8 @@ COUNTER_BITS = 32
 #: The error register: code in [ERR_BITS-1:0] (fsa.hw.errors), index at [31:16].
 ERR_INDEX_LSB = 16
 ERR_INDEX_BITS = 16
+#: the wait register: field -> (lsb, bits)
+WAIT_FIELDS = {"sem_id": (0, 5), "want": (5, 3), "have": (8, 3)}
 MAGIC = 0x46534131
 VERSION = 1
 FMT_CODE = {"fp16": 0, "bf16": 1, "fp32": 2}
@@ -90,7 +125,7 @@ _COUNTER_MEANING = {
 
 REGS: tuple[Reg, ...] = (
     Reg(0x00, "push", "W", "push one instruction word"),
-    Reg(0x04, "start", "W", "start (from DONE also clears the counters)"),
+    Reg(0x04, "start", "W", "start a fresh program (from IDLE or DONE)"),
     Reg(0x08, "state", "R", "device state (State)"),
     *(Reg(0x0C + 4 * i, c, "R", _COUNTER_MEANING[c]) for i, c in enumerate(COUNTERS)),
     Reg(0x34, "error", "R", "[3:0] error code, [31:16] instruction index"),
@@ -100,6 +135,8 @@ REGS: tuple[Reg, ...] = (
     Reg(0x44, "spad_rows", "R", "scratchpad rows"),
     Reg(0x48, "acc_rows", "R", "accumulator rows"),
     Reg(0x4C, "queue", "R", "instruction queue size (words)"),
+    Reg(0x50, "abort", "W", "abort / soft reset: drain, empty the queue, IDLE"),
+    Reg(0x54, "wait", "R", "DEADLOCK: [4:0] semaphore, [7:5] value waited for, [10:8] its value"),
 )
 #: name -> offset
 OFFSETS: dict[str, int] = {r.name: r.offset for r in REGS}
@@ -115,3 +152,8 @@ def identity(cfg) -> int:
             | (FMT_CODE[cfg.e_type] << 16) | (FMT_CODE[cfg.a_type] << 18)
             | ((cfg.exp2_pieces.bit_length() - 1) << 20) | ((cfg.mem_ports & 0xF) << 24)
             | (VERSION << 28))
+
+
+def decode_wait(word: int) -> dict:
+    """The wait register's fields: {"sem_id", "want", "have"}."""
+    return {k: (word >> lo) & ((1 << n) - 1) for k, (lo, n) in WAIT_FIELDS.items()}

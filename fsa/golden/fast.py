@@ -1,0 +1,184 @@
+"""Vectorised bit-exact model of the attention kernel (``fsa.kernels.attention``).
+
+The same arithmetic as :func:`fsa.golden.tile.attention` (and so as the
+instruction-level machine, :mod:`fsa.golden.machine`, running the kernel's
+program), but organised for speed: every query of the head is one row of a
+numpy array, and each key block is processed for all queries at once, in
+the hardware's operation order with every rounding point of
+``tile.score`` / ``tile.value`` / ``tile.lse_norm_scale`` / ``tile.lse_norm``:
+
+1. ``S``: ``s <- RNE_A(q[r] k[r] + s)`` for ``r = R-1 .. 0``, from +0;
+2. CMP: ``S`` rounded to E, masked (causal, diagonal block), running max
+   over the previous max then keys ``0 .. R-1`` (NaN sticky and canonical,
+   ties keep the first operand, so a zero's sign is the first zero's);
+3. PE: ``x1 = RNE_E(s_e - m)``, ``x = RNE_E(x1 sc_E + 0)``, ``p = exp2(x)``;
+4. row sum ``RNE_A(p_j + rs)`` for keys ``R-1 .. 0``;
+5. ``scale = exp2(RNE_A(RNE_A(m_old - m) sc_A + 0))``,
+   ``l = RNE_A(scale l + rs)``;
+6. ``o <- RNE_A(p_j v_j + o)`` for keys ``R-1 .. 0``, then
+   ``O = RNE_A(scale O + o)``;
+7. at the end ``scale = RNE_A(1 / l)``, ``O = RNE_A(scale O + 0)``.
+
+A query block ``i`` of the kernel sees key blocks ``0 .. last(i)`` (all of
+them, or ``0 .. min(i, n_kb - 1)`` when causal, the diagonal block masked),
+so with the causal mask key block ``j`` updates the query rows from
+``j C`` on.  The state per query (maxima, scale, ``l``, ``O``) is a few
+arrays of ``seq_q`` rows: memory is ``O((seq_q + seq_kv) d)``.
+
+The roundings use :mod:`fsa.numerics.fast` (float64 values rounded by
+numpy's casts, with the exact path for the rare double-rounding cases).
+For 16-bit E the two PE steps after the subtraction and the exp2 form a
+function of the 16-bit ``x1``; it is tabulated once per (config, pieces)
+with the exact path (:func:`fsa.numerics.fma`, :func:`fsa.numerics.exp2_pwl`).
+The per-query operations (a few per key block) use the exact path.
+"""
+from __future__ import annotations
+
+import time
+from functools import lru_cache
+
+import numpy as np
+
+from fsa import numerics as nx
+from fsa.config import FSAConfig
+from fsa.numerics import fast as nf
+
+__all__ = ["attention", "key_block_steps"]
+
+
+def _u(fmt) -> type:
+    return np.uint16 if nx.get_format(fmt).width == 16 else np.uint32
+
+
+@lru_cache(maxsize=16)
+def _pe_table(e: str, a: str, pieces: int, sc_bits: int) -> np.ndarray:
+    """float64 values of ``exp2_pwl(RNE_E(x1 * sc_E + 0))`` for every 16-bit x1
+    (the exact path, all 65536 patterns)."""
+    x1 = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+    x = nx.fma(x1, np.uint16(sc_bits), _u(a)(0), mul=e, acc=a, out="elem")
+    p = nx.exp2_pwl(x, e, pieces, a, out="elem")
+    return nx.to_float64(p, e)
+
+
+def key_block_steps(cfg: FSAConfig, seq_q: int, seq_kv: int, causal: bool) -> int:
+    """(query block, key block) steps the kernel runs (its ``key_blocks``)."""
+    n_qb, n_kb = seq_q // cfg.sa_cols, seq_kv // cfg.sa_rows
+    return sum(min(i, n_kb - 1) + 1 for i in range(n_qb)) if causal else n_qb * n_kb
+
+
+def _block_max(prev: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """The CMP running max: ``maximum(prev, s[:, 0])``, then ``s[:, 1]`` ...
+    (``nx.maximum``: NaN wins; otherwise the first operand unless the next is
+    strictly greater, so among equal zeros the first one's sign)."""
+    with np.errstate(invalid="ignore"):
+        bm = np.max(s, axis=1)                       # NaN if any NaN
+        zero = bm == 0
+        if zero.any():                               # the sign of the first zero in the block
+            rows = np.flatnonzero(zero)
+            first = np.argmax(s[rows] == 0, axis=1)
+            bm[rows] = s[rows, first]
+        out = np.where(bm > prev, bm, prev)
+        return np.where(np.isnan(bm) | np.isnan(prev), np.nan, out)
+
+
+def attention(cfg: FSAConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray,
+              causal: bool = False, progress=None) -> np.ndarray:
+    """FlashAttention forward as the attention kernel computes it, bit for bit.
+
+    Args:
+        cfg: the config (d = R).
+        q: (seq_q, R) E bits; k, v: (seq_kv, R) E bits; seq_q a multiple of C,
+            seq_kv of R.
+        causal: the kernel's causal mask (needs R == C; seq_q and seq_kv may
+            differ: query block i sees key blocks 0 .. min(i, n_kb - 1)).
+        progress: optional ``progress(done, total)`` (key-block steps, see
+            :func:`key_block_steps`), called about every 5 seconds.
+
+    Returns:
+        O: (seq_q, R) A bits.
+    """
+    R, C, P = cfg.sa_rows, cfg.sa_cols, cfg.exp2_pieces
+    e, a = cfg.e_type, cfg.a_type
+    E = cfg.e_fmt
+    q, k, v = (np.asarray(x) for x in (q, k, v))
+    sq, skv = q.shape[0], k.shape[0]
+    if q.shape != (sq, R) or k.shape != (skv, R) or v.shape != (skv, R):
+        raise ValueError(f"attention: need q (seq_q, {R}), k and v (seq_kv, {R}); got "
+                         f"{q.shape}, {k.shape}, {v.shape}")
+    if sq == 0 or skv == 0 or sq % C or skv % R:
+        raise ValueError(f"seq_q must be a positive multiple of {C} and seq_kv of {R}; "
+                         f"got {sq}, {skv}")
+    if causal and R != C:
+        raise ValueError("causal attention needs a square array (R == C)")
+    n_kb = skv // R
+    qv = nx.to_float64(q.astype(_u(e), copy=False), e)
+    qt = np.ascontiguousarray(qv.T)                  # qt[r] = element r of every query
+    kv = nx.to_float64(k.astype(_u(e), copy=False), e)
+    vv = nx.to_float64(v.astype(_u(e), copy=False), e)
+    sc_e = float(nx.to_float64(cfg.attention_scale_bits(e), e))
+    sc_a = float(nx.to_float64(cfg.attention_scale_bits(a), a))
+    table = _pe_table(e, a, P, cfg.attention_scale_bits(e)) if E.width == 16 else None
+    x1_exact = e == "fp16"   # s_e and m are fp16 values: s_e - m is exact in float64
+    mask = np.arange(R)[None, :] > np.arange(C)[:, None]     # (C, R): key k > query c
+
+    new_max = np.full(sq, -np.inf)
+    old_max = np.full(sq, -np.inf)
+    l = np.zeros(sq)
+    o_t = np.zeros((sq, R))                          # O, one row per query
+    total = key_block_steps(cfg, sq, skv, causal)
+    done = 0
+    next_report = time.monotonic() + 5.0
+    for j in range(n_kb):
+        lo = j * C if causal else 0                  # causal: query blocks i >= j
+        if lo >= sq:
+            break
+        kb, vb = kv[j * R:(j + 1) * R], vv[j * R:(j + 1) * R]
+        # 1. scores, partial sums flowing up from row R-1
+        s = nf.add_round(qt[R - 1, lo:, None] * kb[None, :, R - 1], 0.0, a, exact=True)
+        for r in range(R - 2, -1, -1):
+            s = nf.add_round(qt[r, lo:, None] * kb[None, :, r], s, a)
+        # 2. CMP: to E, mask, running max
+        s_e = nf.round_values(s, e) if e != a else s
+        if causal and lo + C <= sq:
+            s_e[:C][mask] = -np.inf
+        nm = _block_max(new_max[lo:], s_e)
+        om = old_max[lo:].copy()
+        new_max[lo:] = nm
+        old_max[lo:] = nm
+        # 3. PE: x1 = s_e - m (to E), then x = x1 * sc_E, p = exp2(x)
+        with np.errstate(invalid="ignore"):
+            if table is not None:
+                x1 = nf.add_round(s_e, -nm[:, None], e, exact=x1_exact, bits=True)
+                p = table[x1]
+            else:
+                x1 = nf.add_round(s_e, -nm[:, None], e)
+                x = nf.add_round(x1 * sc_e, 0.0, e, exact=True, bits=True)
+                p = nx.to_float64(nx.exp2_pwl(x, e, P, a, out="elem"), e)
+        # 4. row sum, keys R-1 .. 0
+        rs = nf.add_round(p[:, R - 1], 0.0, a, exact=True)
+        for jj in range(R - 2, -1, -1):
+            rs = nf.add_round(p[:, jj], rs, a)
+        # 5. scale and l (per query: the exact path is cheap enough)
+        with np.errstate(invalid="ignore"):
+            md = nf.add_round(om, -nm, a)
+            s1 = nf.add_round(md * sc_a, 0.0, a, exact=True, bits=True)
+        scale = nx.to_float64(nx.exp2_pwl(s1, a, P, a, out="acc"), a)
+        l_old = l[lo:] if j > 0 else 0.0
+        with np.errstate(invalid="ignore"):
+            l[lo:] = nf.add_round(scale * l_old, rs, a)
+        # 6. P V, keys R-1 .. 0, then the rescale
+        o = nf.add_round(p[:, R - 1, None] * vb[None, R - 1, :], 0.0, a, exact=True)
+        for jj in range(R - 2, -1, -1):
+            o = nf.add_round(p[:, jj, None] * vb[None, jj, :], o, a)
+        o_old = o_t[lo:] if j > 0 else 0.0
+        with np.errstate(invalid="ignore"):
+            o_t[lo:] = nf.add_round(scale[:, None] * o_old, o, a)
+        done += (sq - lo) // C
+        if progress is not None and time.monotonic() >= next_report:
+            progress(done, total)
+            next_report = time.monotonic() + 5.0
+    # 7. normalisation
+    lb = nf.to_bits(l, a)
+    rec = nx.to_float64(nx.reciprocal(lb, a), a)
+    with np.errstate(invalid="ignore"):
+        return nf.add_round(rec[:, None] * o_t, 0.0, a, exact=True, bits=True)

@@ -118,7 +118,9 @@ def attention(cfg: FSAConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray,
     sc_e = float(nx.to_float64(cfg.attention_scale_bits(e), e))
     sc_a = float(nx.to_float64(cfg.attention_scale_bits(a), a))
     table = _pe_table(e, a, P, cfg.attention_scale_bits(e)) if E.width == 16 else None
-    x1_exact = e == "fp16"   # s_e and m are fp16 values: s_e - m is exact in float64
+    # products of two E values accumulated in A: at most A's precision each (no
+    # double-rounding trap, fsa.numerics.fast); A x A products are checked
+    prod_ok = 2 * E.precision <= cfg.a_fmt.precision
     mask = np.arange(R)[None, :] > np.arange(C)[:, None]     # (C, R): key k > query c
 
     new_max = np.full(sq, -np.inf)
@@ -134,9 +136,9 @@ def attention(cfg: FSAConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray,
             break
         kb, vb = kv[j * R:(j + 1) * R], vv[j * R:(j + 1) * R]
         # 1. scores, partial sums flowing up from row R-1
-        s = nf.add_round(qt[R - 1, lo:, None] * kb[None, :, R - 1], 0.0, a, exact=True)
+        s = nf.add_round(qt[R - 1, lo:, None] * kb[None, :, R - 1], 0.0, a, trap_free=True)
         for r in range(R - 2, -1, -1):
-            s = nf.add_round(qt[r, lo:, None] * kb[None, :, r], s, a)
+            s = nf.add_round(qt[r, lo:, None] * kb[None, :, r], s, a, trap_free=prod_ok)
         # 2. CMP: to E, mask, running max
         s_e = nf.round_values(s, e) if e != a else s
         if causal and lo + C <= sq:
@@ -148,28 +150,28 @@ def attention(cfg: FSAConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray,
         # 3. PE: x1 = s_e - m (to E), then x = x1 * sc_E, p = exp2(x)
         with np.errstate(invalid="ignore"):
             if table is not None:
-                x1 = nf.add_round(s_e, -nm[:, None], e, exact=x1_exact, bits=True)
+                x1 = nf.add_round(s_e, -nm[:, None], e, trap_free=True, bits=True)
                 p = table[x1]
             else:
-                x1 = nf.add_round(s_e, -nm[:, None], e)
-                x = nf.add_round(x1 * sc_e, 0.0, e, exact=True, bits=True)
+                x1 = nf.add_round(s_e, -nm[:, None], e, trap_free=True)
+                x = nf.add_round(x1 * sc_e, 0.0, e, trap_free=True, bits=True)
                 p = nx.to_float64(nx.exp2_pwl(x, e, P, a, out="elem"), e)
         # 4. row sum, keys R-1 .. 0
-        rs = nf.add_round(p[:, R - 1], 0.0, a, exact=True)
+        rs = nf.add_round(p[:, R - 1], 0.0, a, trap_free=True)
         for jj in range(R - 2, -1, -1):
-            rs = nf.add_round(p[:, jj], rs, a)
+            rs = nf.add_round(p[:, jj], rs, a, trap_free=True)
         # 5. scale and l (per query: the exact path is cheap enough)
         with np.errstate(invalid="ignore"):
-            md = nf.add_round(om, -nm, a)
-            s1 = nf.add_round(md * sc_a, 0.0, a, exact=True, bits=True)
+            md = nf.add_round(om, -nm, a, trap_free=True)
+            s1 = nf.add_round(md * sc_a, 0.0, a, trap_free=True, bits=True)
         scale = nx.to_float64(nx.exp2_pwl(s1, a, P, a, out="acc"), a)
         l_old = l[lo:] if j > 0 else 0.0
         with np.errstate(invalid="ignore"):
             l[lo:] = nf.add_round(scale * l_old, rs, a)
         # 6. P V, keys R-1 .. 0, then the rescale
-        o = nf.add_round(p[:, R - 1, None] * vb[None, R - 1, :], 0.0, a, exact=True)
+        o = nf.add_round(p[:, R - 1, None] * vb[None, R - 1, :], 0.0, a, trap_free=True)
         for jj in range(R - 2, -1, -1):
-            o = nf.add_round(p[:, jj, None] * vb[None, jj, :], o, a)
+            o = nf.add_round(p[:, jj, None] * vb[None, jj, :], o, a, trap_free=prod_ok)
         o_old = o_t[lo:] if j > 0 else 0.0
         with np.errstate(invalid="ignore"):
             o_t[lo:] = nf.add_round(scale[:, None] * o_old, o, a)
@@ -181,4 +183,4 @@ def attention(cfg: FSAConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray,
     lb = nf.to_bits(l, a)
     rec = nx.to_float64(nx.reciprocal(lb, a), a)
     with np.errstate(invalid="ignore"):
-        return nf.add_round(rec[:, None] * o_t, 0.0, a, exact=True, bits=True)
+        return nf.add_round(rec[:, None] * o_t, 0.0, a, trap_free=True, bits=True)

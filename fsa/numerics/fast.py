@@ -16,10 +16,28 @@ exact path and SoftFloat), so the result is the exact path's whenever
 
 The one remaining case, ``s`` exactly on a target midpoint while ``e != 0``
 (the double-rounding trap: e.g. ``1 + 2^-11`` plus a tiny addend, to fp16),
-is found by a cheap test on the float64 encoding (every midpoint of a format
-with ``m`` mantissa bits has its low ``51 - m`` float64 mantissa bits zero);
-only when such candidates exist is ``e`` computed, and the elements with
-``e != 0`` among them are rounded by the exact path.
+cannot happen when both operands have at most ``t`` significant bits, ``t``
+the target's precision (t <= 24):
+
+    An inexact float64 sum needs more than 53 bits, so the smaller operand
+    ``b`` (at most t bits) lies at least ``2^(52 - t)`` times below the
+    larger ``B``: no cancellation, and ``0 <= |b| < 2^-t |x| / 2`` for the
+    exact sum ``x``.  ``B`` (at most t bits, ``|B| >= |x| / 2``) lies on the
+    target's midpoint grid around ``x`` (spacing ``ulp_t(x) / 2``, or the
+    fixed subnormal spacing).  ``s = B + b'`` with ``b'`` the float64
+    rounding of ``b``: ``b' = 0`` gives ``s = B``, a target number (not a
+    midpoint); otherwise ``0 < |b'|`` is less than the midpoint spacing, so
+    ``s`` is off the midpoint grid.  (A B of at most t bits below the
+    target's normal range would need ``b`` to be 0.)
+
+So callers pass ``trap_free=True`` for such sums (products of two E values
+accumulated in fp32 when ``2 p_E <= 24``, sums of E and A values rounded to
+A, differences of values of the target format) and for exact sums.  For
+other sums, candidates are found by the float64 encoding: ``s`` has the
+bit pattern of a target midpoint (the bit after the target's last mantissa
+bit set, all lower bits zero) or lies below the target's normal range;
+``e`` is computed for the candidates only, and those with ``e != 0`` are
+rounded by the exact path.
 
 Values are float64 arrays holding exactly representable numbers of the
 format; NaN stays a (non-canonical) float64 NaN until :func:`to_bits`, which
@@ -35,7 +53,7 @@ import numpy as np
 from fsa.formats import FPFormat, get_format
 from fsa.numerics.ieee import FormatLike, _round_f64, _two_sum, to_float64
 
-__all__ = ["values", "round_values", "to_bits", "add_round", "midpoint_mask"]
+__all__ = ["values", "round_values", "to_bits", "add_round"]
 
 _NP = {"fp16": np.float16, "fp32": np.float32}
 
@@ -45,12 +63,15 @@ def values(bits, fmt: FormatLike) -> np.ndarray:
     return to_float64(bits, fmt)
 
 
-def midpoint_mask(fmt: FormatLike) -> np.uint64:
-    """The float64 mantissa bits that are zero in every midpoint of `fmt`
-    (a midpoint has ``man_bits + 2`` significant bits; subnormal-range and
-    overflow-threshold midpoints have fewer)."""
-    f = get_format(fmt)
-    return np.uint64((1 << (51 - f.man_bits)) - 1)
+def _candidates(s: np.ndarray, f: FPFormat) -> np.ndarray:
+    """Flat indices where ``s`` may be a midpoint of `f`: the normal-range
+    midpoint bit pattern, or below `f`'s normal range (subnormal midpoints)."""
+    sb = s.view(np.uint64)
+    m = f.man_bits
+    mid = (sb & np.uint64((1 << (52 - m)) - 1)) == np.uint64(1 << (51 - m))
+    with np.errstate(invalid="ignore"):
+        mid |= np.abs(s) < 2.0 ** f.emin
+    return np.flatnonzero(mid)
 
 
 def _bf16_bits(x: np.ndarray) -> np.ndarray:
@@ -97,17 +118,19 @@ def round_values(x: np.ndarray, fmt: FormatLike) -> np.ndarray:
         return np.asarray(x, np.float64).astype(_NP[f.name]).astype(np.float64)
 
 
-def add_round(p: np.ndarray, c, fmt: FormatLike, exact: bool = False,
+def add_round(p: np.ndarray, c, fmt: FormatLike, trap_free: bool = False,
               bits: bool = False) -> np.ndarray:
     """RNE(p + c) to `fmt`: the multiply-add's one rounding, given the exact
-    float64 product ``p`` (and addend ``c``, broadcastable to ``p``).
+    float64 product ``p`` and addend ``c``.
 
     Args:
         p: float64 array, an exact product (or any exact value).
-        c: float64 addend (array or scalar), an exact value.
+        c: float64 addend (array or scalar, broadcastable to ``p``), exact.
         fmt: target format.
-        exact: the caller guarantees ``p + c`` is exact in float64 (skips the
-            midpoint test).
+        trap_free: the caller guarantees that ``fl64(p + c)`` is never a
+            midpoint of `fmt` unless exact (an exact sum, or both operands
+            with at most the target's precision: see the module docstring);
+            skips the midpoint test.
         bits: return raw bits of `fmt` instead of float64 values.
 
     Returns:
@@ -116,23 +139,23 @@ def add_round(p: np.ndarray, c, fmt: FormatLike, exact: bool = False,
     """
     f = get_format(fmt)
     with np.errstate(invalid="ignore", over="ignore"):
-        s = p + c
+        s = np.asarray(p + c, np.float64)
     out = to_bits(s, f) if bits else round_values(s, f)
-    if exact:
+    if trap_free:
         return out
-    sb = s.view(np.uint64) if s.flags.c_contiguous else np.ascontiguousarray(s).view(np.uint64)
-    low = sb & midpoint_mask(f)
-    if low.all():
+    idx = _candidates(s, f)
+    if not idx.size:
         return out
-    # candidates: s may be a target midpoint; the residual decides
-    pb = np.broadcast_to(p, s.shape)
-    cb = np.broadcast_to(np.asarray(c, np.float64), s.shape)
+    where = np.unravel_index(idx, s.shape)
+    pb = np.broadcast_to(p, s.shape)[where]
+    cb = np.broadcast_to(np.asarray(c, np.float64), s.shape)[where]
     with np.errstate(invalid="ignore", over="ignore"):
         _, e = _two_sum(pb, cb)
-        bad = (low == 0) & (np.abs(e) > 0)
+        bad = np.abs(e) > 0                          # (NaN residuals: inf/NaN sums, exact)
     if not bad.any():
         return out
-    fixed = _round_f64(s[bad], e[bad], f)
+    idx, e = idx[bad], e[bad]
+    fixed = _round_f64(s.ravel()[idx], e, f)
     out = np.array(out, copy=True)
-    out[bad] = fixed if bits else to_float64(fixed, f)
+    out.ravel()[idx] = fixed if bits else to_float64(fixed, f)
     return out

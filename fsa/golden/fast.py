@@ -97,9 +97,7 @@ def attention(cfg: FSAConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray,
     Returns:
         O: (seq_q, R) A bits.
     """
-    R, C, P = cfg.sa_rows, cfg.sa_cols, cfg.exp2_pieces
-    e, a = cfg.e_type, cfg.a_type
-    E = cfg.e_fmt
+    R, C = cfg.sa_rows, cfg.sa_cols
     q, k, v = (np.asarray(x) for x in (q, k, v))
     sq, skv = q.shape[0], k.shape[0]
     if q.shape != (sq, R) or k.shape != (skv, R) or v.shape != (skv, R):
@@ -110,6 +108,16 @@ def attention(cfg: FSAConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray,
                          f"got {sq}, {skv}")
     if causal and R != C:
         raise ValueError("causal attention needs a square array (R == C)")
+    with np.errstate(invalid="ignore", over="ignore"):   # inf - inf, inf * 0: NaN, as modelled
+        return _attention(cfg, q, k, v, bool(causal), progress)
+
+
+def _attention(cfg: FSAConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool,
+               progress) -> np.ndarray:
+    R, C, P = cfg.sa_rows, cfg.sa_cols, cfg.exp2_pieces
+    e, a = cfg.e_type, cfg.a_type
+    E = cfg.e_fmt
+    sq, skv = q.shape[0], k.shape[0]
     n_kb = skv // R
     qv = nx.to_float64(q.astype(_u(e), copy=False), e)
     qt = np.ascontiguousarray(qv.T)                  # qt[r] = element r of every query
@@ -148,33 +156,29 @@ def attention(cfg: FSAConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray,
         new_max[lo:] = nm
         old_max[lo:] = nm
         # 3. PE: x1 = s_e - m (to E), then x = x1 * sc_E, p = exp2(x)
-        with np.errstate(invalid="ignore"):
-            if table is not None:
-                x1 = nf.add_round(s_e, -nm[:, None], e, trap_free=True, bits=True)
-                p = table[x1]
-            else:
-                x1 = nf.add_round(s_e, -nm[:, None], e, trap_free=True)
-                x = nf.add_round(x1 * sc_e, 0.0, e, trap_free=True, bits=True)
-                p = nx.to_float64(nx.exp2_pwl(x, e, P, a, out="elem"), e)
+        if table is not None:
+            x1 = nf.add_round(s_e, -nm[:, None], e, trap_free=True, bits=True)
+            p = table[x1]
+        else:
+            x1 = nf.add_round(s_e, -nm[:, None], e, trap_free=True)
+            x = nf.add_round(x1 * sc_e, 0.0, e, trap_free=True, bits=True)
+            p = nx.to_float64(nx.exp2_pwl(x, e, P, a, out="elem"), e)
         # 4. row sum, keys R-1 .. 0
         rs = nf.add_round(p[:, R - 1], 0.0, a, trap_free=True)
         for jj in range(R - 2, -1, -1):
             rs = nf.add_round(p[:, jj], rs, a, trap_free=True)
         # 5. scale and l (per query: the exact path is cheap enough)
-        with np.errstate(invalid="ignore"):
-            md = nf.add_round(om, -nm, a, trap_free=True)
-            s1 = nf.add_round(md * sc_a, 0.0, a, trap_free=True, bits=True)
+        md = nf.add_round(om, -nm, a, trap_free=True)
+        s1 = nf.add_round(md * sc_a, 0.0, a, trap_free=True, bits=True)
         scale = nx.to_float64(nx.exp2_pwl(s1, a, P, a, out="acc"), a)
         l_old = l[lo:] if j > 0 else 0.0
-        with np.errstate(invalid="ignore"):
-            l[lo:] = nf.add_round(scale * l_old, rs, a)
+        l[lo:] = nf.add_round(scale * l_old, rs, a)
         # 6. P V, keys R-1 .. 0, then the rescale
         o = nf.add_round(p[:, R - 1, None] * vb[None, R - 1, :], 0.0, a, trap_free=True)
         for jj in range(R - 2, -1, -1):
             o = nf.add_round(p[:, jj, None] * vb[None, jj, :], o, a, trap_free=prod_ok)
         o_old = o_t[lo:] if j > 0 else 0.0
-        with np.errstate(invalid="ignore"):
-            o_t[lo:] = nf.add_round(scale[:, None] * o_old, o, a)
+        o_t[lo:] = nf.add_round(scale[:, None] * o_old, o, a)
         done += (sq - lo) // C
         if progress is not None and time.monotonic() >= next_report:
             progress(done, total)
@@ -182,5 +186,4 @@ def attention(cfg: FSAConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray,
     # 7. normalisation
     lb = nf.to_bits(l, a)
     rec = nx.to_float64(nx.reciprocal(lb, a), a)
-    with np.errstate(invalid="ignore"):
-        return nf.add_round(rec[:, None] * o_t, 0.0, a, trap_free=True, bits=True)
+    return nf.add_round(rec[:, None] * o_t, 0.0, a, trap_free=True, bits=True)

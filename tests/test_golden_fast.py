@@ -219,3 +219,27 @@ def test_fast_model_argument_errors():
     with pytest.raises(ValueError, match="square"):
         fast.attention(config.get("FSA8X4Fp16Config"), np.zeros((4, 8), np.uint16),
                        np.zeros((8, 8), np.uint16), np.zeros((8, 8), np.uint16), causal=True)
+
+
+@pytest.mark.parametrize("name,a,b,tiny", [
+    ("FSA4X4Bf16OnlyConfig", 9.0, 29.0, 2.0 ** -70),        # 261: a bf16 midpoint
+    ("FSA4X4Fp32Config", 24929.0, 673.0, 2.0 ** -80)])     # 2^24 + 1: an fp32 midpoint
+def test_double_rounding_trap_in_a_score(name, a, b, tiny):
+    # key 0's score is (a b = a midpoint of A) + tiny: correctly rounded it
+    # goes up; a float64 sum rounded again would tie to even, and then key 0
+    # would no longer be the maximum: the output depends on it
+    cfg = config.get(name)
+    A = cfg.a_type
+    exact = nx.fma(nx.from_float64(a, cfg.e_type), nx.from_float64(b, cfg.e_type),
+                   nx.from_float64(tiny, A), mul=cfg.e_type, acc=A)
+    assert exact != nx.from_float64(a * b + tiny, A)         # a real double-rounding trap
+    q = np.zeros((4, 4))
+    q[:, 0], q[0, 3] = a, tiny
+    k = np.zeros((4, 4))
+    k[:, 0], k[0, 3] = b, 1.0
+    v = np.arange(16.0).reshape(4, 4)
+    qb, kb, vb = (nx.from_float64(x, cfg.e_type) for x in (q, k, v))
+    want = tile.attention(cfg, qb, kb, vb)
+    np.testing.assert_array_equal(fast.attention(cfg, qb, kb, vb), want)
+    _, rf, rm = run_both(cfg, 4, 4, False, {"Q": qb, "K": kb, "V": vb})
+    assert_same(rf, rm)

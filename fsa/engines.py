@@ -49,6 +49,7 @@ from fsa import config as fconfig
 from fsa import kernels
 from fsa import numerics as nx
 from fsa.config import FSAConfig
+from fsa.isa import Dma, Fence, Matrix
 from fsa.kernel import KernelError, Program, memory_reader
 
 __all__ = ["Result", "Execution", "Engine", "GoldenEngine", "SimEngine", "DeviceError"]
@@ -177,12 +178,16 @@ class Engine:
             raise KernelError(f"{self.name}.run: the program was built for {program.cfg.name} but "
                               f"this engine runs {self.cfg.name}; rebuild it for {self.cfg.name}")
         image = self.prepare(program, inputs)
-        ex = self.execute(program, program.words(), image)
+        ex = self.execute(program, self.words_for(program), image)
         return Result(program, program.read_outputs(ex.read), dict(ex.counters), ex.cycles)
 
     def prepare(self, program: Program, inputs: dict[str, Any]) -> list[tuple[int, bytes]]:
         """The memory image (address, bytes) segments holding the inputs."""
         return program.memory_image(inputs)
+
+    def words_for(self, program: Program) -> list[int]:
+        """The words :meth:`execute` is given: the encoded program."""
+        return program.words()
 
     def execute(self, program: Program, words: list[int],
                 image: list[tuple[int, bytes]]) -> Execution:
@@ -210,6 +215,12 @@ class GoldenEngine(Engine):
         self.progress = progress
         self.machine = bool(machine)
         self.last_path: str | None = None
+
+    def words_for(self, program: Program) -> list[int]:
+        """No words: both models run ``program.instructions`` (the decoded
+        form), so the program is not encoded (that costs more than the
+        vectorised model itself)."""
+        return []
 
     @staticmethod
     def fast_path_applies(program: Program) -> bool:
@@ -263,8 +274,10 @@ class GoldenEngine(Engine):
         t = program.tensors["Ot"]
         buf = np.zeros((t.shape[0], t.row_stride), np.uint8)
         buf[:, :t.row_bytes] = np.ascontiguousarray(o.T).view(np.uint8).reshape(t.shape[0], -1)
-        counts = program.counts()
-        counters = {k: counts[k] for k in ("matrix", "dma", "fence")}
+        ins = program.instructions
+        counters = {"matrix": sum(isinstance(i, Matrix) for i in ins),
+                    "dma": sum(isinstance(i, Dma) for i in ins),
+                    "fence": sum(isinstance(i, Fence) for i in ins)}
         return Execution.from_segments([(t.addr, buf.tobytes())], counters, None)
 
 

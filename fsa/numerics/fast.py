@@ -17,22 +17,26 @@ exact path and SoftFloat), so the result is the exact path's whenever
 The one remaining case, ``s`` exactly on a target midpoint while ``e != 0``
 (the double-rounding trap: e.g. ``1 + 2^-11`` plus a tiny addend, to fp16),
 cannot happen when both operands have at most ``t`` significant bits, ``t``
-the target's precision (t <= 24):
+the target's precision (t <= 24), and the addend ``c`` is a number of the
+target format:
 
     An inexact float64 sum needs more than 53 bits, so the smaller operand
-    ``b`` (at most t bits) lies at least ``2^(52 - t)`` times below the
-    larger ``B``: no cancellation, and ``0 <= |b| < 2^-t |x| / 2`` for the
-    exact sum ``x``.  ``B`` (at most t bits, ``|B| >= |x| / 2``) lies on the
-    target's midpoint grid around ``x`` (spacing ``ulp_t(x) / 2``, or the
-    fixed subnormal spacing).  ``s = B + b'`` with ``b'`` the float64
-    rounding of ``b``: ``b' = 0`` gives ``s = B``, a target number (not a
-    midpoint); otherwise ``0 < |b'|`` is less than the midpoint spacing, so
-    ``s`` is off the midpoint grid.  (A B of at most t bits below the
-    target's normal range would need ``b`` to be 0.)
+    ``b`` lies more than ``2^(52 - t)`` times below the larger ``B``: no
+    cancellation, and ``|b| < 2^-t |x| / 8`` for the exact sum ``x``.  If
+    ``B`` is below the target's normal range, ``b`` cannot be the non-zero
+    target number ``c`` (that is at least the smallest subnormal, far above
+    ``2^(t - 52) |B|``) nor ``p`` with ``c = 0`` (then the sum is exact).  So
+    ``B`` (at most t bits) is a multiple of the target's midpoint spacing
+    around ``x`` (``ulp_t(s) / 2``, or the fixed subnormal spacing).  With
+    ``b'`` the float64 rounding of ``b``, ``s = B + b'``: ``b' = 0`` gives
+    ``s = B``, which has at most t bits and is not a midpoint; otherwise
+    ``0 < |b'|`` is below the midpoint spacing, so ``s`` is off the grid of
+    midpoints.
 
 So callers pass ``trap_free=True`` for such sums (products of two E values
-accumulated in fp32 when ``2 p_E <= 24``, sums of E and A values rounded to
-A, differences of values of the target format) and for exact sums.  For
+plus an fp32 partial sum, rounded to fp32, when ``2 p_E <= 24``; E values
+plus A values rounded to A; differences of numbers of the target format)
+and for exact sums.  For
 other sums, candidates are found by the float64 encoding: ``s`` has the
 bit pattern of a target midpoint (the bit after the target's last mantissa
 bit set, all lower bits zero) or lies below the target's normal range;
@@ -53,14 +57,9 @@ import numpy as np
 from fsa.formats import FPFormat, get_format
 from fsa.numerics.ieee import FormatLike, _round_f64, _two_sum, to_float64
 
-__all__ = ["values", "round_values", "to_bits", "add_round"]
+__all__ = ["round_values", "to_bits", "add_round"]
 
 _NP = {"fp16": np.float16, "fp32": np.float32}
-
-
-def values(bits, fmt: FormatLike) -> np.ndarray:
-    """Bit patterns -> float64 values (exact; same as :func:`fsa.numerics.to_float64`)."""
-    return to_float64(bits, fmt)
 
 
 def _candidates(s: np.ndarray, f: FPFormat) -> np.ndarray:
@@ -128,9 +127,9 @@ def add_round(p: np.ndarray, c, fmt: FormatLike, trap_free: bool = False,
         c: float64 addend (array or scalar, broadcastable to ``p``), exact.
         fmt: target format.
         trap_free: the caller guarantees that ``fl64(p + c)`` is never a
-            midpoint of `fmt` unless exact (an exact sum, or both operands
-            with at most the target's precision: see the module docstring);
-            skips the midpoint test.
+            midpoint of `fmt` unless exact (an exact sum, or operands of at
+            most the target's precision with ``c`` a number of `fmt`: see the
+            module docstring); skips the midpoint test.
         bits: return raw bits of `fmt` instead of float64 values.
 
     Returns:

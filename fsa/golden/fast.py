@@ -22,8 +22,12 @@ the hardware's operation order with every rounding point of
 A query block ``i`` of the kernel sees key blocks ``0 .. last(i)`` (all of
 them, or ``0 .. min(i, n_kb - 1)`` when causal, the diagonal block masked),
 so with the causal mask key block ``j`` updates the query rows from
-``j C`` on.  The state per query (maxima, scale, ``l``, ``O``) is a few
-arrays of ``seq_q`` rows: memory is ``O((seq_q + seq_kv) d)``.
+``j C`` on.  Without the mask, key blocks are taken in groups (working
+arrays of about :data:`GROUP_ELEMENTS` elements): steps 1-4, the scale of
+step 5 and the products of step 6 depend on the earlier blocks only through
+the running max, which is carried block by block; ``l`` and ``O`` are then
+updated block after block.  The state per query (maxima, ``l``, ``O``) is a
+few arrays of ``seq_q`` rows: memory is ``O((seq_q + seq_kv) d)``.
 
 The roundings use :mod:`fsa.numerics.fast` (float64 values rounded by
 numpy's casts, with the exact path for the rare double-rounding cases).
@@ -44,6 +48,9 @@ from fsa.config import FSAConfig
 from fsa.numerics import fast as nf
 
 __all__ = ["attention", "key_block_steps"]
+
+#: elements (queries x keys) of the working arrays of one group of key blocks
+GROUP_ELEMENTS = 1 << 15
 
 
 def _u(fmt) -> type:
@@ -66,19 +73,24 @@ def key_block_steps(cfg: FSAConfig, seq_q: int, seq_kv: int, causal: bool) -> in
     return sum(min(i, n_kb - 1) + 1 for i in range(n_qb)) if causal else n_qb * n_kb
 
 
-def _block_max(prev: np.ndarray, s: np.ndarray) -> np.ndarray:
-    """The CMP running max: ``maximum(prev, s[:, 0])``, then ``s[:, 1]`` ...
-    (``nx.maximum``: NaN wins; otherwise the first operand unless the next is
-    strictly greater, so among equal zeros the first one's sign)."""
-    with np.errstate(invalid="ignore"):
-        bm = np.max(s, axis=1)                       # NaN if any NaN
-        zero = bm == 0
-        if zero.any():                               # the sign of the first zero in the block
-            rows = np.flatnonzero(zero)
-            first = np.argmax(s[rows] == 0, axis=1)
-            bm[rows] = s[rows, first]
-        out = np.where(bm > prev, bm, prev)
-        return np.where(np.isnan(bm) | np.isnan(prev), np.nan, out)
+def _block_maxima(s: np.ndarray) -> np.ndarray:
+    """The CMP's maximum over each key block, ``s`` of shape (queries, blocks,
+    keys) in arrival order: NaN if any is NaN, and among equal zeros the first
+    one (``nx.maximum`` keeps its first operand unless the next is greater)."""
+    bm = np.max(s, axis=2)                           # NaN if any NaN
+    zero = bm == 0
+    if zero.any():                                   # the sign of the first zero in the block
+        rows, blocks = np.nonzero(zero)
+        first = np.argmax(s[rows, blocks] == 0, axis=1)
+        bm[rows, blocks] = s[rows, blocks, first]
+    return bm
+
+
+def _running_max(prev: np.ndarray, bm: np.ndarray) -> np.ndarray:
+    """``nx.maximum(prev, bm)`` on float64 values (the first operand unless
+    the second is greater; NaN sticky)."""
+    out = np.where(bm > prev, bm, prev)
+    return np.where(np.isnan(bm) | np.isnan(prev), np.nan, out)
 
 
 def attention(cfg: FSAConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray,
@@ -131,58 +143,67 @@ def _attention(cfg: FSAConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray, caus
     prod_ok = 2 * E.precision <= cfg.a_fmt.precision
     mask = np.arange(R)[None, :] > np.arange(C)[:, None]     # (C, R): key k > query c
 
-    new_max = np.full(sq, -np.inf)
-    old_max = np.full(sq, -np.inf)
+    new_max = np.full(sq, -np.inf)                   # CMP maxima (old = new between blocks)
     l = np.zeros(sq)
     o_t = np.zeros((sq, R))                          # O, one row per query
     total = key_block_steps(cfg, sq, skv, causal)
-    done = 0
+    # key blocks in groups, so that short query sequences still make large
+    # arrays; the causal mask changes the rows per key block: one at a time
+    g_max = 1 if causal else max(1, GROUP_ELEMENTS // (sq * R))
+    done = j = 0
     next_report = time.monotonic() + 5.0
-    for j in range(n_kb):
+    while j < n_kb:
         lo = j * C if causal else 0                  # causal: query blocks i >= j
         if lo >= sq:
             break
-        kb, vb = kv[j * R:(j + 1) * R], vv[j * R:(j + 1) * R]
+        G, n = min(g_max, n_kb - j), sq - lo
+        kb = kv[j * R:(j + G) * R]                   # (G R, R): the group's keys
+        vb = vv[j * R:(j + G) * R].reshape(G, R, R)  # vb[g, key, i]
         # 1. scores, partial sums flowing up from row R-1
         s = nf.add_round(qt[R - 1, lo:, None] * kb[None, :, R - 1], 0.0, a, trap_free=True)
         for r in range(R - 2, -1, -1):
             s = nf.add_round(qt[r, lo:, None] * kb[None, :, r], s, a, trap_free=prod_ok)
-        # 2. CMP: to E, mask, running max
-        s_e = nf.round_values(s, e) if e != a else s
-        if causal and lo + C <= sq:
-            s_e[:C][mask] = -np.inf
-        nm = _block_max(new_max[lo:], s_e)
-        om = old_max[lo:].copy()
-        new_max[lo:] = nm
-        old_max[lo:] = nm
+        # 2. CMP: to E, mask, running max (block by block)
+        s_e = (nf.round_values(s, e) if e != a else s).reshape(n, G, R)
+        if causal:
+            s_e[:C, 0][mask] = -np.inf
+        bm = _block_maxima(s_e)
+        om, nm = np.empty((n, G)), np.empty((n, G))
+        m = new_max[lo:]
+        for g in range(G):
+            om[:, g] = m
+            m = nm[:, g] = _running_max(m, bm[:, g])
+        new_max[lo:] = m
         # 3. PE: x1 = s_e - m (to E), then x = x1 * sc_E, p = exp2(x)
         if table is not None:
-            x1 = nf.add_round(s_e, -nm[:, None], e, trap_free=True, bits=True)
+            x1 = nf.add_round(s_e, -nm[:, :, None], e, trap_free=True, bits=True)
             p = table[x1]
         else:
-            x1 = nf.add_round(s_e, -nm[:, None], e, trap_free=True)
+            x1 = nf.add_round(s_e, -nm[:, :, None], e, trap_free=True)
             x = nf.add_round(x1 * sc_e, 0.0, e, trap_free=True, bits=True)
             p = nx.to_float64(nx.exp2_pwl(x, e, P, a, out="elem"), e)
-        # 4. row sum, keys R-1 .. 0
-        rs = nf.add_round(p[:, R - 1], 0.0, a, trap_free=True)
+        # 4. row sums, keys R-1 .. 0
+        rs = nf.add_round(p[:, :, R - 1], 0.0, a, trap_free=True)
         for jj in range(R - 2, -1, -1):
-            rs = nf.add_round(p[:, jj], rs, a, trap_free=True)
-        # 5. scale and l (per query: the exact path is cheap enough)
+            rs = nf.add_round(p[:, :, jj], rs, a, trap_free=True)
+        # 5. the ACC scale of every block (exact path: per query and block)
         md = nf.add_round(om, -nm, a, trap_free=True)
         s1 = nf.add_round(md * sc_a, 0.0, a, trap_free=True, bits=True)
         scale = nx.to_float64(nx.exp2_pwl(s1, a, P, a, out="acc"), a)
-        l_old = l[lo:] if j > 0 else 0.0
-        l[lo:] = nf.add_round(scale * l_old, rs, a)
-        # 6. P V, keys R-1 .. 0, then the rescale
-        o = nf.add_round(p[:, R - 1, None] * vb[None, R - 1, :], 0.0, a, trap_free=True)
+        # 6. P V of every block, keys R-1 .. 0
+        o = nf.add_round(p[:, :, R - 1, None] * vb[None, :, R - 1, :], 0.0, a, trap_free=True)
         for jj in range(R - 2, -1, -1):
-            o = nf.add_round(p[:, jj, None] * vb[None, jj, :], o, a, trap_free=prod_ok)
-        o_old = o_t[lo:] if j > 0 else 0.0
-        o_t[lo:] = nf.add_round(scale[:, None] * o_old, o, a)
-        done += (sq - lo) // C
-        if progress is not None and time.monotonic() >= next_report:
-            progress(done, total)
-            next_report = time.monotonic() + 5.0
+            o = nf.add_round(p[:, :, jj, None] * vb[None, :, jj, :], o, a, trap_free=prod_ok)
+        # 5./6. l and O, block after block (the first key block reads zeros)
+        for g in range(G):
+            first = j + g == 0
+            l[lo:] = nf.add_round(scale[:, g] * (0.0 if first else l[lo:]), rs[:, g], a)
+            o_t[lo:] = nf.add_round(scale[:, g, None] * (0.0 if first else o_t[lo:]), o[:, g], a)
+            done += n // C
+            if progress is not None and time.monotonic() >= next_report:
+                progress(done, total)
+                next_report = time.monotonic() + 5.0
+        j += G
     # 7. normalisation
     lb = nf.to_bits(l, a)
     rec = nx.to_float64(nx.reciprocal(lb, a), a)

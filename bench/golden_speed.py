@@ -10,7 +10,9 @@ over the CPU time (``time.process_time``; numpy's element-wise operations
 run on one core) of ``GoldenEngine.run`` on a prebuilt program, so input
 conversion and output parsing are included and the program build is not.
 Each row also checks that the two paths give the same bits where both ran
-(the machine runs a shorter sequence: it is about a thousand times slower).
+(the machine runs a shorter sequence: it is hundreds of times slower). The
+full run adds a short query sequence against a long key sequence (64 x
+16384 at 8x8), where the vectorised model groups key blocks.
 """
 from __future__ import annotations
 
@@ -39,8 +41,9 @@ def macs(seq_q: int, seq_kv: int, d: int) -> int:
     return 2 * seq_q * seq_kv * d
 
 
-def measure(name: str, seq: int, machine: bool, seed: int = 0) -> dict:
-    """One ``GoldenEngine.run`` of attention ``seq x seq`` on config `name`.
+def measure(name: str, seq: int, machine: bool, seed: int = 0, seq_kv: "int | None" = None) -> dict:
+    """One ``GoldenEngine.run`` of attention ``seq x seq_kv`` (default ``seq``)
+    on config `name`.
 
     Returns:
         dict with config, path, seq, macs, seconds (CPU), mac_per_s and the
@@ -48,15 +51,17 @@ def measure(name: str, seq: int, machine: bool, seed: int = 0) -> dict:
     """
     cfg = config.get(name)
     R = cfg.sa_rows
-    prog = kernels.attention(cfg, seq, seq, check=False)
+    skv = seq if seq_kv is None else seq_kv
+    prog = kernels.attention(cfg, seq, skv, check=False)
     rng = np.random.default_rng(seed)
-    inputs = {n: rng.standard_normal((seq, R)) for n in "QKV"}
+    inputs = {n: rng.standard_normal((seq if n == "Q" else skv, R)) for n in "QKV"}
     eng = GoldenEngine(cfg, machine=machine)
     t0 = time.process_time()
     res = eng.run(prog, inputs)
     dt = max(time.process_time() - t0, 1e-9)
-    n = macs(seq, seq, R)
-    return {"config": name, "path": eng.last_path, "seq": seq, "macs": n, "seconds": dt,
+    n = macs(seq, skv, R)
+    return {"config": name, "path": eng.last_path, "seq": seq, "seq_kv": skv, "macs": n,
+            "seconds": dt,
             "mac_per_s": n / dt, "ot": res.outputs["Ot"]}
 
 
@@ -83,15 +88,23 @@ def main(argv: "list[str] | None" = None) -> int:
             r = {k: v for k, v in r.items() if k != "ot"}
             r["bit_equal_to_machine"] = same
             records.append(r)
-            rows.append((name, r["path"], f"{r['seq']} x {r['seq']}", r["macs"], r["seconds"],
+            rows.append((name, r["path"], f"{r['seq']} x {r['seq_kv']}", r["macs"], r["seconds"],
                          r["mac_per_s"] / 1e6, "yes" if same else "NO"))
         if not same:
             print(f"error: {name}: the vectorised model and the machine differ", file=sys.stderr)
+    if not args.quick:            # a short query sequence: key blocks are grouped
+        r = {k: v for k, v in measure("FSA8X8Fp16Config", 64, False, seq_kv=16384).items()
+             if k != "ot"}
+        r["bit_equal_to_machine"] = None
+        records.append(r)
+        rows.append((r["config"], r["path"], f"{r['seq']} x {r['seq_kv']}", r["macs"],
+                     r["seconds"], r["mac_per_s"] / 1e6, "-"))
     print(f"Golden model speed (CPU time of GoldenEngine.run; MAC = 2 seq^2 d; "
           f"target >= {TARGET_MACS / 1e6:.0f}M MAC/s at 8x8 and 16x16)")
     print(table(["config", "model", "attention", "MACs", "CPU s", "M MAC/s", "bits = machine"],
                 rows, ["", "", "", "", ".3f", ".3g", ""]))
-    fast_rates = {r["config"]: r["mac_per_s"] for r in records if r["path"] == "fast"}
+    fast_rates = {r["config"]: r["mac_per_s"] for r in records
+                  if r["path"] == "fast" and r["seq"] == r["seq_kv"]}
     mach_rates = {r["config"]: r["mac_per_s"] for r in records if r["path"] == "machine"}
     for name in fast_rates:
         print(f"  {name}: vectorised / machine = {fast_rates[name] / mach_rates[name]:.0f}x")
@@ -99,7 +112,7 @@ def main(argv: "list[str] | None" = None) -> int:
         "quick": args.quick, "numpy": np.__version__, "target_mac_per_s": TARGET_MACS,
         "runs": records, "seconds": time.perf_counter() - t_start})
     print(f"\nwrote {out.relative_to(ROOT)}")
-    ok = all(r["bit_equal_to_machine"] for r in records)
+    ok = all(r["bit_equal_to_machine"] is not False for r in records)
     return 0 if ok else 1
 
 

@@ -257,3 +257,23 @@ def test_key_block_groups_give_the_same_bits(monkeypatch, name, group):
     rng = np.random.default_rng(group)
     q, k, v = special_bits(cfg, rng, 2 * C, 0.01), bits(cfg, rng, 7 * R, 2.0), bits(cfg, rng, 7 * R)
     np.testing.assert_array_equal(fast.attention(cfg, q, k, v), tile.attention(cfg, q, k, v))
+
+
+def test_speed_bench_measures_both_models():
+    import importlib.util
+    import pathlib
+    import sys
+
+    bench = pathlib.Path(__file__).resolve().parents[1] / "bench"
+    sys.path.insert(0, str(bench))
+    try:
+        spec = importlib.util.spec_from_file_location("golden_speed", bench / "golden_speed.py")
+        gs = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(gs)
+    finally:
+        sys.path.remove(str(bench))
+    m = gs.measure("FSA4X4Fp16Config", 8, machine=True)
+    f = gs.measure("FSA4X4Fp16Config", 8, machine=False)
+    assert (m["path"], f["path"]) == ("machine", "fast")
+    assert m["macs"] == f["macs"] == 2 * 8 * 8 * 4 and m["mac_per_s"] > 0 and f["mac_per_s"] > 0
+    np.testing.assert_array_equal(m["ot"], f["ot"])

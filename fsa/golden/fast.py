@@ -32,9 +32,10 @@ few arrays of ``seq_q`` rows: memory is ``O((seq_q + seq_kv) d)``.
 The roundings use :mod:`fsa.numerics.fast` (float64 values rounded by
 numpy's casts, with the exact path for the rare double-rounding cases).
 For 16-bit E the two PE steps after the subtraction and the exp2 form a
-function of the 16-bit ``x1``; it is tabulated once per (config, pieces)
+function of the 16-bit ``x1``; it is tabulated once per (E, A, P, scale)
 with the exact path (:func:`fsa.numerics.fma`, :func:`fsa.numerics.exp2_pwl`).
-The per-query operations (a few per key block) use the exact path.
+The ACC scale's exp2 and the final reciprocal (one value per query and key
+block, or per query) use the exact path.
 """
 from __future__ import annotations
 

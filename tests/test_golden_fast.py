@@ -210,6 +210,24 @@ def test_memory_is_linear_in_the_sequence_lengths():
         assert peak < 8 * 8 * (6 * sq + 3 * skv) + 16 * 8 * fast.GROUP_ELEMENTS, (sq, skv, peak)
 
 
+@pytest.mark.parametrize("name,causal", [(n, c) for n in FORMATS for c in (False, True)]
+                         + [("FSA8X4Fp16Config", False)])
+def test_heads_axis_gives_each_head_alone(name, causal):
+    cfg = config.get(name)
+    R, C = cfg.sa_rows, cfg.sa_cols
+    rng = np.random.default_rng(9)
+    H, sq, skv = 3, 3 * C, 2 * R
+    q = np.stack([special_bits(cfg, rng, sq, 0.02) for _ in range(H)])
+    k = np.stack([bits(cfg, rng, skv, 2.0) for _ in range(H)])
+    v = np.stack([bits(cfg, rng, skv) for _ in range(H)])
+    q[2] = q[1]                                      # same queries, other keys
+    got = fast.attention(cfg, q, k, v, causal)
+    assert got.shape == (H, sq, R)
+    for h in range(H):
+        np.testing.assert_array_equal(got[h], fast.attention(cfg, q[h], k[h], v[h], causal))
+    assert not np.array_equal(got[1], got[2])
+
+
 def test_fast_model_argument_errors():
     cfg = config.get("FSA4X4Fp16Config")
     z = np.zeros((8, 4), np.uint16)
@@ -217,6 +235,8 @@ def test_fast_model_argument_errors():
         fast.attention(cfg, z[:6], z, z)
     with pytest.raises(ValueError, match="need q"):
         fast.attention(cfg, z, z[:, :3], z)
+    with pytest.raises(ValueError, match="heads"):
+        fast.attention(cfg, z[None], z[None].repeat(2, 0), z[None])
     with pytest.raises(ValueError, match="square"):
         fast.attention(config.get("FSA8X4Fp16Config"), np.zeros((4, 8), np.uint16),
                        np.zeros((8, 8), np.uint16), np.zeros((8, 8), np.uint16), causal=True)

@@ -62,7 +62,9 @@ def shapes(cfg):
     return out
 
 
-CASES = [(n, *s) for n in FORMATS + ["FSA8X8Fp16Config", "FSA8X4Fp16Config", "FSA4X8Fp16Config", "FSA8X8Bf16OnlyConfig"]
+CASES = [(n, *s)
+         for n in FORMATS + ["FSA8X8Fp16Config", "FSA8X4Fp16Config", "FSA4X8Fp16Config",
+                             "FSA8X8Bf16OnlyConfig"]
          for s in shapes(config.get(n))]
 
 

@@ -63,6 +63,7 @@ bench: $(BENCH_STAMP) sim-tools
 	@# otherwise simspeed.py skips the Icarus rows and says so
 	@bash scripts/need_iverilog.sh || echo "[bench] continuing without Icarus"
 	$(PY) bench/numerics.py $(BQ)
+	$(PY) bench/golden_speed.py $(BQ)
 	$(PY) bench/accuracy.py $(BQ)
 	$(PY) bench/utilisation.py $(BQ)
 	$(PY) bench/simspeed.py $(BQ)

@@ -50,10 +50,16 @@ def _positive_int(text: str) -> int:
     return v
 
 
-#: approximate cost of the golden model per key-block step (measured on this
-#: project's 2-core machines: the program's Python objects and the model's time)
+#: approximate cost of a golden-model run per key-block step, measured on this
+#: project's 2-core machines (CPU time). Memory: the program's Python objects
+#: (2.2-2.7 KB a step while it is built and checked); the vectorised model
+#: (fsa/golden/fast.py) needs only O((seq_q + seq_kv) d), the `data` term. Time:
+#: building and checking the program, encoding it and the cycle model (1.5 ms a
+#: step at 8x8, 3.3 ms at 16x16) dominate; the vectorised model adds 0.03 ms
+#: (8x8) to 0.09 ms (16x16) a step (bench/golden_speed.py; the instruction-level
+#: machine it replaced for attention took about 10 ms).
 GOLDEN_BYTES_PER_STEP = 3_000
-GOLDEN_SECONDS_PER_STEP = 0.02
+GOLDEN_SECONDS_PER_STEP = 0.004
 GOLDEN_MAX_SECONDS = 3600
 
 

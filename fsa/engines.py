@@ -7,9 +7,12 @@ memory image, and reads the outputs back. A subclass implements only
 :meth:`Engine.execute`: take the instruction words and the memory image,
 run, and return an :class:`Execution` (a memory reader, counters, cycles).
 
-* :class:`GoldenEngine` -- the instruction-level golden model
-  (:class:`fsa.golden.machine.Machine`); no cycle count (``fsa run --sim
-  golden`` takes its cycles from :mod:`fsa.cyclemodel`).
+* :class:`GoldenEngine` -- the bit-exact golden model: attention programs
+  built by :func:`fsa.kernels.attention` (``meta["kind"] == "attention"``)
+  run on the vectorised model :func:`fsa.golden.fast.attention`, anything
+  else (or with ``machine=True``) on the instruction-level model
+  (:class:`fsa.golden.machine.Machine`); both give the same bits. No cycle
+  count (``fsa run --sim golden`` takes its cycles from :mod:`fsa.cyclemodel`).
 * :class:`SimEngine` -- the RTL (``fsa_top``) in Verilator or Icarus, driven
   over AXI by cocotb (:func:`fsa.simdev.run_on_device`, ``tb/tb_top.py``):
   ``execute`` loads the image into the AXI RAM, pushes the words into the
@@ -46,6 +49,7 @@ from fsa import config as fconfig
 from fsa import kernels
 from fsa import numerics as nx
 from fsa.config import FSAConfig
+from fsa.isa import Dma, Fence, Matrix
 from fsa.kernel import KernelError, Program, memory_reader
 
 __all__ = ["Result", "Execution", "Engine", "GoldenEngine", "SimEngine", "DeviceError"]
@@ -174,12 +178,16 @@ class Engine:
             raise KernelError(f"{self.name}.run: the program was built for {program.cfg.name} but "
                               f"this engine runs {self.cfg.name}; rebuild it for {self.cfg.name}")
         image = self.prepare(program, inputs)
-        ex = self.execute(program, program.words(), image)
+        ex = self.execute(program, self.words_for(program), image)
         return Result(program, program.read_outputs(ex.read), dict(ex.counters), ex.cycles)
 
     def prepare(self, program: Program, inputs: dict[str, Any]) -> list[tuple[int, bytes]]:
         """The memory image (address, bytes) segments holding the inputs."""
         return program.memory_image(inputs)
+
+    def words_for(self, program: Program) -> list[int]:
+        """The words :meth:`execute` is given: the encoded program."""
+        return program.words()
 
     def execute(self, program: Program, words: list[int],
                 image: list[tuple[int, bytes]]) -> Execution:
@@ -188,19 +196,50 @@ class Engine:
 
 
 class GoldenEngine(Engine):
-    """The instruction-level golden model (bit-exact, untimed)."""
+    """The golden model (bit-exact, untimed).
+
+    Args:
+        cfg: the config.
+        progress: optional callable(str), told how far a long run is.
+        machine: always use the instruction-level model, also for attention
+            programs (the fast path is then not used).
+
+    Attributes:
+        last_path: "fast" or "machine": which model the last run used.
+    """
 
     name = "golden"
 
-    def __init__(self, cfg: "FSAConfig | str", progress=None):
-        """`progress`: optional callable(str), told how far a long run is."""
+    def __init__(self, cfg: "FSAConfig | str", progress=None, machine: bool = False):
         super().__init__(cfg)
         self.progress = progress
+        self.machine = bool(machine)
+        self.last_path: str | None = None
+
+    def words_for(self, program: Program) -> list[int]:
+        """No words: both models run ``program.instructions`` (the decoded
+        form), so the program is not encoded (that costs more than the
+        vectorised model itself)."""
+        return []
+
+    @staticmethod
+    def fast_path_applies(program: Program) -> bool:
+        """True for a program of :func:`fsa.kernels.attention` (its meta kind
+        and tensors), which :func:`fsa.golden.fast.attention` models."""
+        m, t = program.meta, program.tensors
+        return (m.get("kind") == "attention" and all(n in t for n in ("Q", "K", "Vt", "Ot"))
+                and t["Q"].shape == (m.get("seq_q"), program.cfg.sa_rows)
+                and t["K"].shape == (m.get("seq_kv"), program.cfg.sa_rows)
+                and t["Vt"].shape == (program.cfg.sa_rows, m.get("seq_kv"))
+                and t["Ot"].shape == (program.cfg.sa_rows, m.get("seq_q")))
 
     def execute(self, program: Program, words: list[int],
                 image: list[tuple[int, bytes]]) -> Execution:
+        if not self.machine and self.fast_path_applies(program):
+            return self._execute_fast(program, image)
         from fsa.golden.machine import Machine
 
+        self.last_path = "machine"
         m = Machine(self.cfg)
         for addr, b in image:
             m.mem.write(addr, b)
@@ -210,6 +249,36 @@ class GoldenEngine(Engine):
                                     f"({100 * done / max(total, 1):.0f}%)"))
         counters = m.run(list(program.instructions), progress=tick)
         return Execution(m.mem.read, counters, None)
+
+    def _execute_fast(self, program: Program, image: list[tuple[int, bytes]]) -> Execution:
+        """The vectorised attention model: Q, K, Vt read from the image, Ot
+        written to a memory of its own (the machine's counters: the program
+        runs to its stop fence)."""
+        from fsa.golden import fast
+
+        self.last_path = "fast"
+        read = memory_reader(image)
+
+        def tensor(name: str) -> np.ndarray:
+            t = program.tensors[name]
+            raw = np.frombuffer(read(t.addr, t.nbytes), np.uint8).reshape(t.shape[0], t.row_stride)
+            return raw[:, :t.row_bytes].copy().view(t.dtype)
+
+        say = self.progress
+        tick = None if say is None else (
+            lambda done, total: say(f"golden model: {done}/{total} key-block steps "
+                                    f"({100 * done / max(total, 1):.0f}%)"))
+        m = program.meta
+        o = fast.attention(self.cfg, tensor("Q"), tensor("K"), tensor("Vt").T, causal=m["causal"],
+                           progress=tick)
+        t = program.tensors["Ot"]
+        buf = np.zeros((t.shape[0], t.row_stride), np.uint8)
+        buf[:, :t.row_bytes] = np.ascontiguousarray(o.T).view(np.uint8).reshape(t.shape[0], -1)
+        ins = program.instructions
+        counters = {"matrix": sum(isinstance(i, Matrix) for i in ins),
+                    "dma": sum(isinstance(i, Dma) for i in ins),
+                    "fence": sum(isinstance(i, Fence) for i in ins)}
+        return Execution.from_segments([(t.addr, buf.tobytes())], counters, None)
 
 
 class DeviceError(RuntimeError):

@@ -890,3 +890,127 @@ def test_large_arrays_keep_shape_and_dtype():
     c = rng.integers(0, 1 << 32, (100, 1000)).astype(np.uint32)
     out = N.fma(a, a, c)
     assert out.shape == (100, 1000) and out.dtype == np.uint32
+
+
+# --------------------------------------------------------------------------
+# the fast path (fsa/numerics/fast.py) of the vectorised golden model:
+# float64 sums rounded by numpy's casts, the exact path for the
+# double-rounding cases
+# --------------------------------------------------------------------------
+FAST_CASES = [(m, a, a) for m, a in PAIRS] + [("fp16", "fp32", "fp16"), ("bf16", "fp32", "bf16")]
+
+
+def _fast():
+    from fsa.numerics import fast
+    return fast
+
+
+def _products(a, b, c, fm, fa):
+    return N.to_float64(a, fm) * N.to_float64(b, fm), N.to_float64(c, fa)
+
+
+@pytest.mark.parametrize("mul,acc,target", FAST_CASES)
+def test_fast_add_round_vs_softfloat(mul, acc, target):
+    F = _fast()
+    fm, fa, ft = get_format(mul), get_format(acc), get_format(target)
+    a, b, c, _ = fma_vectors(mul, acc, target)
+    exp = sf_fma(a, b, c, fm, fa, ft)
+    with np.errstate(all="ignore"):
+        p, cv = _products(a, b, c, fm, fa)
+    got = F.add_round(p, cv, target, bits=True)
+    assert_bits_equal(got, exp, ft, f"fast {mul}x{mul}+{acc} -> {target}", (a, b, c))
+    vals = F.add_round(p, cv, target)                 # the float64-values form
+    assert vals.dtype == np.float64
+    assert_bits_equal(F.to_bits(vals, target), exp, ft, "fast values -> bits", (a, b, c))
+
+
+@pytest.mark.parametrize("mul,acc,target", [("bf16", "bf16", "bf16"), ("fp32", "fp32", "fp32"),
+                                            ("fp16", "fp32", "fp16")])
+def test_fast_midpoint_check_is_needed(mul, acc, target):
+    """Products wider than the target: the residual vectors hold real
+    double-rounding traps, which only the midpoint check gets right.
+    (fp16 x fp16 + fp16 has none: its range is too narrow for an inexact
+    float64 sum near an fp16 midpoint; the check is still run for it.)"""
+    F = _fast()
+    fm, fa, ft = get_format(mul), get_format(acc), get_format(target)
+    a, b, c, _ = fma_vectors(mul, acc, target)
+    with np.errstate(all="ignore"):
+        p, cv = _products(a, b, c, fm, fa)
+    exp = N.fma(a, b, c, mul=mul, acc=acc, out="acc" if target == acc else "elem")
+    naive = F.add_round(p, cv, target, trap_free=True, bits=True)
+    wrong = ~(is_nan_bits(naive, ft) & is_nan_bits(exp, ft)) & (naive != exp)
+    assert wrong.sum() >= 20, f"only {wrong.sum()} traps among the vectors"
+    assert_bits_equal(F.add_round(p, cv, target, bits=True), exp, ft, "checked", (a, b, c))
+
+
+@pytest.mark.parametrize("mul", ["fp16", "bf16"])
+def test_fast_trap_free_products_accumulated_in_fp32(mul):
+    """E x E + fp32 -> fp32 with 2 p_E <= 24: no midpoint test needed (the
+    proof in fsa/numerics/fast.py), on the tie, residual and cancellation
+    vectors."""
+    F = _fast()
+    fm, fa = get_format(mul), FP32
+    a, b, c, _ = fma_vectors(mul, "fp32", "fp32")
+    with np.errstate(all="ignore"):
+        p, cv = _products(a, b, c, fm, fa)
+    got = F.add_round(p, cv, "fp32", trap_free=True, bits=True)
+    assert_bits_equal(got, sf_fma(a, b, c, fm, fa, fa), fa, f"trap-free {mul}", (a, b, c))
+
+
+@pytest.mark.parametrize("x,y,target", [("fp16", "fp16", "fp16"), ("bf16", "bf16", "bf16"),
+                                        ("fp32", "fp32", "fp32"), ("fp16", "fp32", "fp32"),
+                                        ("bf16", "fp32", "fp32")])
+def test_fast_trap_free_sums_of_values_at_most_the_target_precision(x, y, target):
+    """x + y with both operands of at most the target's precision, far apart
+    (inexact in float64) or close, every sign: direct rounding is exact."""
+    F = _fast()
+    fx, fy, ft = get_format(x), get_format(y), get_format(target)
+    rng = np.random.default_rng(zlib.crc32(f"{x}/{y}".encode()))
+    n = 100_000
+    big = rand_bits(rng, fx, n)
+    small = rand_bits(rng, fy, n)
+    # half of the small operands get the big one's binade minus 20..90 (a
+    # float64 sum then drops bits), the other half stay as drawn
+    bv = N.to_float64(big, fx)
+    with np.errstate(all="ignore"):
+        mag = np.floor(np.log2(np.abs(bv)))
+        mag = np.where(np.isfinite(mag), mag, 0).astype(np.int64)
+        far = np.ldexp(1.0 + rng.random(n), mag - rng.integers(20, 90, n))
+    far = np.where(rng.random(n) < 0.5, far, -far)
+    sv = np.where(rng.random(n) < 0.5, N.to_float64(small, fy), far)
+    small = N.from_float64(sv, fy)                     # a y value (rounded where needed)
+    sv = N.to_float64(small, fy)
+    exp = N.fma(big, fx.one, small, mul=x, acc=y, out="acc" if target == y else "elem")
+    with np.errstate(all="ignore"):
+        got = F.add_round(bv, sv, target, trap_free=True, bits=True)
+    with np.errstate(all="ignore"):
+        s = bv + sv
+        inexact = int((np.isfinite(s) & (((s - bv) != sv) | ((s - sv) != bv))).sum())
+    if fy.name != "fp16":         # (fp16's range is too narrow for an inexact sum)
+        assert inexact > 1000, inexact                 # the far cases are inexact in float64
+    assert_bits_equal(got, exp, ft, f"trap-free {x} + {y} -> {target}", (big, small))
+
+
+@pytest.mark.parametrize("fmt", ["fp16", "bf16", "fp32"])
+def test_fast_to_bits_and_round_values_vs_exact_path(fmt):
+    F = _fast()
+    f = get_format(fmt)
+    rng = np.random.default_rng(zlib.crc32(fmt.encode()))
+    n = 200_000
+    # float64 values around the whole range of the format, its midpoints
+    # (exact, and one float64 ulp either side), specials
+    e = rng.integers(f.emin - f.man_bits - 4, f.emax + 3, n)
+    x = np.ldexp(1.0 + rng.random(n), e)
+    mids = N.to_float64(rand_bits(rng, f, n // 4), f)
+    with np.errstate(all="ignore"):
+        ulp = np.ldexp(1.0, np.maximum(np.floor(np.log2(np.abs(mids))), f.emin).astype(np.int64)
+                       - f.man_bits)
+        mids = mids + ulp / 2
+        mids = np.concatenate([mids, np.nextafter(mids, np.inf), np.nextafter(mids, -np.inf)])
+    x = np.concatenate([x, -x[: n // 2], mids, [0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan]])
+    exp = N.from_float64(x, fmt)
+    assert_bits_equal(F.to_bits(x, fmt), exp, f, "to_bits")
+    rv = F.round_values(x, fmt)
+    assert_bits_equal(F.to_bits(rv, fmt), exp, f, "round_values")
+    fin = np.isfinite(rv)
+    assert np.array_equal(rv[fin], N.to_float64(exp, fmt)[fin])

@@ -14,6 +14,11 @@ not the submodules):
   hardware stores (``pwl_constants``, ``encode_intercept``,
   ``decode_intercept``) and ``check_pieces``.
 
+A third module, :mod:`fsa.numerics.fast` (imported by itself, not
+re-exported here), rounds exact float64 values with numpy's casts where that
+is provably the same result, for the vectorised golden model
+(:mod:`fsa.golden.fast`); the functions above are the reference.
+
 Formats are named "fp16", "bf16", "fp32" (or given as
 :class:`fsa.formats.FPFormat`; ``FPFormat`` and ``get_format`` are
 re-exported for convenience).

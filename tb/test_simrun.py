@@ -88,3 +88,28 @@ def test_warning_fails_the_build_unless_its_module_waives_it(tmp_path):
     (src.parent / WAIVER_FILE).write_text(waiver_text({"addone": {"WIDTHTRUNC": "smoke test"}}))
     tdir = simrun.run("addone", [src], "tb_smoke", sim="verilator", name="waived")
     assert (tdir / "results.xml").exists()
+
+
+def test_vpi_visibility_is_what_the_build_declares(verilog):
+    """A declared visibility (fsa.simrun.VPI_PUBLIC-style) replaces cocotb's
+    blanket --public-flat-rw: the ports stay reachable, the internal net does
+    not; the default (None) still sees it; the two are distinct cached builds."""
+    ports = {"addone": ("a", "y")}
+    b1 = simrun.build("verilator", "addone", [verilog], public=ports)
+    b2 = simrun.build("verilator", "addone", [verilog], public=None)
+    assert b1 != b2
+    assert (b1 / simrun.PUBLIC_FILE).read_text() == simrun.public_text(ports)
+    assert not (b2 / simrun.PUBLIC_FILE).exists()
+    simrun.run("addone", [verilog], "tb_smoke", sim="verilator", name="ports-only", public=ports,
+               testcase="internal_visibility", extra_env={"SMOKE_PROBE": "hidden"})
+    simrun.run("addone", [verilog], "tb_smoke", sim="verilator", name="all-public", public=None,
+               testcase="internal_visibility", extra_env={"SMOKE_PROBE": "visible"})
+
+
+def test_fsa_top_builds_with_its_ports_public_only():
+    assert simrun.VPI_PUBLIC["fsa_top"] == {"fsa_top": ("*",)}
+    text = simrun.public_text(simrun.VPI_PUBLIC["fsa_top"])
+    assert text.splitlines()[0] == "`verilator_config"
+    assert 'public_flat_rw -module "fsa_top" -var "*"' in text.splitlines()
+    with pytest.raises(ValueError):
+        simrun.public_text({"bad name": ("*",)})

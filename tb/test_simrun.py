@@ -113,3 +113,42 @@ def test_fsa_top_builds_with_its_ports_public_only():
     assert 'public_flat_rw -module "fsa_top" -var "*"' in text.splitlines()
     with pytest.raises(ValueError):
         simrun.public_text({"bad name": ("*",)})
+
+
+def test_bare_harness_runs_attention_bit_exact():
+    """The bare C++ harness (bench/harness/fsa_bare.cpp, the speed ceiling
+    of bench/simspeed.py) runs attention on fsa_top with the golden model's
+    raw bits, reads the device's counters back, and reports a run that does
+    not finish within its cycle limit."""
+    import sys
+
+    import numpy as np
+
+    from fsa import config, kernels
+    from fsa.engines import GoldenEngine
+    from fsa.report import fa3_inputs
+
+    sys.path.insert(0, str(simrun.ROOT / "bench"))
+    from harness.bare import BareEngine
+
+    cfg = config.get("FSA4X4Fp16Config")
+    rng = np.random.default_rng(5)
+    q, k, v = (fa3_inputs(rng, (n, 4)) for n in (8, 12, 12))
+    prog = kernels.attention(cfg, 8, 12, causal=False)
+    eng = BareEngine(cfg, idle=1000)
+    res = eng.run(prog, {"Q": q, "K": k, "V": v})
+    gold = GoldenEngine(cfg).run(prog, {"Q": q, "K": k, "V": v})
+    assert res.outputs.keys() == gold.outputs.keys()
+    for name in gold.outputs:
+        assert np.array_equal(res.outputs[name], gold.outputs[name]), name
+    words = prog.words()
+    assert res.counters["words"] == len(words) and res.counters["deq"] == len(words)
+    # the exec counter runs from the start write to irq, as the harness's run_cycles (the
+    # harness counts from the write's B response: they may differ by the write's cycle)
+    assert 0 < res.cycles < eng.last_run["cycles"]
+    assert abs(res.cycles - eng.last_run["run_cycles"]) <= 1
+    assert eng.last_run["idle_cycles"] == 1000 and eng.last_run["refused"] == 0
+    short = BareEngine(cfg, max_cycles=50)
+    short.exe = eng.exe
+    with pytest.raises(simrun.SimulationError, match="did not finish within 50 cycles"):
+        short.run(prog, {"Q": q, "K": k, "V": v})

@@ -19,7 +19,8 @@
 //     L <max cycles, decimal>  the run's cycle limit (error if irq never rises)
 //     I <cycles, decimal>      clock this many idle cycles afterwards (timed apart)
 //   OUT: "key value" lines: cycles (all simulated clock cycles up to the end of
-//   the register reads), run_cycles (start .. irq), cpu_s / wall_s (of those
+//   the register reads), run_cycles (from the start write's response to irq),
+//   cpu_s / wall_s (of those
 //   cycles), idle_cycles / idle_cpu_s, "R name value", "D addr hexbytes".
 // Exit status: 0 done (irq), 2 bad input, 3 cycle limit reached.
 #include "Vfsa_top.h"

@@ -9,7 +9,7 @@ error register and the counters. For a program longer than the queue the
 rest is pushed while the device runs; ``fsa.cyclemodel.HARNESS_HOST`` is
 the rate of these pushes, measured on the RTL.
 
-Speed: the bus models log at WARNING (cocotbext-axi logs every burst at
+Speed: the bus models log at WARNING (cocotbext-axi logs every transfer at
 INFO otherwise), and every cycle limit is one ``Timer`` of that many clock
 periods (:func:`cycle_limit`), not ``ClockCycles``, which resumes a Python
 coroutine on every clock edge for the whole wait.

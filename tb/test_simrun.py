@@ -1,5 +1,7 @@
 """The simulator runner: builds are cached by content, failures and hangs are reported."""
 
+from pathlib import Path
+
 import pytest
 from myhdl import always_comb, block
 
@@ -152,3 +154,27 @@ def test_bare_harness_runs_attention_bit_exact():
     short.exe = eng.exe
     with pytest.raises(simrun.SimulationError, match="did not finish within 50 cycles"):
         short.run(prog, {"Q": q, "K": k, "V": v})
+
+
+def test_device_bus_models_do_not_log_every_burst():
+    """tb/device.py sets cocotbext-axi's models to WARNING: a run's log has
+    the bench's own summary but none of the per-transfer INFO lines the
+    models print by default (the AXI4-Lite master's "Write start addr: ...",
+    "Write complete addr: ..." for every push, the memory's "Write burst" /
+    "Read burst")."""
+    import numpy as np
+
+    from fsa import config, kernels
+    from fsa.engines import SimEngine
+    from fsa.report import fa3_inputs
+
+    cfg = config.get("FSA4X4Fp16Config")
+    rng = np.random.default_rng(3)
+    q, k, v = (fa3_inputs(rng, (4, 4)) for _ in range(3))
+    eng = SimEngine(cfg, sim="verilator")
+    eng.run(kernels.attention(cfg, 4, 4), {"Q": q, "K": k, "V": v})
+    log = (Path(eng.last_run["run_dir"]) / "sim.log").read_text()
+    assert "state done" in log
+    for line in ("Write start", "Write complete", "Read start", "Read complete", "Write burst",
+                 "Read burst"):
+        assert line not in log, line

@@ -45,7 +45,7 @@ def cycle_limit(n: int) -> Timer:
 
 def quiet(*models) -> None:
     """Log only warnings from cocotbext-axi models (their interfaces log
-    every burst at INFO)."""
+    every transfer at INFO)."""
     for m in models:
         for part in ("write_if", "read_if"):
             log = getattr(getattr(m, part, None), "log", None)

@@ -237,7 +237,9 @@ class _TimedRunnerMixin:
         cmds = super()._build_command()
         if self.public_file is not None:
             # the visibility file (among the sources) replaces the blanket flag
-            assert "--public-flat-rw" in cmds[0], "cocotb's Verilator command changed"
+            if "--public-flat-rw" not in cmds[0]:
+                raise SimulationError("cocotb's Verilator command has no --public-flat-rw any "
+                                      "more: revisit fsa.simrun's visibility handling")
             cmds[0] = [a for a in cmds[0] if a != "--public-flat-rw"]
         return cmds
 

@@ -10,8 +10,18 @@ Run as ``python bench/simspeed.py [--quick]`` from the repository root.
    reading the counters and the output back: cocotb's sim_time / 10 ns), the
    test's real time as cocotb reports it, simulated cycles per second, and
    the wall time of the whole ``SimEngine.run`` call (simulator start,
-   Python side included; the build is cached beforehand). Configs: the
+   Python side included; the build is cached beforehand), and cycles per
+   CPU second of the simulator process alone: the child CPU time of the run
+   minus that of a one-block run, over the difference in simulated cycles
+   (simulator start-up and Python imports cancel out). Configs: the
    presets with a 4096-word queue (as in bench/utilisation.py).
+   Every run's output is compared raw bit for raw bit with the golden model.
+1b. The ceiling: the same Verilated model (same flags) in the bare C++
+   harness ``bench/harness/fsa_bare.cpp`` (no cocotb; the AXI4-Lite pushes
+   and the AXI4 memory answered in C++), same programs and inputs: cycles
+   per CPU second of the whole run (pushes, run, register reads), of idle
+   cycles after it, the exec cycles it saw, its output against the golden
+   model, and the cocotb path's cost relative to it.
 2. Verilator build of ``fsa_top`` from scratch into a temporary folder,
    without ccache, in a child process: wall time, and the peak resident
    memory of the largest build process (``RUSAGE_CHILDREN`` ru_maxrss: the
@@ -25,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -38,8 +49,19 @@ from common import deep_queue, table, write_json
 
 from fsa import config as fconfig
 from fsa import kernels
-from fsa.engines import SimEngine
+from fsa.engines import GoldenEngine, SimEngine
 from fsa.report import fa3_inputs
+from harness.bare import BareEngine, build_bare, supported
+
+#: cocotb figures before issue 16 (commit da6901e: cocotb's blanket
+#: --public-flat-rw, cocotbext-axi INFO logging (two lines per AXI4-Lite push), cycle limits
+#: as per-edge ClockCycles), measured on the 2-core development machine with
+#: the method of section 1 (CPU cycles/s, differential), same output bits.
+#: Printed beside today's figures for reference; not re-measured.
+#: (16x16 N=128: 663 -> 3,401 after, 8x8 N=64: 2,650 -> 6,894, 4x4 N=32: 4,896
+#: -> 7,210 in the same session, a loaded machine; same exec cycles and bits.)
+BEFORE = {"FSA4X4Fp16ConfigQ4K": 4896.0, "FSA8X8Fp16ConfigQ4K": 2650.0,
+          "FSA16X16Fp16ConfigQ4K": 663.0}
 
 BUILD_CHILD = r"""
 import json, os, resource, sys, tempfile, time
@@ -66,26 +88,75 @@ print(json.dumps({{"wall_s": wall, "peak_child_rss_mb": ru.ru_maxrss / 1024,
 """
 
 
-def attention_speed(name: str, n: int, sim: str, rng) -> dict:
+def _child_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _test_times(eng) -> "tuple[float, float]":
+    """(simulated cycles, real seconds) of the last cocotb test."""
+    xml = Path(eng.last_run["run_dir"]) / "results.xml"
+    tc = ET.parse(xml).getroot().find(".//testcase")
+    props = {p.get("name"): p.get("value") for p in tc.iter("property")}
+    return float(props["sim_time_duration"]) / 10.0, float(tc.get("time"))
+
+
+def _same_bits(a, b) -> bool:
+    return a.outputs.keys() == b.outputs.keys() and all(
+        np.array_equal(a.outputs[o], b.outputs[o]) for o in a.outputs)
+
+
+def _problem(name: str, n: int, rng):
     cfg = deep_queue(fconfig.get(name))
     R = cfg.sa_rows
     q, k, v = (fa3_inputs(rng, (n, R)) for _ in range(3))
     prog = kernels.attention(cfg, n, n)
+    inputs = {"Q": q, "K": k, "V": v}
+    return cfg, prog, inputs, GoldenEngine(cfg).run(prog, inputs)
+
+
+def attention_speed(name: str, n: int, sim: str, rng) -> dict:
+    cfg, prog, inputs, gold = _problem(name, n, rng)
+    R, C = cfg.sa_rows, cfg.sa_cols
+    q, k, v = inputs["Q"], inputs["K"], inputs["V"]
     eng = SimEngine(cfg, sim=sim, max_cycles=20_000_000)
-    # warm-up on a one-block program: builds (cached) and starts the simulator once
-    small = kernels.attention(cfg, cfg.sa_cols, R)
-    eng.run(small, {"Q": q[:cfg.sa_cols], "K": k[:R], "V": v[:R]})
-    t = time.perf_counter()
-    res = eng.run(prog, {"Q": q, "K": k, "V": v})
-    wall = time.perf_counter() - t
-    xml = Path(eng.last_run["run_dir"]) / "results.xml"
-    tc = ET.parse(xml).getroot().find(".//testcase")
-    props = {p.get("name"): p.get("value") for p in tc.iter("property")}
-    sim_cycles = float(props["sim_time_duration"]) / 10.0
-    real = float(tc.get("time"))
+    # warm-up on a one-block program: builds (cached) and starts the simulator once;
+    # then the same small run again, timed: the start-up cost subtracted below
+    small = kernels.attention(cfg, C, R)
+    eng.run(small, {"Q": q[:C], "K": k[:R], "V": v[:R]})
+    c0 = _child_cpu()
+    eng.run(small, {"Q": q[:C], "K": k[:R], "V": v[:R]})
+    small_cpu = _child_cpu() - c0
+    small_cycles, _ = _test_times(eng)
+    c0, t = _child_cpu(), time.perf_counter()
+    res = eng.run(prog, inputs)
+    wall, cpu = time.perf_counter() - t, _child_cpu() - c0
+    sim_cycles, real = _test_times(eng)
     return {"config": cfg.name, "sim": sim, "N": n, "exec_cycles": res.cycles,
             "sim_cycles": sim_cycles, "test_real_s": real, "cycles_per_s": sim_cycles / real,
-            "engine_wall_s": wall}
+            "cpu_s": cpu, "small_cpu_s": small_cpu,
+            "cycles_per_cpu_s": (sim_cycles - small_cycles) / max(cpu - small_cpu, 1e-9),
+            "engine_wall_s": wall, "bit_exact": _same_bits(res, gold)}
+
+
+def bare_speed(name: str, n: int, rng, idle: int) -> dict:
+    """The bare C++ harness on the same problem as :func:`attention_speed`
+    (same seed, so the same inputs)."""
+    cfg, prog, inputs, gold = _problem(name, n, rng)
+    why = supported(cfg)
+    if why:
+        return {"config": cfg.name, "N": n, "skipped": why}
+    eng = BareEngine(cfg, idle=idle)
+    t = time.perf_counter()
+    eng.exe = build_bare(cfg)
+    build_s = time.perf_counter() - t
+    res = eng.run(prog, inputs)
+    r = eng.last_run
+    return {"config": cfg.name, "N": n, "exec_cycles": res.cycles, "sim_cycles": r["cycles"],
+            "cpu_s": r["cpu_s"], "cycles_per_cpu_s": r["cycles"] / max(r["cpu_s"], 1e-9),
+            "idle_cycles": r["idle_cycles"],
+            "idle_cycles_per_cpu_s": r["idle_cycles"] / max(r["idle_cpu_s"], 1e-9),
+            "build_s": build_s, "bit_exact": _same_bits(res, gold)}
 
 
 def build_cost(name: str, sim: str, timeout: float) -> dict:
@@ -110,7 +181,6 @@ def main(argv: "list[str] | None" = None) -> int:
     ap.add_argument("--quick", action="store_true", help="4x4 only")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    rng = np.random.default_rng(2)
     runs = [("FSA4X4Fp16Config", 32, "verilator"), ("FSA4X4Fp16Config", 16, "icarus")]
     if not args.quick:
         runs += [("FSA8X8Fp16Config", 64, "verilator"), ("FSA16X16Fp16Config", 128, "verilator"),
@@ -121,15 +191,44 @@ def main(argv: "list[str] | None" = None) -> int:
         runs = [r for r in runs if r[2] != "icarus"]
     speed = []
     for name, n, sim in runs:
-        r = attention_speed(name, n, sim, rng)
+        r = attention_speed(name, n, sim, np.random.default_rng(2))
         speed.append(r)
-        print(f"   {r['config']} N={n} {sim}: {r['cycles_per_s']:.0f} cycles/s", flush=True)
+        print(f"   {r['config']} N={n} {sim}: {r['cycles_per_cpu_s']:.0f} cycles per CPU s", flush=True)
     print("\n1. Simulation speed, attention through fsa_top (cocotb + cocotbext-axi)")
     print(table(["config", "simulator", "N", "exec cycles", "simulated cycles", "test real s",
-                 "cycles/s", "SimEngine.run wall s"],
+                 "cycles/s (real)", "cycles/CPU s", "before (CPU)", "SimEngine.run wall s",
+                 "= golden"],
                 [[r["config"], r["sim"], r["N"], r["exec_cycles"], int(r["sim_cycles"]),
-                  r["test_real_s"], r["cycles_per_s"], r["engine_wall_s"]] for r in speed],
-                ["", "", "", "", "", ".2f", ".0f", ".2f"]))
+                  r["test_real_s"], r["cycles_per_s"], r["cycles_per_cpu_s"],
+                  BEFORE.get(r["config"]) if r["sim"] == "verilator" else None,
+                  r["engine_wall_s"], r["bit_exact"]] for r in speed],
+                ["", "", "", "", "", ".2f", ".0f", ".0f", ".0f", ".2f", ""]))
+    if not all(r["bit_exact"] for r in speed):
+        raise SystemExit("simspeed: a cocotb run's output differs from the golden model")
+
+    bare = []
+    for name, n, sim in runs:
+        if sim != "verilator":
+            continue
+        r = bare_speed(name, n, np.random.default_rng(2), idle=20_000 if args.quick else 100_000)
+        bare.append(r)
+        if "skipped" not in r:
+            print(f"   bare {r['config']} N={n}: {r['cycles_per_cpu_s']:.0f} cycles per CPU s",
+                  flush=True)
+    cocotb_cps = {(r["config"], r["N"]): r["cycles_per_cpu_s"] for r in speed
+                  if r["sim"] == "verilator"}
+    cocotb_exec = {(r["config"], r["N"]): r["exec_cycles"] for r in speed if r["sim"] == "verilator"}
+    print("\n1b. The ceiling: the same model in the bare C++ harness (bench/harness/fsa_bare.cpp)")
+    print(table(["config", "N", "exec cycles", "(cocotb)", "simulated cycles", "cycles/CPU s",
+                 "idle cycles/CPU s", "cocotb slower by", "build s", "= golden"],
+                [[r["config"], r["N"], r.get("exec_cycles"), cocotb_exec.get((r["config"], r["N"])),
+                  r.get("sim_cycles"), r.get("cycles_per_cpu_s"), r.get("idle_cycles_per_cpu_s"),
+                  (r["cycles_per_cpu_s"] / cocotb_cps[(r["config"], r["N"])])
+                  if "cycles_per_cpu_s" in r else None, r.get("build_s"),
+                  r.get("bit_exact", r.get("skipped"))] for r in bare],
+                ["", "", "", "", "", ".0f", ".0f", ".1f", ".0f", ""]))
+    if not all(r.get("bit_exact", True) for r in bare):
+        raise SystemExit("simspeed: a bare-harness run's output differs from the golden model")
 
     builds = []
     names = ["FSA4X4Fp16Config"] if args.quick else \
@@ -143,7 +242,8 @@ def main(argv: "list[str] | None" = None) -> int:
     print(table(["config", "Verilog KiB", "build s", "compiler CPU s", "peak RSS MiB", "build dir MiB"],
                 [[r["config"], r["verilog_kb"], r["wall_s"], r["child_cpu_s"], r["peak_child_rss_mb"],
                   r["build_dir_mb"]] for r in builds], ["", ".0f", ".0f", ".0f", ".0f", ".0f"]))
-    out = write_json("simspeed", {"quick": args.quick, "speed": speed, "builds": builds,
+    out = write_json("simspeed", {"quick": args.quick, "speed": speed, "bare": bare,
+                                  "before": BEFORE, "builds": builds,
                                   "seconds": time.perf_counter() - t0})
     print(f"\nwrote {out.relative_to(common.ROOT)} ({time.perf_counter() - t0:.0f} s)")
     return 0

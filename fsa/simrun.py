@@ -12,6 +12,13 @@
 * Verilator builds take no global ``-Wno-...`` flag and no ``-Wno-fatal``: a
   warning fails the build unless the waiver file beside the sources
   (``waivers.vlt``, :mod:`fsa.waivers`) waives it for that module.
+* VPI visibility: cocotb's runner builds Verilator with ``--public-flat-rw``
+  (every signal of every instance public), which makes Verilator evaluate the
+  whole combinational design on every ``eval()`` (several per clock).  For the
+  tops in :data:`VPI_PUBLIC` (``fsa_top`` and the unit benches that read a
+  few internals) the flag is dropped and only the signals the benches touch
+  are made public, by a Verilator configuration file (:func:`public_text`)
+  that is part of the build's cache key.  Other tops keep cocotb's default.
 
 Environment knobs: ``SIM`` (verilator|icarus), ``WAVES=1``, ``SEED``.
 """
@@ -98,6 +105,43 @@ def waves_enabled() -> bool:
     return os.environ.get("WAVES", "0") not in ("", "0")
 
 
+#: VPI visibility per toplevel: module -> the signals the benches read or
+#: drive through VPI (``"*"``: all of that module's own signals).  A top not
+#: listed here is built with cocotb's blanket ``--public-flat-rw``.  A signal
+#: a bench needs but that is not listed is not found by cocotb (the bench fails
+#: with an AttributeError naming it): add it here.
+VPI_PUBLIC: dict[str, dict[str, tuple[str, ...]]] = {
+    # the device benches (tb/tb_top.py, tb/device.py) touch only the top ports
+    "fsa_top": {"fsa_top": ("*",)},
+    # tb/tb_core.py: its ports, the matrix controller's handshake (issue
+    # times) and the dispatch's pending registers (the watchdog's report)
+    "fsa_core": {"fsa_core": ("*",), "fsa_mxctrl": ("in_valid", "in_ready"),
+                 "fsa_dispatch": ("mx_p", "mx_w0", "mx_idx", "dm_p", "dm_idx")},
+    # tb/tb_array.py: its ports, each PE's stationary register, each
+    # comparator's input and new maximum
+    "fsa_array": {"fsa_array": ("*",), "fsa_pe": ("sreg",), "fsa_cmp": ("s_in", "new_max")},
+}
+
+#: the visibility configuration file written into a build folder
+PUBLIC_FILE = "vpi_public.vlt"
+
+
+def public_text(public: Mapping[str, Sequence[str]]) -> str:
+    """A Verilator configuration file making exactly the listed signals
+    public (read-write through VPI): one ``public_flat_rw -module M -var V``
+    per (module, signal) of `public` (module -> signal names or ``"*"``)."""
+    lines = ["`verilator_config",
+             "// VPI visibility for the cocotb benches (fsa/simrun.py VPI_PUBLIC). Generated."]
+    for mod in sorted(public):
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", mod):
+            raise ValueError(f"not a module name: {mod!r}")
+        for var in public[mod]:
+            if var != "*" and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", var):
+                raise ValueError(f"not a signal name: {var!r}")
+            lines.append(f'public_flat_rw -module "{mod}" -var "{var}"')
+    return "\n".join(lines) + "\n"
+
+
 def build_args(sim: str, waves: bool) -> list[str]:
     """The simulator's build flags.  Verilator: no ``-Wno-...`` flag and no
     ``-Wno-fatal``: a warning fails the build unless the module's own waiver
@@ -105,6 +149,9 @@ def build_args(sim: str, waves: bool) -> list[str]:
     if sim == "verilator":
         # --inline-mult 1: keep units (PE, CMP, ...) as separate C++ classes, compiled
         # once each: an 8x8 array builds in ~30 s instead of several minutes
+        # --output-split: Verilator's default kept.  Measured (8x8 fsa_top, ports-only
+        # visibility, no ccache, 2 loaded cores): 100000 gives 17 C++ files instead of 26
+        # and no gain (55.6 vs 52.8 compiler CPU s, 127 vs 108 s wall).
         args = ["--inline-mult", "1", "--x-assign", "fast", "--x-initial", "fast"]
         if waves:
             args += ["--trace-fst", "--trace-structs"]
@@ -113,7 +160,8 @@ def build_args(sim: str, waves: bool) -> list[str]:
 
 
 def build(sim: str, top: str, sources: Sequence[Path], *, waves: bool = False,
-          timeout_s: float = 1800, runner=None) -> Path:
+          timeout_s: float = 1800, runner=None,
+          public: "Mapping[str, Sequence[str]] | None | str" = "auto") -> Path:
     """Build (or reuse) a simulator for `top` from `sources`; returns the build dir.
 
     If `runner` is given it is left configured for ``runner.test()`` (a cached
@@ -122,6 +170,10 @@ def build(sim: str, top: str, sources: Sequence[Path], *, waves: bool = False,
     Verilator also reads the waiver file (:data:`WAIVER_FILE`) of every folder
     holding a source (``gen/<config>/``, or a :func:`cached_convert` folder):
     the same per-module waivers as ``make lint``.
+
+    `public` (Verilator only): the signals to make visible through VPI
+    (module -> names, see :data:`VPI_PUBLIC`), ``None`` for cocotb's blanket
+    ``--public-flat-rw``, or ``"auto"`` (default): ``VPI_PUBLIC.get(top)``.
     """
     setup_tool_env()
     import cocotb
@@ -131,9 +183,14 @@ def build(sim: str, top: str, sources: Sequence[Path], *, waves: bool = False,
         # configuration files first: they apply to the Verilog read after them
         sources = waiver_files(sources) + sources
     args = build_args(sim, waves)
+    if isinstance(public, str):
+        if public != "auto":
+            raise ValueError(f"public must be a mapping, None or 'auto', got {public!r}")
+        public = VPI_PUBLIC.get(top)
+    vlt = public_text(public) if (sim == "verilator" and public is not None) else ""
     h = hashlib.sha256()
     for part in (sim, top, repr(args), cocotb.__version__, _tool_version(sim), str(waves),
-                 os.environ.get("MAKEFLAGS", "")):
+                 os.environ.get("MAKEFLAGS", ""), vlt):
         h.update(part.encode())
     for s in sorted(sources):
         h.update(s.name.encode())
@@ -144,6 +201,9 @@ def build(sim: str, top: str, sources: Sequence[Path], *, waves: bool = False,
     bdir.parent.mkdir(parents=True, exist_ok=True)
     if runner is None:
         runner = _timed_runner(sim, timeout_s)
+    runner.public_file = (bdir / PUBLIC_FILE) if vlt else None
+    if vlt:
+        sources = [bdir / PUBLIC_FILE] + sources
     kwargs = dict(sources=sources, hdl_toplevel=top, build_dir=bdir, build_args=args,
                   waves=waves, timescale=("1ns", "1ps"))
     with FileLock(str(bdir) + ".lock", timeout=timeout_s):
@@ -158,6 +218,8 @@ def build(sim: str, top: str, sources: Sequence[Path], *, waves: bool = False,
             shutil.rmtree(bdir)
         log = bdir.parent / f"{top}-{key}.build.log"
         bdir.mkdir(parents=True)
+        if vlt:
+            (bdir / PUBLIC_FILE).write_text(vlt)
         try:
             runner.build(**kwargs, log_file=log)
         except (RuntimeError, SystemExit) as e:
@@ -172,6 +234,17 @@ class _TimedRunnerMixin:
 
     sim_timeout_s: float = 600.0
     skip_exec: bool = False
+    public_file: "Path | None" = None     # set by build(): drop --public-flat-rw
+
+    def _build_command(self):  # noqa: D401 (cocotb hook)
+        cmds = super()._build_command()
+        if self.public_file is not None:
+            # the visibility file (among the sources) replaces the blanket flag
+            if "--public-flat-rw" not in cmds[0]:
+                raise SimulationError("cocotb's Verilator command has no --public-flat-rw any "
+                                      "more: revisit fsa.simrun's visibility handling")
+            cmds[0] = [a for a in cmds[0] if a != "--public-flat-rw"]
+        return cmds
 
     def _execute_cmds(self, cmds, cwd, stdout=None):  # noqa: D401 (cocotb hook)
         if self.skip_exec:
@@ -202,7 +275,8 @@ def _timed_runner(sim: str, timeout_s: float):
 def run(top: str, sources: Sequence[Path], test_module: str, *, sim: str | None = None,
         name: str | None = None, testcase: str | Sequence[str] | None = None,
         extra_env: Mapping[str, str] | None = None, timeout_s: float = 600,
-        seed: int | None = None) -> Path:
+        seed: int | None = None,
+        public: "Mapping[str, Sequence[str]] | None | str" = "auto") -> Path:
     """Build (cached) and run the cocotb `test_module` against `top`.
 
     Args:
@@ -215,6 +289,7 @@ def run(top: str, sources: Sequence[Path], test_module: str, *, sim: str | None 
         extra_env: environment passed to the tests (e.g. JSON parameters).
         timeout_s: wall-clock limit for the simulator process.
         seed: cocotb random seed (default ``$SEED`` or 1).
+        public: VPI visibility of the build (see :func:`build`).
 
     Returns:
         The run folder (holds results.xml, the log and waveforms).
@@ -228,7 +303,7 @@ def run(top: str, sources: Sequence[Path], test_module: str, *, sim: str | None 
     sim = get_sim(sim)
     waves = waves_enabled()
     runner = _timed_runner(sim, timeout_s)
-    bdir = build(sim, top, sources, waves=waves, runner=runner)
+    bdir = build(sim, top, sources, waves=waves, runner=runner, public=public)
     if name is None:
         cur = os.environ.get("PYTEST_CURRENT_TEST", "run").split(" ")[0]
         name = cur.rsplit("::", 1)[-1]

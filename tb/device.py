@@ -22,14 +22,20 @@ API for device-level tests (all coroutines on :class:`Device`):
   value waited for and the value held, after DEADLOCK), q_free, counters.
 * ``push(words)``, ``start()``, ``read(name)``, ``write(name, value)``,
   ``write_mem``/``read_mem``; :func:`poison` injects AXI error responses.
+
+Speed: the bus models log at WARNING (cocotbext-axi logs every transfer at
+INFO otherwise), and every cycle limit is one ``Timer`` of that many clock
+periods (:func:`cycle_limit`), not ``ClockCycles``, which resumes a Python
+coroutine on every clock edge for the whole wait.
 """
 from __future__ import annotations
 
+import logging
 import random
 
 import cocotb
 from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles, First, RisingEdge
+from cocotb.triggers import ClockCycles, First, RisingEdge, Timer
 from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster
 
 from axi_faults import Fault, FaultList, FaultyAxiRam
@@ -42,6 +48,23 @@ REGS = hwregs.OFFSETS
 COUNTERS = hwregs.COUNTERS
 STATES = {int(s): s.name.lower() for s in hwregs.State}
 CTRL_BASE = 0x8000
+PERIOD_NS = 10          # the clock period Device drives
+
+
+def cycle_limit(n: int) -> Timer:
+    """A trigger `n` clock periods from now: a cycle limit as one simulator
+    callback (ClockCycles would run Python on each of the `n` edges)."""
+    return Timer(max(1, int(n)) * PERIOD_NS, unit="ns")
+
+
+def quiet(*models) -> None:
+    """Log only warnings from cocotbext-axi models (their interfaces log
+    every transfer at INFO)."""
+    for m in models:
+        for part in ("write_if", "read_if"):
+            log = getattr(getattr(m, part, None), "log", None)
+            if log is not None:
+                log.setLevel(logging.WARNING)
 
 
 class DeviceTimeout(AssertionError):
@@ -73,7 +96,7 @@ class Device:
         self.dut, self.cfg = dut, cfg
         self.clk, self.rst = dut.clk, dut.rst
         self.pushed = self.refused = 0     # pushes answered / refused (see push())
-        cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
+        cocotb.start_soon(Clock(dut.clk, PERIOD_NS, unit="ns").start())
         self.ctrl = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
         prefixes = ["m_axi"] if cfg.mem_ports == 1 else [f"m_axi{i}" for i in range(cfg.mem_ports)]
         self.rams = []
@@ -90,6 +113,7 @@ class Device:
                     ch.set_pause_generator(pause_gen(seed * 100 + i * 10 + j, pauses))
             self.rams.append(ram)
         self.mem = self.rams[0]
+        quiet(self.ctrl, *self.rams)
 
     # ------------------------------------------------------------ basics
     async def reset(self, cycles: int = 4):
@@ -114,11 +138,11 @@ class Device:
                                 f"within {self.read_limit} cycles")
         return task.result()
 
-    async def _bounded(self, coro, cycles: int):
-        """Run `coro` for at most `cycles` clock cycles: its finished task,
+    async def _bounded(self, coro, n: int):
+        """Run `coro` for at most `n` clock cycles: its finished task,
         or None (cancelled) if it did not finish."""
         task = cocotb.start_soon(coro)
-        await First(task, ClockCycles(self.clk, cycles))
+        await First(task, cycle_limit(n))
         if task.done():
             return task
         task.cancel()
@@ -172,7 +196,7 @@ class Device:
         if int(self.dut.irq.value):
             return 0
         t0 = cocotb.utils.get_sim_time("ns")
-        await First(RisingEdge(self.dut.irq), ClockCycles(self.clk, max_cycles))
+        await First(RisingEdge(self.dut.irq), cycle_limit(max_cycles))
         waited = int((cocotb.utils.get_sim_time("ns") - t0) // 10)
         if not int(self.dut.irq.value):
             st = await self.status()
@@ -225,11 +249,11 @@ class Device:
             await self.start()
             t0 = cocotb.utils.get_sim_time("ns")
             if not int(self.dut.irq.value):
-                await First(pusher, RisingEdge(self.dut.irq), ClockCycles(self.clk, max_cycles))
+                await First(pusher, RisingEdge(self.dut.irq), cycle_limit(max_cycles))
             if int(self.dut.irq.value):
                 # stopped (an error) with words still to push: the rest are
                 # refused at once; let the pusher finish
-                await First(pusher, ClockCycles(self.clk, 16 * len(words)))
+                await First(pusher, cycle_limit(16 * len(words)))
             if not pusher.done():
                 pusher.cancel()
                 if not int(self.dut.irq.value):

@@ -27,3 +27,20 @@ async def hangs(dut):
     """Never finishes on its own: the wall-clock timeout must stop it."""
     while True:
         await Timer(1, unit="us")
+
+
+@cocotb.test(skip=os.environ.get("SMOKE_PROBE") is None)
+async def internal_visibility(dut):
+    """The internal net ``s`` is reachable through VPI exactly when the build
+    made it public (SMOKE_PROBE=visible) and not when only the ports are
+    (SMOKE_PROBE=hidden): fsa.simrun's visibility files take effect."""
+    want = os.environ["SMOKE_PROBE"] == "visible"
+    try:
+        dut.s
+        seen = True
+    except AttributeError:
+        seen = False
+    assert seen == want, f"internal signal s visible: {seen}, expected {want}"
+    dut.a.value = 7
+    await Timer(1, unit="ns")
+    assert int(dut.y.value) == 8

@@ -1,5 +1,7 @@
 """The simulator runner: builds are cached by content, failures and hangs are reported."""
 
+from pathlib import Path
+
 import pytest
 from myhdl import always_comb, block
 
@@ -88,3 +90,92 @@ def test_warning_fails_the_build_unless_its_module_waives_it(tmp_path):
     (src.parent / WAIVER_FILE).write_text(waiver_text({"addone": {"WIDTHTRUNC": "smoke test"}}))
     tdir = simrun.run("addone", [src], "tb_smoke", sim="verilator", name="waived")
     assert (tdir / "results.xml").exists()
+
+
+def test_vpi_visibility_is_what_the_build_declares(verilog):
+    """A declared visibility (fsa.simrun.VPI_PUBLIC-style) replaces cocotb's
+    blanket --public-flat-rw: the ports stay reachable, the internal net does
+    not; the default (None) still sees it; the two are distinct cached builds."""
+    ports = {"addone": ("a", "y")}
+    b1 = simrun.build("verilator", "addone", [verilog], public=ports)
+    b2 = simrun.build("verilator", "addone", [verilog], public=None)
+    assert b1 != b2
+    assert (b1 / simrun.PUBLIC_FILE).read_text() == simrun.public_text(ports)
+    assert not (b2 / simrun.PUBLIC_FILE).exists()
+    for name, pub, probe in (("ports-only", ports, "hidden"), ("all-public", None, "visible")):
+        tdir = simrun.run("addone", [verilog], "tb_smoke", sim="verilator", name=name, public=pub,
+                          testcase="internal_visibility", extra_env={"SMOKE_PROBE": probe})
+        xml = (tdir / "results.xml").read_text()
+        assert "internal_visibility" in xml and "<skipped" not in xml, "the check did not run"
+
+
+def test_fsa_top_builds_with_its_ports_public_only():
+    assert simrun.VPI_PUBLIC["fsa_top"] == {"fsa_top": ("*",)}
+    text = simrun.public_text(simrun.VPI_PUBLIC["fsa_top"])
+    assert text.splitlines()[0] == "`verilator_config"
+    assert 'public_flat_rw -module "fsa_top" -var "*"' in text.splitlines()
+    with pytest.raises(ValueError):
+        simrun.public_text({"bad name": ("*",)})
+
+
+def test_bare_harness_runs_attention_bit_exact():
+    """The bare C++ harness (bench/harness/fsa_bare.cpp, the speed ceiling
+    of bench/simspeed.py) runs attention on fsa_top with the golden model's
+    raw bits, reads the device's counters back, and reports a run that does
+    not finish within its cycle limit."""
+    import sys
+
+    import numpy as np
+
+    from fsa import config, kernels
+    from fsa.engines import GoldenEngine
+    from fsa.report import fa3_inputs
+
+    sys.path.insert(0, str(simrun.ROOT / "bench"))
+    from harness.bare import BareEngine
+
+    cfg = config.get("FSA4X4Fp16Config")
+    rng = np.random.default_rng(5)
+    q, k, v = (fa3_inputs(rng, (n, 4)) for n in (8, 12, 12))
+    prog = kernels.attention(cfg, 8, 12, causal=False)
+    eng = BareEngine(cfg, idle=1000)
+    res = eng.run(prog, {"Q": q, "K": k, "V": v})
+    gold = GoldenEngine(cfg).run(prog, {"Q": q, "K": k, "V": v})
+    assert res.outputs.keys() == gold.outputs.keys()
+    for name in gold.outputs:
+        assert np.array_equal(res.outputs[name], gold.outputs[name]), name
+    words = prog.words()
+    assert res.counters["words"] == len(words) and res.counters["deq"] == len(words)
+    # the exec counter runs from the start write to irq, as the harness's run_cycles (the
+    # harness counts from the write's B response: they may differ by the write's cycle)
+    assert 0 < res.cycles < eng.last_run["cycles"]
+    assert abs(res.cycles - eng.last_run["run_cycles"]) <= 1
+    assert eng.last_run["idle_cycles"] == 1000 and eng.last_run["refused"] == 0
+    short = BareEngine(cfg, max_cycles=50)
+    short.exe = eng.exe
+    with pytest.raises(simrun.SimulationError, match="did not finish within 50 cycles"):
+        short.run(prog, {"Q": q, "K": k, "V": v})
+
+
+def test_device_bus_models_do_not_log_every_burst():
+    """tb/device.py sets cocotbext-axi's models to WARNING: a run's log has
+    the bench's own summary but none of the per-transfer INFO lines the
+    models print by default (the AXI4-Lite master's "Write start addr: ...",
+    "Write complete addr: ..." for every push, the memory's "Write burst" /
+    "Read burst")."""
+    import numpy as np
+
+    from fsa import config, kernels
+    from fsa.engines import SimEngine
+    from fsa.report import fa3_inputs
+
+    cfg = config.get("FSA4X4Fp16Config")
+    rng = np.random.default_rng(3)
+    q, k, v = (fa3_inputs(rng, (4, 4)) for _ in range(3))
+    eng = SimEngine(cfg, sim="verilator")
+    eng.run(kernels.attention(cfg, 4, 4), {"Q": q, "K": k, "V": v})
+    log = (Path(eng.last_run["run_dir"]) / "sim.log").read_text()
+    assert "state done" in log
+    for line in ("Write start", "Write complete", "Read start", "Read complete", "Write burst",
+                 "Read burst"):
+        assert line not in log, line

@@ -1,26 +1,41 @@
 """The fault matrix on the whole device (``fsa_top``), many faults in ONE
 simulator run: a list of cases from the Python side (tb/test_faults.py,
-through ``FSA_CASE``), each of them a fault followed by the recovery
-(today: the reset pin; an abort register is issue 13 item 2) and a clean
-attention run whose output is dumped for the bit-exact comparison with the
-golden model. Random pauses are on all five channels of every memory port
-(tb/device.py) and on all five channels of the AXI4-Lite control port (the
-cocotbext-axi ``AxiLiteMaster``'s own channel objects), every case.
+through ``FSA_CASE``), each of them a fault followed by the host's recovery
+and a clean attention run whose output is dumped for the bit-exact
+comparison with the golden model. Random pauses are on all five channels of
+every memory port (tb/device.py) and on all five channels of the AXI4-Lite
+control port (the cocotbext-axi ``AxiLiteMaster``'s own channel objects),
+every case.
 
-What each case records (result.json in the run folder): the status after
-the fault (state, error code, instruction index, counters), the cycle the
-start write was accepted in, the cycles at which ``irq`` rose, the AXI
-protocol violations and error responses the passive checkers
-(:class:`axi_faults.AxiChecker`) saw on the memory ports with their cycle,
-what the faulty memory injected, the R beats and B responses still owed on
-each port when the host resets (none: the DMA drained what it had issued),
-and the clean run's status and dump. The
-Python side checks it and derives the cycles to detect.
+The device is reset once, at the beginning: every case starts where the
+previous case's clean run left it (DONE), so each case's first start is a
+start from DONE (a fresh program, fsa/hw/regs.py). The recovery of a case
+(``recovery``) is ``abort`` (default: register 0x50, then wait for IDLE;
+the cycles it took are recorded), ``reset`` (the reset pin: kept for a reset
+in the middle of a run and a few error cases) or ``none`` (the case ends in
+DONE with an empty queue: the clean run is simply the next start from DONE).
+
+What each case records (result.json in the run folder): the state before it,
+the status after the fault (state, error code, instruction index, the wait
+register, counters), the cycles the start writes took effect in, the cycles
+at which ``irq`` rose, the AXI protocol violations and error responses the
+passive checkers (:class:`axi_faults.AxiChecker`) saw on the memory ports
+with their cycle, what the faulty memory injected, the R beats and B
+responses still owed on each port before and after the recovery, the
+recovery's cycles and the status after it, and the clean run's status and
+dump. The Python side checks it and derives the cycles to detect.
 
 Case kinds (``kind``):
-    program          push ``words`` (at most a queue), start, wait for irq
+    program          push ``words`` (at most a queue; none: the empty program),
+                     start, wait for irq
     reset_midway     run the clean program, pull ``rst`` ``cycles`` cycles after start
+    abort_midway     run the clean program, abort ``cycles`` cycles after start (with
+                     ``in_flight``: at the first cycle from then with an AXI burst in
+                     flight); this abort is the recovery, ``status`` is read after it
     start_active     run the clean program and write start ``times`` more times while it runs
+    start_repeated   push the clean program, write start ``times`` times back to back
+    start_done       run the clean program to DONE (the clean run is then a second
+                     program on the same device: pushed while DONE, started from DONE)
     start_error      run ``words`` (they fail), then write start ``times`` times in ERROR
     push_error       run ``words`` (they fail), then push the free words plus ``extra``
     push_done        run ``words`` (they finish), then push the free words plus ``extra``
@@ -95,11 +110,17 @@ async def short_run(dev: Device, words, max_cycles: int) -> dict:
     dev.write_limit = max(1000, max_cycles)
     await dev.push(words)
     await dev.start()
+    await wait_quietly(dev, max_cycles)
+    return await dev.status()
+
+
+async def wait_quietly(dev: Device, max_cycles: int) -> None:
+    """Wait for irq at most `max_cycles`; a device that does not finish is
+    left as it is (the status read next says so)."""
     try:
         await dev.wait_irq(max_cycles)
     except AssertionError:
         pass
-    return await dev.status()
 
 
 @cocotb.test()
@@ -113,15 +134,14 @@ async def fault_matrix(dut):
     prefixes = ["m_axi"] if cfg.mem_ports == 1 else [f"m_axi{i}" for i in range(cfg.mem_ports)]
     checkers = [AxiChecker(dut, pre, dut.clk, dut.rst, lambda: clk.cycle) for pre in prefixes]
     clean = spec["clean"]
-    await dev.reset()                 # the device starts from a reset, as in tb_top.py
+    await dev.reset()                 # the only reset but the cases' own (recovery "reset")
     out = {"identity": {n: await dev.read(n) for n in ("magic", "identity", "queue")},
            "cases": []}
     for case in spec["cases"]:
         rec = {"name": case["name"]}
-        # every case starts from reset: a start from DONE (the previous clean
-        # run) does not begin a fresh program today (issue 13 item 1)
+        # no reset between cases: the previous clean run left the device DONE
+        rec["state_before"] = STATES.get(await dev.read("state"))
         dev.faults.clear()
-        await dev.reset()
         for f in case.get("faults", []):
             dev.faults.add(Fault(**f))
         for ch in checkers:
@@ -131,14 +151,34 @@ async def fault_matrix(dut):
         load(dev, case.get("memory", []))
         kind = case["kind"]
         mc = case.get("max_cycles", 5000)
+        dev.write_limit = max(1000, mc)
         if kind == "program":
             rec["status"] = await short_run(dev, case["words"], mc)
         elif kind == "reset_midway":
+            # the recovery (the reset pin) is what hits the running program
             load(dev, clean["memory"])
-            dev.write_limit = mc
             await dev.push(clean["words"])
             await dev.start()
             await ClockCycles(dut.clk, case["cycles"])
+            rec["status"] = await dev.status()
+        elif kind == "abort_midway":
+            # abort exactly `cycles` after start (no register read before it:
+            # the checkers' record of the bursts in flight then is free); the
+            # counters are kept until the next start, so the status read
+            # after the abort shows how far the program had got
+            load(dev, clean["memory"])
+            await dev.push(clean["words"])
+            await dev.start()
+            await ClockCycles(dut.clk, case["cycles"])
+            # with ``in_flight``: then wait (bounded) for a cycle with an AXI
+            # burst in flight, so that the abort has something to drain
+            for _ in range(1000 if case.get("in_flight") else 0):
+                if any(ch.outstanding() != (0, 0) for ch in checkers):
+                    break
+                await RisingEdge(dut.clk)
+            rec["irq_at_abort"] = int(dut.irq.value)
+            rec["in_flight_at_abort"] = [list(ch.outstanding()) for ch in checkers]
+            rec["abort_cycles"] = await dev.abort(10_000)
             rec["status"] = await dev.status()
         elif kind == "start_active":
             load(dev, clean["memory"])
@@ -152,11 +192,20 @@ async def fault_matrix(dut):
                 if state != "active":
                     break
                 await dev.start()
-            try:
-                await dev.wait_irq(mc)
-            except AssertionError:
-                pass
+            await wait_quietly(dev, mc)
             rec["status"] = await dev.status()
+            rec["dump"] = dev.read_mem(*clean["dump"]).hex()
+        elif kind == "start_repeated":
+            load(dev, clean["memory"])
+            await dev.push(clean["words"])
+            for _ in range(case["times"]):
+                await dev.start()
+            await wait_quietly(dev, mc)
+            rec["status"] = await dev.status()
+            rec["dump"] = dev.read_mem(*clean["dump"]).hex()
+        elif kind == "start_done":
+            load(dev, clean["memory"])
+            rec["status"] = await short_run(dev, clean["words"], mc)
             rec["dump"] = dev.read_mem(*clean["dump"]).hex()
         elif kind == "start_error":
             rec["before"] = await short_run(dev, case["words"], mc)
@@ -176,15 +225,11 @@ async def fault_matrix(dut):
             rec["status"] = await dev.status()
         elif kind == "push_running":
             load(dev, clean["memory"])
-            dev.write_limit = mc
             await dev.push(clean["words"])
             await dev.start()
             rec["state_at_push"] = STATES.get(await dev.read("state"))
             await dev.push(case["tail"])
-            try:
-                await dev.wait_irq(mc)
-            except AssertionError:
-                pass
+            await wait_quietly(dev, mc)
             rec["status"] = await dev.status()
             rec["dump"] = dev.read_mem(*clean["dump"]).hex()
         else:
@@ -194,19 +239,27 @@ async def fault_matrix(dut):
         rec["violations"] = sorted(v for ch in checkers for v in ch.violations)
         rec["injected"] = [list(i) for i in dev.faults.injected]
         rec["outstanding"] = [list(ch.outstanding()) for ch in checkers]
-        # recovery: the reset pin (abort: issue 13 item 2), then a clean run
+        # recovery: abort (default), the reset pin, or none (DONE, queue empty)
         dev.faults.clear()
-        await dev.reset()
-        rec["after_reset"] = await dev.status()
+        how = case.get("recovery", "abort")
+        if how == "abort":
+            if kind != "abort_midway":                     # (abort_midway: done above)
+                rec["abort_cycles"] = await dev.abort(10_000)
+        elif how == "reset":
+            await dev.reset()
+        elif how != "none":
+            raise ValueError(f"unknown recovery {how!r}")
+        rec["after_recovery"] = await dev.status()
+        rec["outstanding_after"] = [list(ch.outstanding()) for ch in checkers]
         addr, n = clean["dump"]
         dev.write_mem(addr, bytes([0xA5]) * n)          # no stale output can pass
         load(dev, clean["memory"])
         st = await dev.run(clean["words"], clean["max_cycles"])
         rec["clean"] = {"state": st["state"], "error": st["error"], "waited": st["waited"],
-                        "dump": dev.read_mem(addr, n).hex()}
-        dut._log.info("case %s: %s; clean run %s", case["name"],
+                        "counters": st["counters"], "dump": dev.read_mem(addr, n).hex()}
+        dut._log.info("case %s: %s; %s; clean run %s", case["name"],
                       {k: rec["status"][k] for k in ("state", "error", "error_index")},
-                      st["state"])
+                      how, st["state"])
         out["cases"].append(rec)
     out["ctrl_base"] = CTRL_BASE
     json.dump(out, open(os.path.join(os.environ["FSA_RUN_DIR"], "result.json"), "w"))

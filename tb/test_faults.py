@@ -4,16 +4,25 @@ every case: SLVERR and DECERR on reads and writes at the first, a middle and
 the last beat of a DMA instruction; the AXI protocol violations the DMA
 detects (wrong RID/BID, missing and early RLAST, a stray R beat, a stray B
 response; tb/axi_faults.py); illegal words at seeded random positions;
-out-of-range SRAM rows; reset in the middle of a run; start pressed while
-running and in ERROR; pushes while running, done and in error.
+out-of-range SRAM rows; deadlock (a semaphore never released, a semaphore
+held); the empty program and a program without a stop fence (NO_STOP);
+reset and abort in the middle of a run; a second program started from DONE;
+start pressed repeatedly, while running and in ERROR; pushes while running,
+done and in error.
 
 All cases run in ONE simulation (tb/tb_faults.py, 4x4 fp16, the cached
-fsa_top build); each pytest item below checks one case's record: the
-reported state, error code and instruction index, the cycles from the fault
-to the error state (bounded), and that after the recovery (the reset pin
-today) a clean attention run is bit-exact against the golden model.
-``FULL=1`` adds more seeded random positions, reset points and beat choices,
-and runs the whole matrix again on the two-port 4x4 config.
+fsa_top build), reset once at the beginning: each case starts from the DONE
+state the previous case's clean run left. Each pytest item below checks one
+case's record: the reported state, error code, instruction index (and for
+DEADLOCK the wait register; DEADLOCK and NO_STOP expectations come from the
+golden model), the cycles from the fault to irq (bounded), and that after
+the recovery -- the abort register for every fault it applies to, the reset
+pin for a reset mid-run and two duplicated error cases, nothing for a case
+that ends DONE with an empty queue -- the device is IDLE (or DONE), clean,
+no AXI burst owed, and a clean attention run is bit-exact against the
+golden model. ``FULL=1`` adds more seeded random positions, reset and abort
+points and beat choices, and runs the whole matrix again on the two-port
+4x4 config.
 
 ``FAULTS_DOC=1`` rewrites the measured table of docs/faults.md from this
 run's records (the cycles there are measured, never typed in).
@@ -31,7 +40,8 @@ import pytest
 from fsa import config as fconfig
 from fsa import numerics as nx
 from fsa import simrun
-from fsa.golden.machine import Machine
+from fsa.golden.machine import Deadlock, Machine, MachineError
+from fsa.hw.errors import DEADLOCK_CYCLES, IDLE_CYCLES
 from fsa.isa import Dma, DmaFunc, Fence, Matrix, MxFunc, encode
 
 pytestmark = pytest.mark.sim
@@ -48,6 +58,15 @@ AXI_DETECT = 2
 #: bound on the cycles from the start write to irq for a faulty first instruction
 #: (decode and the DMA's up-front checks; measured 4..10)
 FIRST_DETECT_LIMIT = 16
+#: bound on the cycles from the start write to irq for a deadlock: the DMA
+#: LOAD before the blocked instruction (under pauses), then DEADLOCK_CYCLES
+DEADLOCK_DETECT_LIMIT = 150 + DEADLOCK_CYCLES
+#: a program that runs dry ends IDLE_CYCLES after its last activity: the
+#: bound adds the instructions before (a DMA LOAD under pauses)
+DRY_DETECT = (IDLE_CYCLES, IDLE_CYCLES + 200)
+#: bound on the host's abort (write 0x50, poll state until IDLE; under
+#: AXI4-Lite and memory pauses, bursts in flight drained)
+ABORT_LIMIT = 400
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -76,6 +95,18 @@ def golden_dump(cfg, prog, memory, dump) -> bytes:
         m.mem.write(a, b)
     m.run(prog)
     return bytes(m.mem.read(*dump))
+
+
+def golden_outcome(cfg, prog):
+    """(error name, index, wait) the golden model reports for `prog`
+    ("NONE", None, None when it stops)."""
+    try:
+        Machine(cfg).run(prog)
+    except Deadlock as d:
+        return "DEADLOCK", d.index, {"sem_id": d.sem_id, "want": d.want, "have": d.have}
+    except MachineError as e:
+        return e.code, e.index, None
+    return "NONE", None, None
 
 
 def axi_programs(cfg):
@@ -195,13 +226,65 @@ def build_cases(cfg):
         add({"name": f"dma-{code.lower()}", "kind": "program",
              "words": encode([instr, Fence(dma=True, stop=True)])},
             error=code, index=0, from_start=True, what=f"DMA row {name}")
-    # reset in the middle of a run
+    # deadlock (the golden model gives the code, index and semaphore) and
+    # programs that run dry: the empty program, no stop fence
+    ld = dict(repeat=1, sram_addr=0, mem_addr=base, size=8)
+    held = dict(ld, sem_id=2, acquire_valid=True, acquire_value=0)
+    stop = Fence(mx=True, dma=True, stop=True)
+    for name, prog, what in [
+            ("deadlock", [Dma(DmaFunc.LOAD, **ld),
+                          Matrix(MxFunc.LOAD_STATIONARY, sem_id=5, acquire_valid=True,
+                                 acquire_value=2),
+                          Dma(DmaFunc.LOAD, **ld, sem_id=7, acquire_valid=True, acquire_value=1),
+                          stop], "deadlock: semaphores never released"),
+            ("deadlock-held", [Dma(DmaFunc.LOAD, **held), Dma(DmaFunc.LOAD, **held), stop],
+             "deadlock: a semaphore acquired and never released"),
+            ("empty-program", [], "the empty program"),
+            ("no-stop", [Fence(mx=True), Dma(DmaFunc.LOAD, **ld)],
+             "a program without a stop fence")]:
+        code, index, wait = golden_outcome(cfg, prog)
+        exp = dict(error=code, index=index, from_start=True, what=what,
+                   dry=name in ("empty-program", "no-stop"))
+        if wait is not None:
+            exp["wait"] = wait
+        add({"name": name, "kind": "program", "words": encode(prog),
+             "max_cycles": 3 * IDLE_CYCLES}, **exp)
+    # reset in the middle of a run (the reset pin is the recovery), abort in
+    # the middle of a run (early: DMA bursts in flight; and a random point)
     for n in range(3 if FULL else 1):
         cyc = rng.randrange(20, 400)
-        add({"name": f"reset-midway-{cyc}", "kind": "reset_midway", "cycles": cyc, "max_cycles": 50000},
+        add({"name": f"reset-midway-{cyc}", "kind": "reset_midway", "cycles": cyc,
+             "max_cycles": 50000, "recovery": "reset"},
             state="active", what=f"reset {cyc} cycles after start")
+    for k, cyc in enumerate([40] + [rng.randrange(20, 400) for _ in range(3 if FULL else 1)]):
+        burst = k == 0
+        add({"name": f"abort-midway-{cyc}" + ("-burst" if burst else ""), "kind": "abort_midway",
+             "cycles": cyc, "in_flight": burst, "max_cycles": 50000},
+            state="idle", error="NONE", index=0,
+            what=f"abort {cyc} cycles after start" + (
+                " (at the first cycle from then with an AXI burst in flight)" if burst else ""))
+    # the same faults recovered by the reset pin instead of the abort
+    (load, raddrs), _ = axi_programs(cfg).values()
+    add({"name": "SLVERR-read-first-reset", "kind": "program", "words": encode(load),
+         "faults": [fault("read", raddrs[0], "SLVERR", cfg)], "recovery": "reset"},
+        error="AXI_RD_ERR", index=1, axi=True, what="SLVERR on the first read beat")
+    code, index, wait = golden_outcome(cfg, [Dma(DmaFunc.LOAD, **held),
+                                             Dma(DmaFunc.LOAD, **held), stop])
+    add({"name": "deadlock-held-reset", "kind": "program", "recovery": "reset",
+         "words": encode([Dma(DmaFunc.LOAD, **held), Dma(DmaFunc.LOAD, **held), stop]),
+         "max_cycles": 3 * IDLE_CYCLES}, error=code, index=index, wait=wait, from_start=True,
+        what="deadlock: a semaphore acquired and never released")
+    # a second program on the same device (started from DONE), start pressed
+    # repeatedly (back to back, from DONE)
+    add({"name": "start-from-done", "kind": "start_done", "max_cycles": 50000,
+         "recovery": "none"}, state="done", error="NONE",
+        what="a second program started from DONE (pushed while DONE)")
+    add({"name": "start-repeated", "kind": "start_repeated", "times": 4, "max_cycles": 50000,
+         "recovery": "none"}, state="done", error="NONE",
+        what="start written 4 times back to back (from DONE)")
     illegal_prog = encode([Fence(mx=True)]) + [0xE0000000] + encode([Fence(stop=True)])
-    add({"name": "start-while-active", "kind": "start_active", "times": 3, "max_cycles": 50000},
+    add({"name": "start-while-active", "kind": "start_active", "times": 3, "max_cycles": 50000,
+         "recovery": "none"},
         state="done", what="start written 3 more times while running")
     add({"name": "start-in-error", "kind": "start_error", "times": 3, "words": illegal_prog},
         state="error", error="ILLEGAL_TYPE", index=1, what="start written 3 times in ERROR")
@@ -251,9 +334,15 @@ def matrix(tmp_path_factory):
     def get(name):
         if name not in done:
             cfg = next(c for c in CONFIGS if c.name == name)
-            done[name] = run_matrix(cfg, tmp_path_factory.mktemp("faults"))
-            if os.environ.get("FAULTS_DOC") and name == CFG.name:
+            try:
+                done[name] = run_matrix(cfg, tmp_path_factory.mktemp("faults"))
+            except Exception as e:            # fail every item with it, without rerunning
+                done[name] = e
+            if os.environ.get("FAULTS_DOC") and name == CFG.name and \
+                    not isinstance(done[name], Exception):
                 write_doc(done[name][0])
+        if isinstance(done[name], Exception):
+            raise done[name]
         return done[name]
     return get
 
@@ -273,12 +362,19 @@ def detect_cycles(rec, exp):
 def test_fault(matrix, cfg_name, name):
     recs, gold, _ = matrix(cfg_name)
     rec, exp = recs[name], EXPECT[cfg_name, name]
+    case = next(c for c, _ in CASES[cfg_name] if c["name"] == name)
+    cfg = next(c for c in CONFIGS if c.name == cfg_name)
     st = rec["status"]
+    # no reset between cases: the case started where the previous clean run ended
+    first = CASES[cfg_name][0][0]["name"] == name
+    assert rec["state_before"] == ("idle" if first else "done"), (name, rec["state_before"])
     assert st["state"] == exp.get("state", "error"), (name, st)
     if "error" in exp:
         assert st["error"] == exp["error"], (name, st)
     if "index" in exp:
         assert st["error_index"] == exp["index"], (name, st)
+    if "wait" in exp:
+        assert st["wait"] == exp["wait"], (name, st)
     if exp.get("axi"):
         assert rec["injected"], f"{name}: the fault never fired"
         assert rec["violations"], f"{name}: the checker saw no faulty handshake"
@@ -286,11 +382,17 @@ def test_fault(matrix, cfg_name, name):
         assert d == AXI_DETECT, (name, d, rec["violations"], rec["irq_rises"])
     if exp.get("from_start"):
         d = detect_cycles(rec, exp)
-        assert d is not None and 0 < d <= FIRST_DETECT_LIMIT, (name, d, rec["starts"])
+        if exp.get("dry"):
+            lo, hi = DRY_DETECT
+            assert d is not None and lo <= d <= hi, (name, d, rec["starts"], rec["irq_rises"])
+        elif exp.get("error") == "DEADLOCK":
+            assert d is not None and DEADLOCK_CYCLES < d <= DEADLOCK_DETECT_LIMIT, (name, d)
+        else:
+            assert d is not None and 0 < d <= FIRST_DETECT_LIMIT, (name, d, rec["starts"])
     if exp.get("state", "error") == "error":
         assert rec["irq_rises"], f"{name}: irq never rose"
     if exp.get("state") != "active":
-        # the DMA drained every burst it had issued: nothing owed when the host resets
+        # (abort_midway: read after the abort) the DMA drained every burst it had issued: nothing owed when the host recovers
         assert all(o == [0, 0] for o in rec["outstanding"]), (name, rec["outstanding"])
     if "refused" in exp:
         assert rec["refused"] == exp["refused"], (name, rec)
@@ -299,21 +401,70 @@ def test_fault(matrix, cfg_name, name):
                                                    rec["before"]["error_index"]), (name, rec)
         if exp["state"] == "done":
             assert st["counters"]["words"] == rec["before"]["counters"]["words"], (name, rec)
+    if case["kind"] in ("start_active", "start_repeated", "start_done", "push_running"):
+        assert bytes.fromhex(rec["dump"]) == gold, f"{name}: its own run differs"
+        assert len(rec["irq_rises"]) == 1, (name, rec["irq_rises"])
     if name == "start-while-active":
         assert rec["state_at_starts"] == ["active"] * 3, rec["state_at_starts"]
-        assert bytes.fromhex(rec["dump"]) == gold
-        assert rec["starts"] and len(rec["irq_rises"]) == 1, rec
+        assert len(rec["starts"]) == 4, rec["starts"]
+    if name == "start-repeated":
+        assert len(rec["starts"]) == case["times"], rec["starts"]
+        c = st["counters"]
+        assert c["enq"] == c["deq"] == c["words"] == len(matrix_words(cfg_name)), c
+    if name == "start-from-done":
+        # both programs count exactly their own words (the second one, the
+        # clean run, was pushed while DONE and started from DONE)
+        keys = ("words", "mx", "dma", "fence", "enq", "deq")
+        c1, c2 = st["counters"], rec["clean"]["counters"]
+        assert {k: c1[k] for k in keys} == {k: c2[k] for k in keys}, (c1, c2)
+        assert c2["enq"] == c2["deq"] == c2["words"] == len(matrix_words(cfg_name)), c2
+    if case["kind"] == "abort_midway":
+        # aborted while running: no irq, part of the program taken (the
+        # counters are kept until the next start)
+        assert rec["irq_at_abort"] == 0 and rec["irq_rises"] == [], (name, rec)
+        assert st["counters"]["deq"] > 0 and st["counters"]["dma_active"] > 0, (name, st)
+        if case["in_flight"]:
+            # DMA bursts were in flight when the abort was written
+            assert any(o != [0, 0] for o in rec["in_flight_at_abort"]), rec
     if name == "start-in-error":
         assert rec["irq"] == 1 and (st["error"], st["error_index"]) == ("ILLEGAL_TYPE", 1), rec
     if name == "push-while-running":
         assert rec["state_at_push"] == "active", rec
-        assert bytes.fromhex(rec["dump"]) == gold
         assert st["counters"]["enq"] == len(matrix_words(cfg_name)) + 4, st["counters"]
-    # recovery: the reset pin, then a clean run bit-exact against the golden model
-    assert rec["after_reset"]["state"] == "idle", (name, rec["after_reset"])
-    assert rec["after_reset"]["error"] == "NONE", (name, rec["after_reset"])
+    # recovery: abort (bounded), the reset pin, or none (DONE, queue empty)
+    how = case.get("recovery", "abort")
+    after = rec["after_recovery"]
+    if how == "none":
+        assert (after["state"], after["q_free"]) == ("done", cfg.inst_queue_size), (name, after)
+    else:
+        assert (after["state"], after["error"], after["error_index"]) == ("idle", "NONE", 0), \
+            (name, how, after)
+        assert after["q_free"] == cfg.inst_queue_size, (name, how, after)
+        assert after["wait"] == {"sem_id": 0, "want": 0, "have": 0}, (name, how, after)
+    if how == "abort":
+        assert 0 < rec["abort_cycles"] <= ABORT_LIMIT, (name, rec["abort_cycles"])
+    assert all(o == [0, 0] for o in rec["outstanding_after"]), (name, rec["outstanding_after"])
+    # then a clean run, bit-exact against the golden model
     assert rec["clean"]["state"] == "done", (name, rec["clean"])
     assert bytes.fromhex(rec["clean"]["dump"]) == gold, f"{name}: the clean run after it differs"
+
+
+def test_abort_is_the_recovery_of_every_error(matrix):
+    """No fault needs the reset pin: every case is recovered by the abort
+    register, except a reset mid-run, duplicates of abort-recovered cases
+    (named ``<case>-reset``) and cases that end DONE with an empty queue."""
+    recs, _, _ = matrix(CFG.name)
+    names = {c["name"]: c for c, _ in CASES[CFG.name]}
+    for case, exp in CASES[CFG.name]:
+        how = case.get("recovery", "abort")
+        if how == "abort":
+            assert "abort_cycles" in recs[case["name"]], case["name"]
+        elif how == "reset" and case["kind"] != "reset_midway":
+            twin = names.get(case["name"].removesuffix("-reset"))
+            assert twin is not None and twin is not case, case["name"]
+            assert twin.get("recovery", "abort") == "abort", case["name"]
+        elif how == "none":
+            assert exp["state"] == "done", case["name"]
 
 
 @pytest.mark.parametrize("cfg_name", list(CASES))
@@ -332,12 +483,13 @@ def test_clean_runs_saw_no_faults(matrix, cfg_name):
 # ---------------------------------------------------------------- the doc
 def write_doc(recs):
     """Rewrite the measured table in docs/faults.md (between its markers)."""
-    rows = ["| fault | reported (state, code, index) | cycles to detect | host recovery | abort |",
-            "|---|---|---|---|---|"]
+    rows = ["| fault | reported (state, code, index) | cycles to detect | host recovery |",
+            "|---|---|---|---|"]
     for (cfg_name, name), exp in EXPECT.items():
         if cfg_name != CFG.name:
             continue
         rec = recs[name]
+        case = next(c for c, _ in CASES[cfg_name] if c["name"] == name)
         st = rec["status"]
         rep = f"{st['state'].upper()}"
         if st["state"] == "error":
@@ -345,14 +497,29 @@ def write_doc(recs):
             how = "bad handshake → irq" if exp.get("axi") else "start → irq"
             cyc = f"{d} ({how})"
             rep += f", {st['error']}, {st['error_index']}"
-        elif exp.get("state") == "active":
+            if st["error"] == "DEADLOCK":
+                w = st["wait"]
+                rep += f"; wait: semaphore {w['sem_id']}, wants {w['want']}, holds {w['have']}"
+        elif case["kind"] == "reset_midway":
             cyc, rep = "– (no error)", rep + " when reset"
+        elif case["kind"] == "abort_midway":
+            c, (r, b) = st["counters"], np.sum(rec["in_flight_at_abort"], axis=0)
+            cyc = "– (no error)"
+            rep = (f"ACTIVE when aborted ({c['deq']} of {len(matrix_words(cfg_name))} words "
+                   f"taken; {r} R beats, {b} B responses owed), then IDLE, NONE")
         else:
             cyc, rep = "– (no error)", rep + ", NONE"
         if "refused" in exp:
             rep += f"; {rec['refused']} extra pushes refused (SLVERR)"
-        rows.append(f"| {exp['what']} | {rep} | {cyc} | reset pin; the clean run after it is "
-                    f"bit-exact | abort: see issue 13 item 2 |")
+        rcv = case.get("recovery", "abort")
+        if rcv == "abort":
+            rcv = f"abort: {rec['abort_cycles']} cycles to IDLE"
+        elif rcv == "reset":
+            rcv = "reset pin"
+        else:
+            rcv = "none: the next start (from DONE) is a fresh program"
+        rows.append(f"| {exp['what']} | {rep} | {cyc} | {rcv}; the clean run after it is "
+                    f"bit-exact |")
     doc = ROOT / "docs" / "faults.md"
     text = doc.read_text()
     a, b = "<!-- table: tb/test_faults.py -->", "<!-- end of table -->"

@@ -21,9 +21,10 @@ pop in the same cycle leave the count unchanged.
 """
 from __future__ import annotations
 
-from myhdl import ResetSignal, Signal, always, always_comb, always_seq, block, intbv
+from myhdl import ResetSignal, always_comb, block
 
 from rtl.convert import convert_block, sig
+from rtl.prim.fifo import fifo
 
 MODULE = "fsa_queue"
 
@@ -36,51 +37,28 @@ def ptr_bits(cfg) -> int:
 @block
 def fsa_queue(clk, rst, inst_valid, inst_ready, inst_word, push, pop, head, nonempty, q_free,
               q_used, clear, cfg=None):
-    """The instruction queue; see the module docstring."""
+    """The instruction queue (the shared FIFO primitive, :func:`rtl.prim.fifo`,
+    emptied by `rst` or `clear`); see the module docstring."""
     Q = cfg.inst_queue_size
     QB = ptr_bits(cfg)
-    LAST = Q - 1
-    qmem = [Signal(intbv(0)[32:]) for _ in range(Q)]
-    wp, rp = sig(QB), sig(QB)
     count = sig(QB + 1)
-
-    @always(clk.posedge)
-    def qwrite():
-        if push:
-            qmem[wp].next = inst_word
+    qrst = ResetSignal(0, active=1, isasync=False)
 
     @always_comb
-    def qhead():
-        head.next = qmem[rp]
+    def qclear():
+        qrst.next = rst or clear
+
+    ring = fifo(clk, qrst, push, inst_word, pop, head, count, Q)
+
+    @always_comb
+    def qstatus():
         inst_ready.next = count < Q
         push.next = inst_valid and count < Q
         nonempty.next = count > 0
         q_free.next = Q - count
         q_used.next = count
 
-    @always_seq(clk.posedge, reset=rst)
-    def pointers():
-        if clear:
-            wp.next = 0
-            rp.next = 0
-            count.next = 0
-        else:
-            if push:
-                if wp == LAST:
-                    wp.next = 0
-                else:
-                    wp.next = wp + 1
-            if pop:
-                if rp == LAST:
-                    rp.next = 0
-                else:
-                    rp.next = rp + 1
-            if push and not pop:
-                count.next = count + 1
-            elif pop and not push:
-                count.next = count - 1
-
-    return qwrite, qhead, pointers
+    return qclear, ring, qstatus
 
 
 def ports(cfg) -> dict:

@@ -222,7 +222,7 @@ def test_fsa_verilog_of_a_non_preset_config_runs_the_generator_process(tmp_path,
     files = verilog_files(out)
     assert {f.name for f in files} >= {"fsa_top.v", "fsa_core.v", "fsa_queue.v"}
     assert fconfig.FSAConfig.from_json(out / "FSAConfig.json") == cfg
-    assert "reg [31:0] qmem [0:16-1];" in (out / "fsa_queue.v").read_text()   # its queue size
+    assert "reg [31:0] fifo0_mem [0:16-1];" in (out / "fsa_queue.v").read_text()   # its queue size
 
 
 @pytest.mark.parametrize("status,exc", [(2, ValueError), (3, RuntimeError)])

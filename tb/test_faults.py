@@ -159,6 +159,13 @@ def build_cases(cfg):
 
     def add(case, **expect):
         case.setdefault("memory", mem)
+        # two random points may coincide (FULL=1): number the repeat so that
+        # no case is dropped by its name
+        names = {c["name"] for c, _ in cases}
+        base, n = case["name"], 2
+        while case["name"] in names:
+            case["name"] = f"{base}-{n}"
+            n += 1
         cases.append((case, expect))
 
     # AXI error responses: first, a middle and the last beat of the instruction
@@ -297,6 +304,7 @@ def build_cases(cfg):
     add({"name": "push-while-running", "kind": "push_running", "max_cycles": 50000,
          "tail": [0xE0000000, 0xFFFFFFFF, 0, 0x40000000]},
         state="done", error="NONE", what="illegal words pushed behind the stop fence while running")
+    assert len({c["name"] for c, _ in cases}) == len(cases), "fault case names must be unique"
     return cases
 
 

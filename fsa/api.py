@@ -66,7 +66,8 @@ from fsa import kernels
 from fsa import numerics as nx
 from fsa.config import FSAConfig
 
-__all__ = ["scaled_dot_product_attention", "AttentionStats", "ENGINES", "DEFAULT_CONFIG"]
+__all__ = ["scaled_dot_product_attention", "AttentionStats", "AttentionJob", "prepare",
+           "engine_for", "ENGINES", "DEFAULT_CONFIG"]
 
 #: the engines, all bit-identical: the golden model and the RTL in two simulators
 ENGINES = ("golden", "verilator", "icarus")
@@ -227,6 +228,138 @@ def _settings(cfg: FSAConfig, scale: float, key_limit: int | None) -> dict[str, 
     return {}
 
 
+# ------------------------------------------------------------------ the job
+@dataclass
+class AttentionJob:
+    """One attention call made ready to run: the program and its inputs.
+
+    Made by :func:`prepare` (``fsa run`` uses it to run the same program on
+    the golden model and on the RTL). Attributes: `cfg`, `program` (None
+    when there is nothing to run: empty inputs), `inputs` (name -> E bits,
+    for :meth:`fsa.engines.Engine.run`), `out_shape` (``[..., S_q, D_v]``),
+    `causal`, `stats` (an :class:`AttentionStats` without the run's figures).
+    """
+
+    cfg: FSAConfig
+    program: Any
+    inputs: dict[str, np.ndarray]
+    out_shape: tuple[int, ...]
+    causal: bool
+    stats: AttentionStats
+
+    def output(self, res) -> np.ndarray:
+        """The caller's output ``[..., S_q, D_v]`` (float64) from a Result
+        (padding dropped); zeros when nothing ran."""
+        if self.program is None:
+            return np.zeros(self.out_shape)
+        st, R = self.stats, self.cfg.sa_rows
+        sq, dv, sq_p = st.shape[0], st.shape[3], st.padded[0]
+        o = nx.to_float64(res.outputs["O"], self.cfg.a_type).reshape(st.heads, sq_p, R)
+        return np.ascontiguousarray(o[:, :sq, :dv]).reshape(self.out_shape)
+
+    def finish(self, res, engine: str) -> AttentionStats:
+        """The stats of a run (`res`: its Result). An untimed engine (the
+        golden model) gets the cycle model's cycles."""
+        st, cfg, prog = self.stats, self.cfg, self.program
+        st.engine = engine
+        if prog is None:
+            return st
+        cycles, cycles_from = res.cycles, "device exec counter"
+        if cycles is None:
+            from fsa import cyclemodel as cm
+
+            cycles, cycles_from = cm.simulate(cfg, prog.instructions).cycles, \
+                "cycle model (fsa/cyclemodel.py)"
+            res.cycles = cycles
+        R, C = cfg.sa_rows, cfg.sa_cols
+        st.cycles, st.cycles_from = cycles, cycles_from
+        st.utilisation = kernels.utilisation(st.flops, cycles, R, C)
+        st.kernel_utilisation = res.utilisation
+        st.counters, st.program, st.result = dict(res.counters), prog, res
+        return st
+
+
+def prepare(query: np.ndarray, key: np.ndarray, value: np.ndarray, is_causal: bool = False,
+            scale: float | None = None, enable_gqa: bool = False, *,
+            config: "FSAConfig | str" = DEFAULT_CONFIG) -> AttentionJob:
+    """Check an attention call on float64 arrays and build its program.
+
+    The shape, scale and config rules of :func:`scaled_dot_product_attention`
+    (which calls this); ValueError / NotImplementedError as it raises them.
+    """
+    cfg = fconfig.get(config)
+    R, C = cfg.sa_rows, cfg.sa_cols
+    q, k, v = query, key, value
+    if min(q.ndim, k.ndim, v.ndim) < 2:
+        raise ValueError(f"fsa.scaled_dot_product_attention: query, key and value must have at "
+                         f"least 2 dimensions [..., S, D], got shapes {list(q.shape)}, "
+                         f"{list(k.shape)}, {list(v.shape)}")
+    sq, d = q.shape[-2:]
+    skv, dv = v.shape[-2:]
+    if k.shape[-1] != d:
+        raise ValueError(f"fsa.scaled_dot_product_attention: key's last dimension ({k.shape[-1]})"
+                         f" must equal the query's ({d})")
+    if k.shape[:-1] != v.shape[:-1]:
+        raise ValueError(f"fsa.scaled_dot_product_attention: key {list(k.shape)} and value "
+                         f"{list(v.shape)} must agree in every dimension but the last")
+    q_lead, kv_lead = q.shape[:-2], k.shape[:-2]
+    kv_map = _kv_map(q_lead, kv_lead, bool(enable_gqa))
+    if d == 0:
+        raise ValueError("fsa.scaled_dot_product_attention: the head dimension D is 0")
+    for name, x in (("D (query/key)", d), ("D_v (value)", dv)):
+        if x > R:
+            raise ValueError(f"fsa.scaled_dot_product_attention: head dimension {name} = {x} "
+                             f"exceeds the array rows R = {R} of {cfg.name}; use D <= {R} or a "
+                             f"config with sa_rows >= {x}{_fitting_configs(x)}")
+    if is_causal and R != C:
+        raise ValueError(f"fsa.scaled_dot_product_attention: is_causal needs a square array "
+                         f"(R == C); {cfg.name} is {R}x{C}")
+    sc = _check_scale(scale, d)
+    heads, kv_heads = len(kv_map), math.prod(kv_lead)
+    stats = AttentionStats("", cfg.name, heads, kv_heads, (sq, skv, d, dv), scale=sc)
+    out_shape = tuple(q_lead) + (sq, dv)
+    if heads == 0 or sq == 0 or dv == 0 or skv == 0:     # torch: empty, or zeros when S_kv = 0
+        return AttentionJob(cfg, None, {}, out_shape, bool(is_causal), stats)
+
+    sq_p, skv_p = -(-sq // C) * C, -(-skv // R) * R
+    hidden = bool(is_causal) and sq <= skv       # padded keys lie beyond every real query
+    key_limit = None if skv_p == skv or hidden else skv - (skv_p - R)
+    settings = _settings(cfg, sc, key_limit)
+    prog = kernels.attention(cfg, sq_p, skv_p, causal=bool(is_causal), heads=heads,
+                             kv_heads=kv_heads, kv_map=[int(x) for x in kv_map])
+
+    from fsa.report import conversion_overflow
+
+    def padded(x: np.ndarray, n: int, s: int, s_p: int, width: int) -> np.ndarray:
+        buf = np.zeros((n, s_p, R))
+        buf[:, :s, :width] = x.reshape(n, s, width)
+        return nx.from_float64(buf.reshape(n * s_p, R), cfg.e_type)
+
+    for name, x in (("query", q), ("key", k), ("value", v)):
+        stats.inputs[name] = conversion_overflow(x, cfg.e_type)
+    inputs = {"Q": padded(q, heads, sq, sq_p, d), "K": padded(k, kv_heads, skv, skv_p, d),
+              "V": padded(v, kv_heads, skv, skv_p, dv)}
+    pairs = kernels.attention_flops(sq, skv, 1, bool(is_causal)) // 4
+    stats.flops = heads * pairs * 2 * (d + dv)
+    stats.padded, stats.key_limit, stats.settings = (sq_p, skv_p, R), key_limit, settings
+    stats.key_blocks, stats.words = prog.meta["key_blocks"], len(prog.words())
+    return AttentionJob(cfg, prog, inputs, out_shape, bool(is_causal), stats)
+
+
+def engine_for(cfg: FSAConfig, engine: str, prog, progress=None, **kw):
+    """The :mod:`fsa.engines` engine called `engine` for `prog`."""
+    from fsa.engines import GoldenEngine, SimEngine
+
+    if engine not in ENGINES:
+        raise ValueError(f"fsa.scaled_dot_product_attention: engine must be one of {ENGINES}, "
+                         f"got {engine!r}")
+    if engine == "golden":
+        return GoldenEngine(cfg, progress=progress)
+    # a generous cycle limit: the slowest preset needs about 100 cycles a key block
+    kw.setdefault("max_cycles", max(1_000_000, 50 * cfg.sa_rows * prog.meta["key_blocks"]))
+    return SimEngine(cfg, sim=engine, progress=progress, **kw)
+
+
 # ------------------------------------------------------------------ the call
 def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: Any = None,
                                  dropout_p: float = 0.0, is_causal: bool = False,
@@ -269,96 +402,19 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
     if engine not in ENGINES:
         raise ValueError(f"fsa.scaled_dot_product_attention: engine must be one of {ENGINES}, "
                          f"got {engine!r}")
-    cfg = fconfig.get(config)
-    R, C = cfg.sa_rows, cfg.sa_cols
     arrays = [_as_array(n, x) for n, x in (("query", query), ("key", key), ("value", value))]
     (q, dtype), (k, kdt), (v, vdt) = arrays
     if not dtype == kdt == vdt:
         raise ValueError(f"fsa.scaled_dot_product_attention: query, key and value must have the "
                          f"same dtype, got {dtype}, {kdt} and {vdt}")
-    if min(q.ndim, k.ndim, v.ndim) < 2:
-        raise ValueError(f"fsa.scaled_dot_product_attention: query, key and value must have at "
-                         f"least 2 dimensions [..., S, D], got shapes {list(q.shape)}, "
-                         f"{list(k.shape)}, {list(v.shape)}")
-    sq, d = q.shape[-2:]
-    skv, dv = v.shape[-2:]
-    if k.shape[-1] != d:
-        raise ValueError(f"fsa.scaled_dot_product_attention: key's last dimension ({k.shape[-1]})"
-                         f" must equal the query's ({d})")
-    if k.shape[:-1] != v.shape[:-1]:
-        raise ValueError(f"fsa.scaled_dot_product_attention: key {list(k.shape)} and value "
-                         f"{list(v.shape)} must agree in every dimension but the last")
-    q_lead, kv_lead = q.shape[:-2], k.shape[:-2]
-    kv_map = _kv_map(q_lead, kv_lead, bool(enable_gqa))
-    if d == 0:
-        raise ValueError("fsa.scaled_dot_product_attention: the head dimension D is 0")
-    for name, x in (("D (query/key)", d), ("D_v (value)", dv)):
-        if x > R:
-            raise ValueError(f"fsa.scaled_dot_product_attention: head dimension {name} = {x} "
-                             f"exceeds the array rows R = {R} of {cfg.name}; use D <= {R} or a "
-                             f"config with sa_rows >= {x}{_fitting_configs(x)}")
-    if is_causal and R != C:
-        raise ValueError(f"fsa.scaled_dot_product_attention: is_causal needs a square array "
-                         f"(R == C); {cfg.name} is {R}x{C}")
-    sc = _check_scale(scale, d)
-    heads, kv_heads = len(kv_map), math.prod(kv_lead)
-    stats = AttentionStats(engine, cfg.name, heads, kv_heads, (sq, skv, d, dv), scale=sc)
-    out_shape = tuple(q_lead) + (sq, dv)
-    if heads == 0 or sq == 0 or dv == 0 or skv == 0:     # torch: empty, or zeros when S_kv = 0
-        out = torch.zeros(out_shape, dtype=dtype)
-        return (out, stats) if return_stats else out
-
-    sq_p, skv_p = -(-sq // C) * C, -(-skv // R) * R
-    hidden = bool(is_causal) and sq <= skv       # padded keys lie beyond every real query
-    key_limit = None if skv_p == skv or hidden else skv - (skv_p - R)
-    settings = _settings(cfg, sc, key_limit)
-    prog = kernels.attention(cfg, sq_p, skv_p, causal=bool(is_causal), heads=heads,
-                             kv_heads=kv_heads, kv_map=[int(x) for x in kv_map])
-
-    from fsa.report import conversion_overflow
-
-    def padded(x: np.ndarray, n: int, s: int, s_p: int, width: int) -> np.ndarray:
-        buf = np.zeros((n, s_p, R))
-        buf[:, :s, :width] = x.reshape(n, s, width)
-        return nx.from_float64(buf.reshape(n * s_p, R), cfg.e_type)
-
-    for name, x in (("query", q), ("key", k), ("value", v)):
-        stats.inputs[name] = conversion_overflow(x, cfg.e_type)
-        if stats.inputs[name]["overflow"]:
-            warnings.warn(f"fsa.scaled_dot_product_attention: {stats.inputs[name]['overflow']} "
-                          f"finite values of {name} overflow {cfg.e_type} and became +-inf",
+    job = prepare(q, k, v, is_causal, scale, enable_gqa, config=config)
+    for name, conv in job.stats.inputs.items():
+        if conv["overflow"]:
+            warnings.warn(f"fsa.scaled_dot_product_attention: {conv['overflow']} finite values "
+                          f"of {name} overflow {job.cfg.e_type} and became +-inf",
                           RuntimeWarning, stacklevel=2)
-    inputs = {"Q": padded(q, heads, sq, sq_p, d), "K": padded(k, kv_heads, skv, skv_p, d),
-              "V": padded(v, kv_heads, skv, skv_p, dv)}
-    res = _engine(cfg, engine, prog).run(prog, inputs)
-
-    o = nx.to_float64(res.outputs["O"], cfg.a_type).reshape(heads, sq_p, R)[:, :sq, :dv]
-    out = torch.from_numpy(np.ascontiguousarray(o).reshape(out_shape)).to(dtype)
-    if not return_stats:
-        return out
-    cycles, cycles_from = res.cycles, "device exec counter"
-    if cycles is None:
-        from fsa import cyclemodel as cm
-
-        cycles, cycles_from = cm.simulate(cfg, prog.instructions).cycles, \
-            "cycle model (fsa/cyclemodel.py)"
-        res.cycles = cycles
-    pairs = kernels.attention_flops(sq, skv, 1, bool(is_causal)) // 4
-    stats.flops = heads * pairs * 2 * (d + dv)
-    stats.padded, stats.key_limit, stats.settings = (sq_p, skv_p, R), key_limit, settings
-    stats.cycles, stats.cycles_from = cycles, cycles_from
-    stats.utilisation = kernels.utilisation(stats.flops, cycles, R, C)
-    stats.kernel_utilisation = res.utilisation
-    stats.counters, stats.key_blocks = dict(res.counters), prog.meta["key_blocks"]
-    stats.words, stats.program, stats.result = len(prog.words()), prog, res
-    return out, stats
-
-
-def _engine(cfg: FSAConfig, engine: str, prog):
-    from fsa.engines import GoldenEngine, SimEngine
-
-    if engine == "golden":
-        return GoldenEngine(cfg)
-    # a generous cycle limit: the slowest preset needs about 100 cycles a key block
-    limit = max(1_000_000, 50 * cfg.sa_rows * prog.meta["key_blocks"])
-    return SimEngine(cfg, sim=engine, max_cycles=limit)
+    res = None
+    if job.program is not None:
+        res = engine_for(job.cfg, engine, job.program).run(job.program, job.inputs)
+    out = torch.from_numpy(job.output(res)).to(dtype)
+    return (out, job.finish(res, engine)) if return_stats else out

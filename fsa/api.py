@@ -281,11 +281,14 @@ class AttentionJob:
 
 def prepare(query: np.ndarray, key: np.ndarray, value: np.ndarray, is_causal: bool = False,
             scale: float | None = None, enable_gqa: bool = False, *,
-            config: "FSAConfig | str" = DEFAULT_CONFIG) -> AttentionJob:
+            config: "FSAConfig | str" = DEFAULT_CONFIG, before_build=None) -> AttentionJob:
     """Check an attention call on float64 arrays and build its program.
 
     The shape, scale and config rules of :func:`scaled_dot_product_attention`
     (which calls this); ValueError / NotImplementedError as it raises them.
+    `before_build(stats)`, if given, is called with the checked shape
+    (``stats.heads``, ``stats.padded`` ...) before the program is built,
+    e.g. to refuse a run too large for the golden model.
     """
     cfg = fconfig.get(config)
     R, C = cfg.sa_rows, cfg.sa_cols
@@ -325,6 +328,9 @@ def prepare(query: np.ndarray, key: np.ndarray, value: np.ndarray, is_causal: bo
     hidden = bool(is_causal) and sq <= skv       # padded keys lie beyond every real query
     key_limit = None if skv_p == skv or hidden else skv - (skv_p - R)
     settings = _settings(cfg, sc, key_limit)
+    stats.padded, stats.key_limit, stats.settings = (sq_p, skv_p, R), key_limit, settings
+    if before_build is not None:
+        before_build(stats)
     prog = kernels.attention(cfg, sq_p, skv_p, causal=bool(is_causal), heads=heads,
                              kv_heads=kv_heads, kv_map=[int(x) for x in kv_map])
 
@@ -341,7 +347,6 @@ def prepare(query: np.ndarray, key: np.ndarray, value: np.ndarray, is_causal: bo
               "V": padded(v, kv_heads, skv, skv_p, dv)}
     pairs = kernels.attention_flops(sq, skv, 1, bool(is_causal)) // 4
     stats.flops = heads * pairs * 2 * (d + dv)
-    stats.padded, stats.key_limit, stats.settings = (sq_p, skv_p, R), key_limit, settings
     stats.key_blocks, stats.words = prog.meta["key_blocks"], len(prog.words())
     return AttentionJob(cfg, prog, inputs, out_shape, bool(is_causal), stats)
 

@@ -94,14 +94,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     cfg = config.get(args.config)
     t0 = time.perf_counter()
     q, k, v = _load_run_inputs(args, cfg)
-    job = api.prepare(q, k, v, args.causal, args.scale, args.gqa, config=cfg)
+
+    def fits(st) -> None:          # before the program is built (that takes time too)
+        _check_golden_fits(cfg, st.padded[0], st.padded[1], args.causal, args.force, st.heads)
+
+    job = api.prepare(q, k, v, args.causal, args.scale, args.gqa, config=cfg, before_build=fits)
     st = job.stats
     if job.program is None:
         raise ValueError(f"nothing to compute: the inputs {list(q.shape)}, {list(k.shape)}, "
                          f"{list(v.shape)} give an empty output")
     sq, skv, d, dv = st.shape
     sq_p, skv_p, _ = st.padded
-    _check_golden_fits(cfg, sq_p, skv_p, args.causal, args.force, st.heads)
     prog, inputs = job.program, job.inputs
     conv = {n: st.inputs[long] for n, long in (("Q", "query"), ("K", "key"), ("V", "value"))}
     for n in "QKV":

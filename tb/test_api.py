@@ -53,3 +53,21 @@ def test_rtl_equals_golden_for_many_heads(qs, kvs, causal, gqa):
     stats = error_stats(rtl.double().numpy(), ref)
     ok, why = bounds_verdict(stats, bound_scale(vn.numpy()), "fp16")
     assert ok, (why, stats)
+
+
+def test_readme_snippet_runs(capsys):
+    """The README's `fsa.scaled_dot_product_attention` snippet, verbatim
+    (golden model and Verilator)."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = text.split("## Use it like torch", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    exec(compile(code, "README.md", "exec"), {})
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("torch.Size([2, 4, 24, 8]) torch.float32")
+    err = float(re.search(r"tensor\(([0-9.e-]+)\)", lines[0]).group(1))
+    assert err < 5e-3        # the fp16 max-abs bound (s = 1: max|V| < 4 for this seed)
+    cycles, util, heads = lines[1].split()
+    assert int(cycles) > 0 and 0 < float(util) < 1 and heads == "8"

@@ -68,6 +68,6 @@ def test_readme_snippet_runs(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("torch.Size([2, 4, 24, 8]) torch.float32")
     err = float(re.search(r"tensor\(([0-9.e-]+)\)", lines[0]).group(1))
-    assert err < 5e-3        # the fp16 max-abs bound (s = 1: max|V| < 4 for this seed)
+    assert err < 5e-3        # within the fp16 max-abs bound 5e-3 s (s = 1.02 for this seed)
     cycles, util, heads = lines[1].split()
     assert int(cycles) > 0 and 0 < float(util) < 1 and heads == "8"

@@ -111,7 +111,7 @@ def waves_enabled() -> bool:
 #: a bench needs but that is not listed is not found by cocotb (the bench fails
 #: with an AttributeError naming it): add it here.
 VPI_PUBLIC: dict[str, dict[str, tuple[str, ...]]] = {
-    # the device benches (tb/tb_top.py, tb/device.py) touch only the top ports
+    # the device benches (fsa/harness/tb_top.py, fsa/harness/device.py) touch only the top ports
     "fsa_top": {"fsa_top": ("*",)},
     # tb/tb_core.py: its ports, the matrix controller's handshake (issue
     # times) and the dispatch's pending registers (the watchdog's report)

@@ -46,11 +46,12 @@ def checkout_root(package_root: "Path | None" = None) -> "Path | None":
 def cache_dir(env: "Mapping[str, str] | None" = None) -> Path:
     """The cache folder of an installed ``fsa``: ``$FSA_CACHE``, else
     ``$XDG_CACHE_HOME/fsa``, else ``~/.cache/fsa`` (`env`: default
-    ``os.environ``; empty values count as unset).  Not created here."""
+    ``os.environ``; empty values count as unset, and so does a relative
+    ``$XDG_CACHE_HOME``, as the XDG specification says).  Not created here."""
     env = os.environ if env is None else env
     if env.get("FSA_CACHE"):
         return Path(env["FSA_CACHE"]).expanduser().resolve()
-    if env.get("XDG_CACHE_HOME"):
+    if env.get("XDG_CACHE_HOME") and Path(env["XDG_CACHE_HOME"]).expanduser().is_absolute():
         return (Path(env["XDG_CACHE_HOME"]).expanduser() / "fsa").resolve()
     return (Path.home() / ".cache" / "fsa").resolve()
 

@@ -22,7 +22,8 @@
   are made public, by a Verilator configuration file (:func:`public_text`)
   that is part of the build's cache key.  Other tops keep cocotb's default.
 
-Environment knobs: ``SIM`` (verilator|icarus), ``WAVES=1``, ``SEED``.
+Environment knobs: ``SIM`` (verilator|icarus), ``WAVES=1``, ``SEED``;
+``FSA_CACHE`` (an installed ``fsa`` only: where ``sims/`` goes, fsa.paths).
 """
 from __future__ import annotations
 

@@ -66,6 +66,7 @@ def test_an_installation_uses_the_cache_folder(tmp_path):
     home_default = (Path.home() / ".cache" / "fsa").resolve()
     assert paths.work_root(site, {}) == home_default
     assert paths.work_root(site, {"FSA_CACHE": ""}) == home_default
+    assert paths.work_root(site, {"XDG_CACHE_HOME": "relative/x"}) == home_default
     assert paths.work_root(site, {"XDG_CACHE_HOME": str(tmp_path / "xdg")}) == \
         (tmp_path / "xdg" / "fsa").resolve()
     env = {"XDG_CACHE_HOME": str(tmp_path / "xdg"), "FSA_CACHE": str(tmp_path / "mine")}

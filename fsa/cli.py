@@ -546,7 +546,8 @@ def main(argv: "list[str] | None" = None) -> int:
 
     p = sub.add_parser("verilog", help="generate Verilog for a config into gen/<config>/")
     p.add_argument("config")
-    p.add_argument("--out", help="output folder (default gen/<config>)")
+    p.add_argument("--out", help="output folder (default gen/<config> of the checkout; "
+                                 "installed: of the cache folder, $FSA_CACHE)")
     p.add_argument("--force", action="store_true", help="regenerate even if up to date")
     p.set_defaults(func=_cmd_verilog)
 

@@ -375,42 +375,61 @@ def _cmd_plan_show(args: argparse.Namespace) -> int:
     return 0
 
 
-DIRECT_LIMIT = 20_000     # key blocks up to which `fsa predict` runs the model on the program
-
-
 def _cmd_predict(args: argparse.Namespace) -> int:
-    from fsa import config, cyclemodel as cm, kernels
+    from fsa import config
+    from fsa.predict import predict
 
     cfg = config.with_axi_bits(args.config, args.axi_bits) if args.axi_bits else config.get(args.config)
-    R, C = cfg.sa_rows, cfg.sa_cols
-    dma = cm.IDEAL_DMA if args.free_dma else cm.DEFAULT_DMA
-    nq, nk = cm.block_counts(cfg, args.seq_q, args.seq_kv, args.causal)   # checks the shape
-    steps = cm.attention_steps(nq, nk, args.causal)
-    flops = kernels.attention_flops(args.seq_q, args.seq_kv, R, args.causal)
-    ss = cm.steady_state(cfg, dma)
-    if steps <= DIRECT_LIMIT:
-        prog = kernels.attention(cfg, args.seq_q, args.seq_kv, causal=args.causal, check=False)
-        n_words = len(prog.words())
-        cycles = cm.simulate(cfg, prog.instructions, dma).cycles
-        how = f"model run on the {n_words}-word program"
-        if n_words > cfg.inst_queue_size:
-            how += (f" (longer than the {cfg.inst_queue_size}-word queue: the model assumes the "
-                    "host keeps the queue full)")
-    else:
-        cycles = round(cm.predict_cycles(cfg, args.seq_q, args.seq_kv, args.causal, ss))
-        how = (f"steady-state extrapolation ({steps} key-block steps > {DIRECT_LIMIT}: "
-               f"{ss['per_key_block']:g} cycles per key block, {ss['per_query_block']:g} per "
-               "query block" + ("; causal diagonal blocks costed as full ones" if args.causal
-                                else "") + ")")
-    print(f"{cfg.name}: seq_q={args.seq_q} seq_kv={args.seq_kv} d={R}"
+    p = predict(cfg, args.seq_q, args.seq_kv, args.causal, args.free_dma)
+    print(f"{cfg.name}: seq_q={args.seq_q} seq_kv={args.seq_kv} d={cfg.sa_rows}"
           f"{' causal' if args.causal else ''}, DMA: "
           f"{'free (matrix schedule alone)' if args.free_dma else f'{cfg.axi_data_bits}-bit AXI, calibrated on the RTL'}")
-    print(f"  cycles            {cycles}   ({how})")
-    print(f"  FLOPs             {flops}   (useful: 4d per (query, key) pair the mask keeps)")
-    print(f"  utilisation       {kernels.utilisation(flops, cycles, R, C):.4f}   "
-          f"(FLOPs / (cycles x 2RC))")
-    print(f"  per key block     {ss['per_key_block']:g} cycles (reference schedule "
-          f"{cm.reference_period(R, C, cfg.exp2_pieces)})")
+    print(f"  cycles            {p['cycles']}   ({p['how']})")
+    print(f"  FLOPs             {p['flops']}   (useful: 4d per (query, key) pair the mask keeps)")
+    print(f"  utilisation       {p['utilisation']:.4f}   (FLOPs / (cycles x 2RC))")
+    print(f"  per key block     {p['per_key_block']:g} cycles (reference schedule "
+          f"{p['reference_period']})")
+    return 0
+
+
+def _csv_list(item):
+    """argparse type: a comma-separated list of `item`."""
+    def parse(text: str) -> list:
+        parts = [t.strip() for t in text.split(",") if t.strip()]
+        if not parts:
+            raise argparse.ArgumentTypeError("expected a comma-separated list")
+        return [item(t) for t in parts]
+    return parse
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from fsa import config, sweep
+
+    for name in args.configs:
+        config.get(name)                            # unknown presets: exit 2 before any work
+    if args.plots:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise ValueError("--plots needs matplotlib (pip install -e '.[bench]')") from None
+    causal = {"no": [False], "yes": [True], "both": [False, True]}[args.causal]
+    pts = sweep.points(args.configs, args.lengths, args.pieces, args.axi_bits, causal)
+    _say(f"sweep: {len(pts)} points" + (" (serial)" if args.serial else " on Dask"))
+    try:
+        rows = sweep.run(pts, accuracy_len=args.accuracy, area=args.area, scheduler=args.scheduler,
+                         workers=args.workers, serial=args.serial, progress=_say)
+    except RuntimeError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    for path in sweep.write_table(rows, args.out):
+        _say(f"wrote {path}")
+    if args.plots:
+        for path in sweep.write_plots(rows, args.plots):
+            _say(f"wrote {path}")
+    bad = [r for r in rows if r["error"]]
+    if bad:
+        _say(f"{len(bad)} of {len(rows)} points are invalid configurations or shapes "
+             "(their `error` column says why)")
     return 0
 
 
@@ -423,7 +442,8 @@ def main(argv: "list[str] | None" = None) -> int:
 
     p = sub.add_parser("verilog", help="generate Verilog for a config into gen/<config>/")
     p.add_argument("config")
-    p.add_argument("--out", help="output folder (default gen/<config>)")
+    p.add_argument("--out", help="output folder (default gen/<config> of the checkout; "
+                                 "installed: of the cache folder, $FSA_CACHE)")
     p.add_argument("--force", action="store_true", help="regenerate even if up to date")
     p.set_defaults(func=_cmd_verilog)
 
@@ -507,6 +527,28 @@ def main(argv: "list[str] | None" = None) -> int:
     p.add_argument("--free-dma", action="store_true",
                    help="DMA costs nothing: the matrix schedule alone")
     p.set_defaults(func=_cmd_predict)
+
+    p = sub.add_parser("sweep", help="design-space sweep on Dask: configs x lengths x P x AXI "
+                       "width through the cycle model (optionally accuracy through the golden "
+                       "model and PE area from Yosys); one table and plots")
+    p.add_argument("--configs", required=True, type=_csv_list(str),
+                   help="comma-separated presets, e.g. FSA4X4Fp16Config,FSA16X16Fp16Config")
+    p.add_argument("--lengths", required=True, type=_csv_list(_positive_int),
+                   help="comma-separated sequence lengths (seq_q = seq_kv)")
+    p.add_argument("--pieces", type=_csv_list(_positive_int), default=[None],
+                   help="comma-separated exp2 pieces P (default: each preset's)")
+    p.add_argument("--axi-bits", type=_csv_list(_positive_int), default=[None],
+                   help="comma-separated AXI data widths (default: each preset's)")
+    p.add_argument("--causal", choices=["no", "yes", "both"], default="no")
+    p.add_argument("--accuracy", type=_nonnegative_int, default=0, metavar="N",
+                   help="also the golden model's error against torch, at min(length, N)")
+    p.add_argument("--area", action="store_true", help="also the PE's Yosys cell count")
+    p.add_argument("--scheduler", help="Dask scheduler address (default: a local cluster)")
+    p.add_argument("--workers", type=_positive_int, help="local cluster workers (default: cores)")
+    p.add_argument("--serial", action="store_true", help="no Dask: evaluate in this process")
+    p.add_argument("--out", default="sweep.csv", help="table (CSV; Markdown beside it)")
+    p.add_argument("--plots", help="folder for plots (needs matplotlib)")
+    p.set_defaults(func=_cmd_sweep)
 
     args = ap.parse_args(argv)
     from fsa.simrun import SimulationError

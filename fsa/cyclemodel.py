@@ -150,7 +150,7 @@ class _Feed:
         return c >= self.arrival()
 
 
-#: The cocotb harness as a host (tb/device.py ``Device.run``: cocotbext-axi
+#: The cocotb harness as a host (fsa/harness/device.py ``Device.run``: cocotbext-axi
 #: ``AxiLiteMaster``, one push at a time, the words beyond the queue's depth
 #: pushed from ``start`` on): fitted on seven FSA4X4Fp16Config attention
 #: programs of 329 to 1201 words on Verilator (the only pair in first -5..29,

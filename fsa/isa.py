@@ -79,7 +79,7 @@ from fsa.hw import isa as hwisa
 __all__ = [
     "MxFunc", "DmaFunc", "InstrType", "Fence", "Matrix", "Dma", "Instruction",
     "encode", "decode", "disassemble", "to_bytes", "from_bytes", "words_of",
-    "RESERVED_MASKS", "SIZES",
+    "RESERVED_MASKS", "SIZES", "IllegalInstruction", "decode_device",
 ]
 
 
@@ -451,3 +451,61 @@ def from_bytes(b: "bytes | bytearray | memoryview") -> list[int]:
         raise ValueError(f"instruction image length {len(b)} bytes is not a multiple of 4 "
                          f"({len(b) % 4} trailing bytes)")
     return [int.from_bytes(b[i:i + 4], "little") for i in range(0, len(b), 4)]
+
+
+class IllegalInstruction(ValueError):
+    """An instruction the device rejects while running: `code` is the
+    device's error name (``ILLEGAL_TYPE`` or ``ILLEGAL_FUNC``,
+    ``fsa/hw/errors.py``)."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+def decode_device(words: Sequence[int], start: int) -> "tuple[Instruction, int] | None":
+    """Decode the one instruction at word `start` as the device's decoder
+    does (``rtl/fsa_decode.py``), for models that run a word stream
+    instruction by instruction.
+
+    Unlike :func:`decode` (strict, for tools), this follows the hardware:
+    reserved bits are ignored, a DMA with ``repeat`` or ``size`` 0 is legal
+    and moves nothing (the returned :class:`Dma` then carries that 0, outside
+    the dataclass's documented range), and a stream that ends inside an
+    instruction is not an error (the device waits for its remaining words).
+
+    Returns:
+        ``(instruction, words it takes)``, or None when the stream ends at
+        or inside the instruction.
+
+    Raises:
+        IllegalInstruction: an unknown type in word 0 (``ILLEGAL_TYPE``,
+            reported as soon as word 0 is seen) or, for a complete
+            instruction, an unknown function code (``ILLEGAL_FUNC``).
+    """
+    if start >= len(words):
+        return None
+    w0 = int(words[start]) & 0xFFFF_FFFF
+    t = hwisa.TYPE_FIELD.extract([w0])
+    try:
+        typ = InstrType(t)
+    except ValueError:
+        raise IllegalInstruction("ILLEGAL_TYPE", f"word {start} (0x{w0:08x}): unknown "
+                                 f"instruction type {t}") from None
+    n = SIZES[typ]
+    if start + n > len(words):
+        return None
+    chunk = [(int(w) & 0xFFFF_FFFF) & ~mask for w, mask in
+             zip(words[start:start + n], RESERVED_MASKS[typ])]
+    cls = _CLASS_OF[typ]
+    kw = {f.name: f.extract(chunk) for f in _LAYOUT[cls]}
+    if "func" in kw:
+        enum_cls = MxFunc if cls is Matrix else DmaFunc
+        if kw["func"] not in enum_cls._value2member_map_:
+            raise IllegalInstruction("ILLEGAL_FUNC", f"word {start} (0x{w0:08x}): unknown "
+                                     f"{typ.name.lower()} function code {kw['func']}")
+    idle = {k: kw[k] for k in ("repeat", "size") if cls is Dma and kw[k] == 0}
+    ins = cls(**{**kw, **{k: 1 for k in idle}})
+    for k, v in idle.items():
+        object.__setattr__(ins, k, v)          # the device's no-op DMA
+    return ins, n

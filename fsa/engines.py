@@ -16,8 +16,8 @@ run, and return an :class:`Execution` (a memory reader, counters, cycles).
   count (``fsa run --sim golden`` takes its cycles from :mod:`fsa.cyclemodel`).
 * :class:`SimEngine` -- the RTL (``fsa_top``) in Verilator or Icarus, driven
   over AXI by cocotb (:func:`fsa.simdev.run_on_device`, ``tb/tb_top.py``):
-  ``execute`` loads the image into the AXI RAM, pushes the words into the
-  instruction queue (what does not fit, during the run), starts the device,
+  ``execute`` loads the image into the AXI RAM, writes the program's
+  ``settings`` registers, pushes the words into the instruction queue (what does not fit, during the run), starts the device,
   waits for done (or error: :class:`DeviceError`), dumps the program's output
   regions and returns them with the device counters (``exec`` = cycles,
   ``bubble``, ``mx_active`` ...).
@@ -354,7 +354,7 @@ class SimEngine(Engine):
             regions = program.output_regions()
             res = run_on_device(self.cfg, words, image, regions, sim=self.sim,
                                 max_cycles=self.max_cycles, pauses=self.pauses, seed=self.seed,
-                                progress=self.progress)
+                                progress=self.progress, settings=program.settings)
         finally:
             if self.waves:
                 if old is None:

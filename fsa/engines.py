@@ -12,12 +12,14 @@ run, and return an :class:`Execution` (a memory reader, counters, cycles).
   one head or several) run on the vectorised model
   :func:`fsa.golden.fast.attention` (all heads at once, on its heads axis), anything
   else (or with ``machine=True``) on the instruction-level model
-  (:class:`fsa.golden.machine.Machine`); both give the same bits. No cycle
+  (:class:`fsa.golden.machine.Machine`); both give the same bits and apply
+  the program's ``settings`` (the setting registers) as the host would. No cycle
   count (``fsa run --sim golden`` takes its cycles from :mod:`fsa.cyclemodel`).
 * :class:`SimEngine` -- the RTL (``fsa_top``) in Verilator or Icarus, driven
   over AXI by cocotb (:func:`fsa.simdev.run_on_device`, ``fsa/harness/tb_top.py``):
-  ``execute`` loads the image into the AXI RAM, pushes the words into the
-  instruction queue (what does not fit, during the run), starts the device,
+  ``execute`` loads the image into the AXI RAM, writes the program's
+  ``settings`` registers, pushes the words into the instruction queue (what
+  does not fit, during the run), starts the device,
   waits for done (or error: :class:`DeviceError`), dumps the program's output
   regions and returns them with the device counters (``exec`` = cycles,
   ``bubble``, ``mx_active`` ...).
@@ -50,6 +52,7 @@ from fsa import config as fconfig
 from fsa import kernels
 from fsa import numerics as nx
 from fsa.config import FSAConfig
+from fsa.hw.regs import setting_defaults
 from fsa.isa import Dma, Fence, Matrix
 from fsa.kernel import KernelError, Program, memory_reader
 
@@ -237,7 +240,27 @@ class GoldenEngine(Engine):
         g = m.get("kv_heads", h)
         return (len(kv_map) == h and all(0 <= x < g for x in kv_map)
                 and t["Q"].shape == (h * sq, R) and t["K"].shape == (g * skv, R)
-                and t["Vt"].shape == (R, g * skv) and t["Ot"].shape == (R, h * sq))
+                and t["Vt"].shape == (R, g * skv) and t["Ot"].shape == (R, h * sq)
+                and GoldenEngine._mask_keys_on_last_blocks(program))
+
+    @staticmethod
+    def _mask_keys_on_last_blocks(program: Program) -> bool:
+        """The fast model masks keys (``mask_keys``) exactly on the scores of
+        the last key block: True if the program's ATTENTION_SCOREs (in the
+        kernel's (query block, key block) order, head after head) set the
+        flag there and only there, or nowhere."""
+        from fsa.isa import MxFunc
+
+        flags = [i.mask_keys for i in program.instructions
+                 if isinstance(i, Matrix) and i.func == MxFunc.ATTENTION_SCORE]
+        if not any(flags):
+            return True
+        m, cfg = program.meta, program.cfg
+        n_qb, n_kb = m["seq_q"] // cfg.sa_cols, m["seq_kv"] // cfg.sa_rows
+        js = [j for i in range(n_qb)
+              for j in range((min(i, n_kb - 1) if m.get("causal") else n_kb - 1) + 1)]
+        js *= m.get("heads", 1)
+        return len(js) == len(flags) and all(f == (j == n_kb - 1) for f, j in zip(flags, js))
 
     def execute(self, program: Program, words: list[int],
                 image: list[tuple[int, bytes]]) -> Execution:
@@ -247,6 +270,8 @@ class GoldenEngine(Engine):
 
         self.last_path = "machine"
         m = Machine(self.cfg)
+        for name, value in program.settings.items():     # the host's writes before the start
+            m.write_setting(name, value)
         for addr, b in image:
             m.mem.write(addr, b)
         say = self.progress
@@ -282,7 +307,11 @@ class GoldenEngine(Engine):
         q = tensor("Q").reshape(h, sq, R)
         k = tensor("K").reshape(-1, skv, R)[kv_map]
         v = tensor("Vt").T.reshape(-1, skv, R)[kv_map]
-        o = fast.attention(self.cfg, q, k, v, causal=m["causal"], progress=tick)
+        st = dict(setting_defaults(self.cfg), **program.settings)
+        masks = any(isinstance(i, Matrix) and i.mask_keys for i in program.instructions)
+        o = fast.attention(self.cfg, q, k, v, causal=m["causal"], progress=tick,
+                           scale_bits=(st["scale_e"], st["scale_a"]),
+                           key_limit=st["key_limit"] if masks else None)
         o = o.reshape(h * sq, R)
         t = program.tensors["Ot"]
         buf = np.zeros((t.shape[0], t.row_stride), np.uint8)
@@ -341,7 +370,7 @@ class SimEngine(Engine):
             regions = program.output_regions()
             res = run_on_device(self.cfg, words, image, regions, sim=self.sim,
                                 max_cycles=self.max_cycles, pauses=self.pauses, seed=self.seed,
-                                progress=self.progress)
+                                progress=self.progress, settings=program.settings)
         finally:
             if self.waves:
                 if old is None:

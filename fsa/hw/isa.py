@@ -33,6 +33,7 @@ matrix          func                0 [15:11]       0..4 (fsa.isa.MxFunc)
                 acc_stride          2 [11:7]        -16..15
                 zero                2 [6]           flag
                 causal              2 [5]           flag
+                mask_keys           2 [4]           flag: key-limit mask (ATTENTION_SCORE)
 DMA             func                0 [15:12]       0..1 (fsa.isa.DmaFunc)
                 repeat              0 [11:3]        1..511 rows
                 sram_addr           1 [31:12]       0..2^20-1
@@ -47,6 +48,11 @@ Every bit no field covers is reserved: encoded as 0, and a stream with a
 reserved bit set is rejected (:data:`RESERVED_MASKS`, computed from the
 table).  The semaphores are :data:`SEM_IDS` registers of
 :data:`SEM_VALUE_BITS` bits (the widths of ``sem_id`` and the values).
+
+``mask_keys`` (ATTENTION_SCORE): mask (to -inf, like ``causal``) every score
+whose key index within the block (the k-th key row the instruction reads) is
+``>= key_limit``, the run-time register of ``fsa.hw.regs``; combined with
+the causal mask when both are set.  Other functions ignore it.
 
 ``fsa/isa.py`` encodes and decodes with this table; the hardware decoder
 (``rtl/fsa_decode.py``, ``rtl/fsa_dispatch.py``) slices the words with it.
@@ -152,7 +158,7 @@ FIELDS: dict[str, tuple[Field, ...]] = {
         _f("spad_addr", 1, 31, 12), _f("spad_stride", 1, 11, 7, signed=True),
         _f("rev_input", 1, 6), _f("rev_output", 1, 5), _f("delay_output", 1, 4),
         _f("acc_addr", 2, 31, 12), _f("acc_stride", 2, 11, 7, signed=True),
-        _f("zero", 2, 6), _f("causal", 2, 5)),
+        _f("zero", 2, 6), _f("causal", 2, 5), _f("mask_keys", 2, 4)),
     "DMA": _SEM + (
         _f("func", 0, 15, 12, hi_val=len(DMA_FUNCS) - 1), _f("repeat", 0, 11, 3, lo_val=1),
         _f("sram_addr", 1, 31, 12), _f("sram_stride", 1, 11, 7, signed=True),

@@ -35,7 +35,9 @@ How a call becomes one device run:
   (``mask_keys``, register ``key_limit``).
 * **Scale.** ``scale`` (default ``1 / sqrt(D)``, D the query's last
   dimension, as torch) is a run-time value: the hardware's exp2 constants
-  ``log2(e) * scale`` rounded to E and to A (``scale_e`` / ``scale_a``).
+  ``log2(e) * scale`` rounded to E and to A (``scale_e`` / ``scale_a``,
+  :func:`fsa.config.scale_bits`), in the program's ``settings`` (written by
+  the host before the start; the reference ISA is unchanged).
 * **Numbers.** Inputs are rounded (RNE) to the config's element format E,
   the output is the accumulate format A, returned in the query's dtype.
 * **Not supported** (raise, naming what is): ``attn_mask``
@@ -43,7 +45,8 @@ How a call becomes one device run:
   ``dropout_p > 0`` (NotImplementedError: inference only), ``D > R`` or
   ``D_v > R`` (ValueError naming a config that fits), a non-positive or
   non-finite ``scale`` (ValueError; FlashAttention's running max needs a
-  positive scale), causal on a non-square array (ValueError).
+  positive scale) or one whose constants over- or underflow E or A,
+  causal on a non-square array (ValueError).
 * **Empty inputs** follow torch: a zero-sized leading dimension, ``S_q = 0``
   or ``D_v = 0`` give an empty result, ``S_kv = 0`` zeros; nothing runs.
 
@@ -205,29 +208,6 @@ def _fitting_configs(d: int) -> str:
     return f" (e.g. {names[0]})" if names else ""
 
 
-# ------------------------------------------------------------------ hardware settings
-def _settings(cfg: FSAConfig, scale: float, key_limit: int | None) -> dict[str, int]:
-    """The registers the program needs for `scale` and `key_limit`.
-
-    This build's device has the scale fixed at ``log2(e) / sqrt(R)`` and no
-    key-limit mask: a scale that rounds to other constants, or padded keys
-    that the causal mask does not hide, raise NotImplementedError.
-    """
-    c = math.log2(math.e) * scale
-    for fmt in (cfg.e_type, cfg.a_type):
-        if int(nx.from_float64(c, fmt)) != cfg.attention_scale_bits(fmt):
-            raise NotImplementedError(
-                f"fsa.scaled_dot_product_attention: scale = {scale!r} is not supported by this "
-                f"build: its device's softmax scale is fixed at 1/sqrt(R) = "
-                f"{1 / math.sqrt(cfg.sa_rows):g} ({cfg.name}); use D = R and scale=None")
-    if key_limit is not None:
-        raise NotImplementedError(
-            "fsa.scaled_dot_product_attention: S_kv must be a multiple of R "
-            f"({cfg.sa_rows}) in this build (no key-limit mask), unless is_causal=True with "
-            "S_q <= S_kv")
-    return {}
-
-
 # ------------------------------------------------------------------ the job
 @dataclass
 class AttentionJob:
@@ -327,12 +307,17 @@ def prepare(query: np.ndarray, key: np.ndarray, value: np.ndarray, is_causal: bo
     sq_p, skv_p = -(-sq // C) * C, -(-skv // R) * R
     hidden = bool(is_causal) and sq <= skv       # padded keys lie beyond every real query
     key_limit = None if skv_p == skv or hidden else skv - (skv_p - R)
-    settings = _settings(cfg, sc, key_limit)
-    stats.padded, stats.key_limit, stats.settings = (sq_p, skv_p, R), key_limit, settings
+    try:
+        fconfig.scale_bits(cfg, sc)                 # representable in E and A
+    except ValueError as e:
+        raise ValueError(f"fsa.scaled_dot_product_attention: {e}") from None
+    stats.padded, stats.key_limit = (sq_p, skv_p, R), key_limit
     if before_build is not None:
         before_build(stats)
     prog = kernels.attention(cfg, sq_p, skv_p, causal=bool(is_causal), heads=heads,
-                             kv_heads=kv_heads, kv_map=[int(x) for x in kv_map])
+                             kv_heads=kv_heads, kv_map=[int(x) for x in kv_map], scale=sc,
+                             key_limit=key_limit)
+    stats.settings = dict(prog.settings)
 
     from fsa.report import conversion_overflow
 
@@ -395,9 +380,9 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
         query's leading dims), or ``(tensor, AttentionStats)``.
 
     Raises:
-        NotImplementedError: attn_mask, dropout_p > 0 (or, on a device
-            without the run-time scale and key mask, what needs them).
-        ValueError: bad shapes, dtypes, scale, engine or config; D > R.
+        NotImplementedError: attn_mask, dropout_p > 0.
+        ValueError: bad shapes, dtypes, scale (also one whose ``scale *
+            log2(e)`` over- or underflows E or A), engine or config; D > R.
         TypeError: inputs that are neither torch tensors nor numpy arrays.
         fsa.engines.DeviceError: the device ended in its error state.
     """

@@ -20,6 +20,15 @@ care where a head ends: the loads of head ``h + 1`` overlap the last steps
 of head ``h`` exactly as the loads of the next query block do. One head is
 the single-head program, instruction for instruction.
 
+Scale and padded keys: ``scale=`` puts the softmax scale in the program's
+``settings`` (the ``scale_e`` / ``scale_a`` registers the host writes before
+the start, :func:`fsa.config.scale_bits`), and ``key_limit=`` sets
+``mask_keys`` on the scores of each head's last key block with the
+``key_limit`` register: its keys ``>= key_limit`` (padding) get -inf and
+contribute exactly 0 (with the causal mask too where both apply). Without
+them the program is the one of earlier versions, instruction for
+instruction.
+
 Buffers (reference scratchpad ``2C + 4R`` rows): Q in 2 buffers of C rows, K
 and Vt in 2 buffers of R rows each; with a smaller scratchpad the kernel
 falls back to single buffers (Q first, then K/V). Accumulator: ``l`` (1 row)
@@ -95,10 +104,13 @@ def buffer_plan(cfg: FSAConfig) -> dict[str, int]:
 @kernel
 def flash_attention(k: KernelBuilder, Q: MemTile, K: MemTile, Vt: MemTile, *,
                     causal: bool = False, seq_q: int | None = None, seq_kv: int | None = None,
-                    kv_map: "tuple[int, ...] | None" = None) -> MemTile:
+                    kv_map: "tuple[int, ...] | None" = None, mask_last: bool = False,
+                    settings: "dict[str, int] | None" = None) -> MemTile:
     """FlashAttention forward of one or more heads: returns ``Ot [R, H seq_q]``
     (see the module docstring; one head when `seq_q` / `seq_kv` / `kv_map`
-    are left out)."""
+    are left out). `mask_last`: ``mask_keys`` on the scores of each head's
+    last key block (the ``key_limit`` register says which keys); `settings`:
+    the program's setting registers."""
     cfg = k.cfg
     R, C = k.R, k.C
     seq_q = Q.rows if seq_q is None else seq_q
@@ -139,6 +151,7 @@ def flash_attention(k: KernelBuilder, Q: MemTile, K: MemTile, Vt: MemTile, *,
     k.meta.update(kind="attention", seq_q=seq_q, seq_kv=seq_kv, d=R, causal=bool(causal),
                   heads=heads, kv_heads=K.rows // seq_kv, kv_map=kv_map,
                   key_blocks=len(steps), buffers=plan)
+    k.settings.update(settings or {})
 
     def load_q(i: int) -> None:
         k.load_tile(q_sp[i % nq], q_blocks[i], sem_q[i % nq])
@@ -161,7 +174,7 @@ def flash_attention(k: KernelBuilder, Q: MemTile, K: MemTile, Vt: MemTile, *,
         if nkv == 2 and more:
             load_k(t + 1)
         k.mx_attn_score(k_sp[kvb], l_acc[ab], accumulate=j > 0, sem=sem_k[kvb],
-                        causal=causal and i % n_qh == j)
+                        causal=causal and i % n_qh == j, mask_keys=mask_last and j == n_kb - 1)
         if j == 0 and i > 0:
             k.store_tile(o_blocks[i - 1], o_acc[(i - 1) % nacc], store_sem[i - 1])
         if nkv == 1 and more:
@@ -189,7 +202,8 @@ def flash_attention(k: KernelBuilder, Q: MemTile, K: MemTile, Vt: MemTile, *,
 
 def attention(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = False,
               check: bool = True, *, heads: int = 1, kv_heads: int | None = None,
-              kv_map: "Sequence[int] | None" = None) -> Program:
+              kv_map: "Sequence[int] | None" = None, scale: float | None = None,
+              key_limit: int | None = None) -> Program:
     """Build the FlashAttention forward program for `heads` heads.
 
     Args:
@@ -209,6 +223,14 @@ def attention(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = Fa
             ``kv_heads == heads`` its own). A kv head read by several query
             heads is stored once: the DMA reads it again from the same
             addresses.
+        scale: the softmax scale (scores times `scale`, as torch's); the
+            program's ``settings`` hold its ``scale_e`` / ``scale_a``
+            registers (:func:`fsa.config.scale_bits`). None: no setting (the
+            registers' reset values, ``1/sqrt(R)``).
+        key_limit: 1..R: each head's last key block keeps only its keys
+            ``0 .. key_limit - 1`` (the others are padding): ``mask_keys`` on
+            those scores and the ``key_limit`` register in ``settings``.
+            None (or R): no key masked.
 
     Returns:
         A :class:`~fsa.kernel.Program` with inputs ``Q [heads seq_q, R]``,
@@ -227,9 +249,23 @@ def attention(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = Fa
     kv_map, kv_heads = head_map(heads, kv_heads, kv_map)
     R = cfg.sa_rows
     e = cfg.e_type
-    return flash_attention.build(cfg, Input((heads * seq_q, R), e), Input((kv_heads * seq_kv, R), e),
-                                 Input((R, kv_heads * seq_kv), e), causal=bool(causal),
-                                 seq_q=seq_q, seq_kv=seq_kv, kv_map=kv_map, check=check)
+    settings: dict[str, int] = {}
+    if scale is not None:
+        settings["scale_e"], settings["scale_a"] = fconfig.scale_bits(cfg, scale)
+    if key_limit is not None:
+        if isinstance(key_limit, bool) or not isinstance(key_limit, (int, np.integer)) \
+                or not 1 <= key_limit <= R:
+            raise ValueError(f"attention: key_limit must be an int in 1..R = {R} (keys kept in "
+                             f"the last key block; 0 would leave a query without keys), got "
+                             f"{key_limit!r}")
+        key_limit = int(key_limit)
+    mask = key_limit is not None and key_limit < R
+    if mask:
+        settings["key_limit"] = key_limit
+    return flash_attention.build(cfg, Input((heads * seq_q, R), e),
+                                 Input((kv_heads * seq_kv, R), e), Input((R, kv_heads * seq_kv), e),
+                                 causal=bool(causal), seq_q=seq_q, seq_kv=seq_kv, kv_map=kv_map,
+                                 mask_last=mask, settings=settings, check=check)
 
 
 def head_map(heads: int, kv_heads: int | None = None,

@@ -36,9 +36,11 @@ def rounded(cfg, x):
     return nx.to_float64(nx.from_float64(x.double().numpy(), cfg.e_type), cfg.e_type)
 
 
-def expected_bits(cfg, q, k, v, causal, gqa=False):
+def expected_bits(cfg, q, k, v, causal, gqa=False, scale=None):
     """The output A bits [..., S_q, D_v], one head at a time on fast.attention,
-    inputs zero-padded to the blocks and to d = R (the test's own padding)."""
+    inputs zero-padded to the blocks and to d = R (the test's own padding);
+    padded keys masked with the key limit whenever there are any (under a
+    causal mask that hides them the API leaves the mask out: the same bits)."""
     R, C = cfg.sa_rows, cfg.sa_cols
     qn, kn, vn = (rounded(cfg, x) for x in (q, k, v))
     if gqa and qn.ndim >= 3 and qn.shape[-3] != kn.shape[-3]:
@@ -50,12 +52,14 @@ def expected_bits(cfg, q, k, v, causal, gqa=False):
     sq, d = qn.shape[-2:]
     skv, dv = vn.shape[-2:]
     sq_p, skv_p = -(-sq // C) * C, -(-skv // R) * R
+    bits = config.scale_bits(cfg, 1 / math.sqrt(d) if scale is None else scale)
+    limit = skv - (skv_p - R) if skv_p != skv else None
     out = np.zeros(lead + (sq, dv), np.uint32)
     for idx in np.ndindex(*lead):
         qp, kp, vp = np.zeros((sq_p, R)), np.zeros((skv_p, R)), np.zeros((skv_p, R))
         qp[:sq, :d], kp[:skv, :d], vp[:skv, :dv] = qn[idx], kn[idx], vn[idx]
         o = fast.attention(cfg, *(nx.from_float64(x, cfg.e_type) for x in (qp, kp, vp)),
-                           causal=causal)
+                           causal=causal, scale_bits=bits, key_limit=limit)
         out[idx] = o[:sq, :dv]
     return out
 
@@ -63,7 +67,7 @@ def expected_bits(cfg, q, k, v, causal, gqa=False):
 def check(cfg, out, q, k, v, causal, gqa=False, scale=None):
     """Raw bits equal to the one-head model; within the bounds of torch."""
     assert out.dtype == torch.float32 and out.shape[:-1] == q.shape[:-1]
-    want = expected_bits(cfg, q, k, v, causal, gqa)
+    want = expected_bits(cfg, q, k, v, causal, gqa, scale)
     assert np.array_equal(out.numpy().view(np.uint32), want)
     qn, kn, vn = (torch.from_numpy(rounded(cfg, x)) for x in (q, k, v))
     ref = F.scaled_dot_product_attention(qn, kn, vn, is_causal=causal, enable_gqa=gqa,
@@ -82,6 +86,11 @@ SHAPES = [  # (query shape, key/value shape, causal); d = R = 4 on FSA4X4Fp16Con
     ((2, 3, 5, 4), (2, 3, 11, 4), True),     # causal, S_q < S_kv, both padded
     ((2, 12, 4), (2, 8, 4), True),           # causal, S_q > S_kv, keys a multiple of R
     ((1, 1, 3, 4), (1, 1, 4, 4), False),
+    ((5, 4), (7, 4), False),                 # keys padded: the key-limit mask
+    ((2, 3, 6, 4), (2, 3, 13, 4), False),
+    ((2, 11, 4), (2, 6, 4), True),           # causal, S_q > S_kv, keys padded: mask too
+    ((2, 3, 6, 3), (2, 3, 10, 3), True),     # D = 3 < R (default scale 1/sqrt(3))
+    ((4, 1), (5, 1), False),                 # D = 1
 ]
 
 
@@ -96,6 +105,9 @@ def test_shapes_bit_exact_and_vs_torch(qs, kvs, causal):
     assert st.heads == math.prod(qs[:-2]) and st.program.meta["heads"] == st.heads
     # one program for every head: its stop fence is the only fence
     assert st.program.counts()["fence"] == 1
+    # the key mask only where padded keys are not behind the causal mask
+    hidden = kvs[-2] % 4 == 0 or (causal and qs[-2] <= kvs[-2])
+    assert (st.key_limit is None) == hidden and ("key_limit" in st.settings) == (not hidden)
 
 
 def test_many_heads_are_one_program_equal_to_one_call_per_head():
@@ -109,15 +121,37 @@ def test_many_heads_are_one_program_equal_to_one_call_per_head():
             assert torch.equal(one.view(torch.int32), out[b, h].view(torch.int32))
 
 
-def test_head_dimension_below_r_is_zero_padded():
-    # D = 3 < R = 4 (and D_v = 2): the default scale is 1/sqrt(D); this device's
-    # fixed scale is 1/sqrt(R), so the test passes scale = 1/sqrt(R) explicitly
+def test_head_dimensions_below_r_are_zero_padded():
+    # D = 3 < R = 4, D_v = 2: the default scale is torch's 1/sqrt(D)
     cfg = config.get(CFG)
     rng = np.random.default_rng(2)
-    q, k, v = rand(rng, (2, 8, 3)), rand(rng, (2, 8, 3)), rand(rng, (2, 8, 2))
-    out = fsa.scaled_dot_product_attention(q, k, v, scale=0.5, config=CFG)
-    assert out.shape == (2, 8, 2)
-    check(cfg, out, q, k, v, False, scale=0.5)
+    q, k, v = rand(rng, (2, 8, 3)), rand(rng, (2, 9, 3)), rand(rng, (2, 9, 2))
+    out, st = fsa.scaled_dot_product_attention(q, k, v, config=CFG, return_stats=True)
+    assert out.shape == (2, 8, 2) and st.scale == 1 / math.sqrt(3)
+    check(cfg, out, q, k, v, False)
+    assert st.settings == dict(zip(("scale_e", "scale_a"), config.scale_bits(cfg, 3 ** -0.5)),
+                               key_limit=1)
+
+
+@pytest.mark.parametrize("scale,causal", [(0.05, False), (0.9, True), (2.0, False), (7, True)])
+def test_scale_is_a_run_time_value(scale, causal):
+    cfg = config.get(CFG)
+    rng = np.random.default_rng(int(scale * 100))
+    q, k, v = rand(rng, (3, 6, 4)), rand(rng, (3, 7, 4)), rand(rng, (3, 7, 4))
+    out, st = fsa.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale,
+                                               config=CFG, return_stats=True)
+    check(cfg, out, q, k, v, causal, scale=scale)
+    # the same instructions whatever the scale: only the settings differ
+    other = fsa.scaled_dot_product_attention(q, k, v, is_causal=causal, config=CFG,
+                                             return_stats=True)[1]
+    assert st.program.words() == other.program.words()
+    assert st.settings["scale_e"] != other.settings["scale_e"]
+
+
+@pytest.mark.parametrize("scale", [1e30, 1e-30])
+def test_scale_outside_the_formats_is_refused(scale):
+    with pytest.raises(ValueError, match="does not fit"):
+        fsa.scaled_dot_product_attention(*good(), scale=scale, config=CFG)
 
 
 # ------------------------------------------------------------------ kv heads

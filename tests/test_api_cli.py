@@ -67,10 +67,16 @@ def test_generated_batches_and_heads(tmp_path, capsys):
 
 
 def test_scale_option(tmp_path, capsys):
-    # 1/sqrt(R) is this device's scale; another one needs the run-time scale
-    code, _, _ = run(["run", "--config", CFG, "--sim", "golden", "--seq-q", 8, "--seq-kv", 8,
-                      "--scale", 0.5, "--json", tmp_path / "r.json"], capsys)
-    assert code == 0 and json.loads((tmp_path / "r.json").read_text())["scale"] == 0.5
+    code, _, _ = run(["run", "--config", CFG, "--sim", "golden", "--seq-q", 8, "--seq-kv", 10,
+                      "--scale", 0.2, "--json", tmp_path / "r.json", "--out", tmp_path / "o.npy"],
+                     capsys)
+    rep = json.loads((tmp_path / "r.json").read_text())
+    assert code == 0 and rep["scale"] == 0.2 and rep["vs_torch"]["within_bounds"]
+    # the same generated inputs (seed 0) through the API with that scale
+    rng = np.random.default_rng(0)
+    q, k, v = (torch.from_numpy(fa3_inputs(rng, (n, 4))) for n in (8, 10, 10))
+    want = fsa.scaled_dot_product_attention(q, k, v, scale=0.2, config=CFG)
+    assert np.array_equal(np.load(tmp_path / "o.npy"), want.numpy())
     with pytest.raises(SystemExit) as e:
         cli.main(["run", "--config", CFG, "--sim", "golden", "--scale", "-2"])
     assert e.value.code == 2 and "argument --scale" in capsys.readouterr().err

@@ -91,3 +91,40 @@ def test_head_map_rules():
                         ((2, None, [-1, 0]), "kv heads")]:
         with pytest.raises(ValueError, match=words):
             head_map(*args)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_key_limit_masks_the_last_key_block_of_every_head(causal):
+    from fsa.isa import Matrix, MxFunc
+
+    cfg = config.get("FSA4X4Fp16Config")
+    prog = attention(cfg, 8, 8, causal, heads=3, kv_heads=1, scale=0.3, key_limit=2)
+    assert prog.settings["key_limit"] == 2
+    assert (prog.settings["scale_e"], prog.settings["scale_a"]) == config.scale_bits(cfg, 0.3)
+    scores = [i for i in prog.instructions if isinstance(i, Matrix)
+              and i.func == MxFunc.ATTENTION_SCORE]
+    # per head: query blocks 0, 1 see key blocks 0..1 (causal: 0, then 0..1)
+    per_head = [False, True] * 2 if not causal else [False, False, True]
+    assert [i.mask_keys for i in scores] == per_head * 3
+    ins, res, path = run(cfg, prog, np.random.default_rng(9))
+    assert path == "fast"
+    _, res_m, path_m = run(cfg, prog, np.random.default_rng(9), machine=True)
+    assert path_m == "machine" and np.array_equal(res.outputs["Ot"], res_m.outputs["Ot"])
+    # masked keys contribute exactly 0: the same bits with other values there
+    ins2 = {n: a.copy() for n, a in ins.items()}
+    for name in ("K", "V"):
+        ins2[name][6:8] = 1e3
+    assert np.array_equal(GoldenEngine(cfg).run(prog, ins2).outputs["Ot"], res.outputs["Ot"])
+    # and the instructions are those of the unmasked program but for the flags
+    plain = attention(cfg, 8, 8, causal, heads=3, kv_heads=1)
+    assert len(plain.instructions) == len(prog.instructions) and not plain.settings
+
+
+def test_key_limit_and_scale_arguments():
+    cfg = config.get("FSA4X4Fp16Config")
+    assert attention(cfg, 4, 4, key_limit=4).settings == {}          # R: nothing masked
+    for bad in (0, 5, -1, True, 2.0):
+        with pytest.raises(ValueError, match="key_limit must be an int in 1..R = 4"):
+            attention(cfg, 4, 4, key_limit=bad)
+    with pytest.raises(ValueError, match="scale"):
+        attention(cfg, 4, 4, scale=-1.0)

@@ -265,7 +265,8 @@ def prepare(query: np.ndarray, key: np.ndarray, value: np.ndarray, is_causal: bo
     """Check an attention call on float64 arrays and build its program.
 
     The shape, scale and config rules of :func:`scaled_dot_product_attention`
-    (which calls this); ValueError / NotImplementedError as it raises them.
+    (which calls this, after refusing attn_mask and dropout); ValueError as
+    it raises them.
     `before_build(stats)`, if given, is called with the checked shape
     (``stats.heads``, ``stats.padded`` ...) before the program is built,
     e.g. to refuse a run too large for the golden model.

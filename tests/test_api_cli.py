@@ -97,3 +97,24 @@ def test_refusals(tmp_path, capsys):
     code, _, err = run(["run", "--config", CFG, "--sim", "golden",
                         *files(tmp_path, q=np.zeros((0, 8, 4)), k=q, v=q)], capsys)
     assert code == 2 and "empty" in err
+
+
+def test_one_head_run_is_the_single_head_program(tmp_path, capsys):
+    """`fsa run` with [S, d] inputs of block multiples (make run's case) runs
+    the single-head kernel of earlier versions: the same instructions, the
+    same bits, cycles and FLOPs as building it directly."""
+    from fsa import config, cyclemodel as cm, kernels
+    from fsa.engines import GoldenEngine
+
+    cfg = config.get(CFG)
+    code, out, _ = run(["run", "--config", CFG, "--sim", "golden", "--seq-q", 8, "--seq-kv", 12,
+                        "--out", tmp_path / "o.npy", "--json", tmp_path / "r.json"], capsys)
+    rep = json.loads((tmp_path / "r.json").read_text())
+    rng = np.random.default_rng(0)
+    q, k, v = (fa3_inputs(rng, (n, 4)) for n in (8, 12, 12))
+    prog = kernels.attention(cfg, 8, 12)
+    res = GoldenEngine(cfg).run(prog, {"Q": q, "K": k, "V": v})
+    assert code == 0 and np.array_equal(np.load(tmp_path / "o.npy"), res.o)
+    assert rep["cycles"] == cm.simulate(cfg, prog.instructions).cycles
+    assert rep["flops"] == attention_flops(8, 12, 4) and rep["d"] == 4
+    assert f"{len(prog.words())} instruction words" in out and "heads" not in out

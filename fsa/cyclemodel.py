@@ -517,19 +517,23 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
 # --------------------------------------------------------------------------
 # Steady state and long-sequence predictions
 # --------------------------------------------------------------------------
-def steady_state(cfg: FSAConfig, dma: DmaTiming = DEFAULT_DMA, causal: bool = False) -> dict:
+def steady_state(cfg: FSAConfig, dma: DmaTiming = DEFAULT_DMA, causal: bool = False,
+                 kernel: "str | None" = None) -> dict:
     """Per-key-block and per-query-block costs of the attention kernel in
     the model, from four short programs: cycles(q, k) for q in (2, 3) query
     blocks and k in (4, 8) key blocks per query block (non-causal), fitted as
     ``fixed + q * (per_qblock + k * per_kblock)`` (exact when the schedule is
-    periodic, which the four points check: the fit residual is returned)."""
+    periodic, which the four points check: the fit residual is returned).
+    `kernel`: as :func:`fsa.kernels.attention` (None: the config's own; on a
+    UD config the UD kernel, whose per-key-block cost with a free DMA is the
+    STEP period ``2R + P + 3``)."""
     from fsa.kernels import attention
 
     R, C = cfg.sa_rows, cfg.sa_cols
     pts = {}
     for q in (2, 3):
         for k in (4, 8):
-            prog = attention(cfg, q * C, k * R, causal=False, check=False)
+            prog = attention(cfg, q * C, k * R, causal=False, check=False, kernel=kernel)
             pts[(q, k)] = simulate(cfg, prog.instructions, dma).cycles
     per_kb = (pts[(2, 8)] - pts[(2, 4)]) / (2 * 4)
     per_kb3 = (pts[(3, 8)] - pts[(3, 4)]) / (3 * 4)

@@ -1,0 +1,82 @@
+"""The UD dataflow in the cycle model and on the command line: the steady
+state is the STEP period 2R + P + 3 per key block, the reference kernel
+keeps its cycles on UD hardware, `fsa predict` / `fsa plan show` /
+`fsa run` / `fsa compile` handle UD configs and `--kernel`."""
+from __future__ import annotations
+
+import pytest
+
+from fsa import config as fconfig
+from fsa import cyclemodel as cm
+from fsa import isa, kernels
+from fsa import plan as fplan
+from fsa.cli import main
+from fsa.hw import timing
+
+
+@pytest.mark.parametrize("name", ["FSA4X4Fp16UdConfig", "FSA8X8Fp16UdConfig", "FSA16X16Fp16UdConfig",
+                                  "FSA4X8Fp16UdConfig", "FSA8X4Fp16UdConfig", "FSA16X8Fp16UdConfig",
+                                  "FSA8X16Fp16UdConfig", "FSA32X32Fp16UdConfig"])
+def test_steady_state_is_the_step_period(name):
+    cfg = fconfig.get(name)
+    R, P = cfg.sa_rows, cfg.exp2_pieces
+    ss = cm.steady_state(cfg, cm.IDEAL_DMA)
+    assert ss["per_key_block"] == ss["per_key_block_check"] == 2 * R + P + 3
+    ref = cm.steady_state(cfg, cm.IDEAL_DMA, kernel="reference")
+    assert ref["per_key_block"] > ss["per_key_block"]
+
+
+def test_steps_issue_T_apart_in_the_model():
+    cfg = fconfig.get("FSA8X8Fp16UdConfig")
+    prog = kernels.attention(cfg, 8, 64)
+    res = cm.simulate(cfg, prog.instructions, cm.IDEAL_DMA)
+    mx = [i for i in prog.instructions if isinstance(i, isa.Matrix)]
+    steps = [s for i, s in zip(mx, res.mx_starts) if i.func == isa.MxFunc.STEP]
+    assert len(steps) == 7
+    assert {b - a for a, b in zip(steps, steps[1:])} == {2 * 8 + 8 + 3}
+
+
+@pytest.mark.parametrize("name", ["FSA4X4Fp16Config", "FSA8X4Fp16Config"])
+def test_reference_kernel_cycles_unchanged_on_ud_hardware(name):
+    ref, ud = fconfig.get(name), fconfig.get(fconfig.ud_twin_name(name))
+    for dma in (cm.DEFAULT_DMA, cm.IDEAL_DMA):
+        a = cm.simulate(ref, kernels.attention(ref, 2 * ref.sa_cols, 3 * ref.sa_rows).instructions, dma)
+        b = cm.simulate(ud, kernels.attention(ud, 2 * ud.sa_cols, 3 * ud.sa_rows,
+                                              kernel="reference").instructions, dma)
+        assert a.cycles == b.cycles and a.mx_starts == b.mx_starts
+
+
+def test_cli_predict_ud(capsys):
+    assert main(["predict", "--config", "FSA8X8Fp16UdConfig", "--seq-q", "64", "--seq-kv", "64",
+                 "--free-dma"]) == 0
+    out = capsys.readouterr().out
+    assert "per key block     27 cycles" in out and "UD bound 2R+P+3 = 27" in out
+    assert "kernel            ud" in out
+    assert main(["predict", "--config", "FSA8X8Fp16UdConfig", "--seq-q", "64", "--seq-kv", "64",
+                 "--free-dma", "--kernel", "reference"]) == 0
+    out = capsys.readouterr().out
+    assert "kernel            reference" in out and "UD bound" not in out
+
+
+@pytest.mark.parametrize("func", fplan.UD_FUNCS)
+def test_cli_plan_show_ud(func, capsys):
+    assert main(["plan", "show", "FSA4X4Fp16UdConfig", func]) == 0
+    assert capsys.readouterr().out == fplan.chart(timing.plan("FSA4X4Fp16UdConfig", func)) + "\n"
+    assert main(["plan", "show", "FSA4X4Fp16Config", func]) == 2
+    assert "UD function" in capsys.readouterr().err
+
+
+def test_cli_run_and_compile_ud(tmp_path, capsys):
+    assert main(["run", "--config", "FSA4X4Fp16UdConfig", "--sim", "verilator", "--seq-q", "8",
+                 "--seq-kv", "8"]) == 2
+    assert "no RTL yet" in capsys.readouterr().err
+    assert main(["run", "--config", "FSA4X4Fp16UdConfig", "--sim", "golden", "--seq-q", "8",
+                 "--seq-kv", "12"]) == 0
+    capsys.readouterr()
+    for kern, want_ud in (("ud", True), ("reference", False)):
+        p = tmp_path / f"{kern}.bin"
+        assert main(["compile", "--config", "FSA4X4Fp16UdConfig", "--seq-q", "8", "--seq-kv", "8",
+                     "--kernel", kern, "--program", str(p), "--elf", str(tmp_path / "m.elf")]) == 0
+        funcs = {i.func for i in isa.decode(isa.from_bytes(p.read_bytes())) if isinstance(i, isa.Matrix)}
+        assert (isa.MxFunc.STEP in funcs) == want_ud
+        assert (isa.MxFunc.ATTENTION_SCORE in funcs) == (not want_ud)

@@ -197,9 +197,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     kernels.check_attention_shape(cfg, q.shape[0], k.shape[0], args.causal)
     _check_golden_fits(cfg, q.shape[0], k.shape[0], args.causal, args.force)
     prog = kernels.attention(cfg, q.shape[0], k.shape[0], causal=args.causal, kernel=args.kernel)
-    if args.sim != "golden" and prog.meta.get("kernel") == "ud":
-        raise ValueError(f"{cfg.name}: the UD functions have no RTL yet (issue 15, stage 2); "
-                         f"use --sim golden, or --kernel reference")
+    if args.sim != "golden" and cfg.dataflow == "ud":
+        raise ValueError(f"{cfg.name}: the UD dataflow has no RTL yet (issue 15, stage 2); "
+                         f"use --sim golden")
     inputs, conv = {}, {}
     for n, x in (("Q", q), ("K", k), ("V", v)):
         conv[n] = conversion_overflow(x, cfg.e_type)

@@ -80,3 +80,15 @@ def test_cli_run_and_compile_ud(tmp_path, capsys):
         funcs = {i.func for i in isa.decode(isa.from_bytes(p.read_bytes())) if isinstance(i, isa.Matrix)}
         assert (isa.MxFunc.STEP in funcs) == want_ud
         assert (isa.MxFunc.ATTENTION_SCORE in funcs) == (not want_ud)
+
+
+def test_no_ud_rtl_yet(capsys):
+    """Stage 1 is software only: generating a UD config's Verilog, or running
+    it on an HDL simulator, is refused with a message (not a crash)."""
+    from rtl import generate
+
+    with pytest.raises(ValueError, match="no RTL for dataflow 'ud'"):
+        generate.generate("FSA4X4Fp16UdConfig")
+    assert main(["run", "--config", "FSA4X4Fp16UdConfig", "--sim", "icarus", "--seq-q", "4",
+                 "--seq-kv", "4", "--kernel", "reference"]) == 2
+    assert "no RTL yet" in capsys.readouterr().err

@@ -57,7 +57,11 @@ stream in which any of them is 1 (the hardware treats a stream just as
 strictly), so ``encode(decode(w)) == w`` holds for every stream ``decode``
 accepts. Function codes other than those of :class:`MxFunc` (5-bit field)
 and :class:`DmaFunc` (4-bit field) are rejected as well, as are DMA
-instructions with ``repeat == 0`` or ``size == 0``.
+instructions with ``repeat == 0`` or ``size == 0``. The matrix codes 5..8
+(LOAD_Q, KSTEP, STEP, PVSTEP: the UD dataflow, docs/ud.md) are part of
+:class:`MxFunc`, so these config-free tools accept them; a device (and the
+golden model) whose config is not ``dataflow = "ud"`` rejects them with
+ILLEGAL_FUNC.
 
 Example::
 

@@ -155,3 +155,25 @@ def test_reference_chart_unchanged_by_ud_bits():
     assert "use_q" not in out and "BCMP" not in out and "LATCH" not in out
     ud = fplan.chart(timing.plan("FSA4X4Fp16UdConfig", "STEP"))
     assert "BCMP up" in ud and "load_reg_di r3" in ud
+
+
+@pytest.mark.parametrize("name,sq,skv,causal", [("FSA4X4Fp16UdConfig", 12, 16, False),
+                                                ("FSA8X8Fp16UdConfig", 24, 24, True),
+                                                ("FSA4X8Fp16UdConfig", 16, 12, False),
+                                                ("FSA8X4Fp16UdConfig", 8, 24, False)])
+def test_the_kernels_own_schedule_is_clean(name, sq, skv, causal):
+    """The UD kernel's matrix instructions, at the start cycles the cycle
+    model gives them (free and calibrated DMA), pass the checker: across
+    query blocks too (STEP, LOAD_Q, STEP, LSE_NORM_SCALE, LSE_NORM)."""
+    from fsa import cyclemodel as cm
+    from fsa import isa, kernels
+
+    cfg = fconfig.get(name)
+    prog = kernels.attention(cfg, sq, skv, causal)
+    plans = timing.plans(cfg)
+    mx = [plans[int(i.func)] for i in prog.instructions if isinstance(i, isa.Matrix)]
+    assert [p.func for p in mx].count("LOAD_Q") == sq // cfg.sa_cols
+    for dma in (cm.IDEAL_DMA, cm.DEFAULT_DMA):
+        starts = cm.simulate(cfg, prog.instructions, dma).mx_starts
+        assert len(starts) == len(mx)
+        plan_ud.check_schedule(mx, starts)

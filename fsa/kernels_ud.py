@@ -28,7 +28,9 @@ Semaphores (each use acquires the current value and releases the next):
 
 * Q, id 0 (n = 2): ``load Q(i)`` 0 -> 1, ``LOAD_Q(i)`` 1 -> 0.
 * slot ``b``, id ``1 + b`` (n = 8): ``load K``, ``load V^T``, then the
-  instruction reading the slot.  With one accumulator set, the first PV
+  instruction reading the slot, which releases it with ``early_release``
+  (after its last scratchpad read, not after its ACC writes), so the next
+  loads into the slot overlap the rest of the instruction.  With one accumulator set, the first PV
   part of block ``i + 1`` must follow the store of block ``i``: the token
   of its slot passes through ``ATTENTION_LSE_NORM(i)`` and ``STORE(i)``.
 * accumulator set ``a``, id ``6 + a`` (n = 4): with two sets as in the
@@ -75,13 +77,14 @@ def mx_load_q(k: KernelBuilder, q: SpadTile, sem=None, *, acquire=None, release=
 
 def mx_step(k: KernelBuilder, func: MxFunc, kv: SpadTile, lo: "AccTile | None", *,
             zero: bool = False, causal: bool = False, reset_max: bool = False,
-            sem=None, acquire=None, release=None) -> Matrix:
+            early_release: bool = False, sem=None, acquire=None, release=None) -> Matrix:
     """KSTEP (`kv`: R rows of K), STEP (`kv`: 2R rows, K then V^T of the
     previous block) or PVSTEP (`kv`: R rows of V^T); `lo`: the ``1 + R``
     accumulator rows ``l`` and ``O^T`` of the PV part (None for KSTEP).
     ``zero``: the PV part's block is its query block's first; ``causal``:
     mask the K part (diagonal block, R == C); ``reset_max``: the K part's
-    block is its query block's first."""
+    block is its query block's first; ``early_release``: release the
+    semaphore after the last scratchpad read (the slot is free then)."""
     what = f"mx_step({func.name}, {getattr(kv, 'label', kv)})"
     _need_ud(k, what)
     rows = {MxFunc.KSTEP: k.R, MxFunc.STEP: 2 * k.R, MxFunc.PVSTEP: k.R}[func]
@@ -95,7 +98,8 @@ def mx_step(k: KernelBuilder, func: MxFunc, kv: SpadTile, lo: "AccTile | None", 
     return k._mx(what, func, sem, acquire, release, spad_addr=t.first,
                  spad_stride=k._stride(what, "spad_stride", t), rev_input=True, delay_output=True,
                  causal=bool(causal) and func != MxFunc.PVSTEP,
-                 reset_max=bool(reset_max) and func != MxFunc.PVSTEP, **acc)
+                 reset_max=bool(reset_max) and func != MxFunc.PVSTEP,
+                 early_release=bool(early_release), **acc)
 
 
 @kernel
@@ -154,14 +158,15 @@ def flash_attention_ud(k: KernelBuilder, Q: MemTile, K: MemTile, Vt: MemTile, *,
             sem = store_sem[pv[0] - 1]
         else:
             sem = sem_s[n % ns]
+        early = dict(early_release=True, sem=sem)     # the slot is free after the last read
         if kpart is None:
-            mx_step(k, MxFunc.PVSTEP, slot[R:2 * R], lo, zero=pv[1] == 0, sem=sem)
+            mx_step(k, MxFunc.PVSTEP, slot[R:2 * R], lo, zero=pv[1] == 0, **early)
         elif pv is None:
             mx_step(k, MxFunc.KSTEP, slot[0:R], None, causal=causal and kpart[0] == kpart[1],
-                    reset_max=kpart[1] == 0, sem=sem)
+                    reset_max=kpart[1] == 0, **early)
         else:
             mx_step(k, MxFunc.STEP, slot, lo, zero=pv[1] == 0,
-                    causal=causal and kpart[0] == kpart[1], reset_max=kpart[1] == 0, sem=sem)
+                    causal=causal and kpart[0] == kpart[1], reset_max=kpart[1] == 0, **early)
         if n + 1 < N:
             load_k(n + 1)
         if n < N:

@@ -174,6 +174,14 @@ class Plan:
         return self.last + 1
 
     @property
+    def read_release(self) -> int:
+        """Cycle at which an ``early_release`` instruction's semaphore release
+        takes effect (UD functions): the cycle after its last scratchpad read
+        (its :attr:`release` when it reads none)."""
+        reads = [r.cycle for r in self.spad_reads]
+        return max(reads) + 1 if reads else self.release
+
+    @property
     def retire(self) -> int:
         """Cycle (relative) from which this instruction's slot can be reused."""
         return self.last + SLOT_RETIRE

@@ -28,6 +28,7 @@ DOC = {
     Fence: {"mx": [(0, 28, 28)], "dma": [(0, 27, 27)], "stop": [(0, 26, 26)]},
     Matrix: {**SEM,
              "func": [(0, 15, 11)], "wait_prev_acc": [(0, 10, 10)], "reset_max": [(0, 9, 9)],
+             "early_release": [(0, 8, 8)],
              "spad_addr": [(1, 31, 12)], "spad_stride": [(1, 11, 7)],
              "rev_input": [(1, 6, 6)], "rev_output": [(1, 5, 5)], "delay_output": [(1, 4, 4)],
              "acc_addr": [(2, 31, 12)], "acc_stride": [(2, 11, 7)],
@@ -53,7 +54,7 @@ RANGES = {
 }
 FUNC_RANGE = {Matrix: range(9), Dma: range(2)}      # matrix 5..8: the UD functions
 #: Reserved bits per word (everything not covered by DOC nor the type field).
-RESERVED = {Fence: [0x03FF_FFFF], Matrix: [0x1FF, 0xF, 0x1F], Dma: [0x7, 0, 0, 0]}
+RESERVED = {Fence: [0x03FF_FFFF], Matrix: [0xFF, 0xF, 0x1F], Dma: [0x7, 0, 0, 0]}
 
 
 def seg_width(segs):

@@ -92,3 +92,32 @@ def test_no_ud_rtl_yet(capsys):
     assert main(["run", "--config", "FSA4X4Fp16UdConfig", "--sim", "icarus", "--seq-q", "4",
                  "--seq-kv", "4", "--kernel", "reference"]) == 2
     assert "no RTL yet" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("early", [False, True])
+def test_early_release_frees_the_slot_after_the_last_read(early):
+    """`early_release` (UD): the semaphore release takes effect the cycle
+    after the instruction's last scratchpad read (Plan.read_release), not
+    after its last action; a DMA waiting for it starts that much sooner."""
+    cfg = fconfig.get("FSA4X4Fp16UdConfig")
+    flags = dict(rev_input=True, delay_output=True)
+    prog = [isa.Matrix(isa.MxFunc.LOAD_Q, **flags),
+            isa.Matrix(isa.MxFunc.KSTEP, sem_id=1, release_valid=True, release_value=1,
+                       early_release=early, reset_max=True, **flags),
+            isa.Dma(isa.DmaFunc.LOAD, sem_id=1, acquire_valid=True, acquire_value=1, repeat=1, size=8,
+                    mem_addr=cfg.mem_base),
+            isa.Fence(stop=True)]
+    res = cm.simulate(cfg, prog, cm.IDEAL_DMA)
+    kstep = timing.plan(cfg, "KSTEP")
+    assert kstep.read_release == cfg.sa_rows < kstep.release
+    rel = kstep.read_release if early else kstep.release
+    # released in cycle start + rel, visible (and the DMA accepted) the cycle after
+    assert res.dma_spans[0][0] == res.mx_starts[1] + rel + 1
+
+
+def test_ud_kernel_releases_slots_early():
+    prog = kernels.attention("FSA4X4Fp16UdConfig", 8, 8)
+    steps = [i for i in prog.instructions if isinstance(i, isa.Matrix) and int(i.func) >= 6]
+    assert steps and all(i.early_release for i in steps)
+    st = timing.plan("FSA4X4Fp16UdConfig", "STEP")
+    assert st.read_release == 2 * 4 + 8 + 3 and st.release == 3 * 4 + 8 + 4 + 4

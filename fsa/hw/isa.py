@@ -25,6 +25,7 @@ matrix, DMA     sem_id              0 [28:24]       0..31
 matrix          func                0 [15:11]       0..4 (fsa.isa.MxFunc); 5..8 on UD hardware
                 wait_prev_acc       0 [10]          flag
                 reset_max           0 [9]           flag: UD KSTEP/STEP, reset the bottom CMP row's maxima
+                early_release       0 [8]           flag: UD only, release after the last scratchpad read
                 spad_addr           1 [31:12]       0..2^20-1
                 spad_stride         1 [11:7]        -16..15 (two's complement)
                 rev_input           1 [6]           flag
@@ -53,9 +54,11 @@ The field ``func`` accepts the reference codes 0..4 (:data:`MX_FUNCS`); a
 device built with ``dataflow = "ud"`` also accepts :data:`UD_MX_FUNCS`
 (codes 5..8, docs/ud.md), and every other device rejects them
 (ILLEGAL_FUNC): :func:`mx_func_max` is the largest code a configuration's
-decoder accepts.  ``reset_max`` is meaningful only to the UD functions
-(KSTEP and STEP: the K part's bottom-row RESET); the reference functions
-ignore it.
+decoder accepts.  ``reset_max`` and ``early_release`` are meaningful only to
+the UD functions (``reset_max``: the K part's bottom-row RESET in KSTEP and
+STEP; ``early_release``: the semaphore release takes effect the cycle after
+the instruction's last scratchpad read, :attr:`fsa.plan.Plan.read_release`,
+instead of after its last action); the reference functions ignore them.
 
 ``fsa/isa.py`` encodes and decodes with this table; the hardware decoder
 (``rtl/fsa_decode.py``, ``rtl/fsa_dispatch.py``) slices the words with it.
@@ -157,7 +160,7 @@ UD_MX_FUNCS = ("LOAD_Q", "KSTEP", "STEP", "PVSTEP")
 
 #: Matrix fields only the UD functions use: a device without UD does not read
 #: them (their bits behave as reserved there).
-UD_ONLY_FIELDS = ("reset_max",)
+UD_ONLY_FIELDS = ("reset_max", "early_release")
 
 
 def mx_func_max(dataflow: str = "reference") -> int:
@@ -173,7 +176,7 @@ FIELDS: dict[str, tuple[Field, ...]] = {
     "FENCE": (_f("mx", 0, 28), _f("dma", 0, 27), _f("stop", 0, 26)),
     "MATRIX": _SEM + (
         _f("func", 0, 15, 11, hi_val=len(MX_FUNCS) - 1), _f("wait_prev_acc", 0, 10),
-        _f("reset_max", 0, 9),
+        _f("reset_max", 0, 9), _f("early_release", 0, 8),
         _f("spad_addr", 1, 31, 12), _f("spad_stride", 1, 11, 7, signed=True),
         _f("rev_input", 1, 6), _f("rev_output", 1, 5), _f("delay_output", 1, 4),
         _f("acc_addr", 2, 31, 12), _f("acc_stride", 2, 11, 7, signed=True),

@@ -42,6 +42,12 @@ retires ``3R + P + C + 5`` cycles after its start, so two issue slots keep
 STEPs ``T`` apart only while ``C <= R + P + 1`` (checked by
 :func:`make_ud_plan`; ``FSAConfig`` refuses such UD configs).
 
+An instruction with the ``early_release`` bit releases its semaphore at
+:attr:`fsa.plan.Plan.read_release` (the cycle after its last scratchpad
+read: ``2R + P + 3`` for a STEP) instead of :attr:`~fsa.plan.Plan.release`
+(after its last ACC write, ``3R + P + C + 4``), so the DMA may refill its
+scratchpad rows while its softmax and ACC work finish.
+
 All SRAM reads use the input delayer with ``rev_input`` and ``delay_output``
 (row ``r`` receives element ``R-1-r`` of a read at cycle ``t`` at cycle
 ``t + 1 + r``), so ``qreg`` and the K rows pair dimension ``R-1-r`` in row

@@ -121,3 +121,28 @@ def test_ud_kernel_releases_slots_early():
     assert steps and all(i.early_release for i in steps)
     st = timing.plan("FSA4X4Fp16UdConfig", "STEP")
     assert st.read_release == 2 * 4 + 8 + 3 and st.release == 3 * 4 + 8 + 4 + 4
+
+
+def test_cli_compile_exec_round_trip(tmp_path, capsys):
+    """`fsa compile` of the UD kernel, `fsa exec --sim golden`: the same output
+    bytes as the reference kernel on the reference config; the UD program on
+    the reference config stops with ILLEGAL_FUNC at its first UD instruction."""
+    def run(cfg, kern, tag):
+        b, e, o = (str(tmp_path / f"{tag}.{x}") for x in ("bin", "elf", "out"))
+        assert main(["compile", "--config", cfg, "--seq-q", "8", "--seq-kv", "8", "--kernel", kern,
+                     "--program", b, "--elf", e]) == 0
+        addr = capsys.readouterr().out.split("out.bin:")[1].split()[0]
+        return b, e, o, addr
+
+    b, e, o, addr = run("FSA4X4Fp16UdConfig", "ud", "ud")
+    assert main(["exec", "--config", "FSA4X4Fp16UdConfig", "--program", b, "--load", e,
+                 "--dump", f"{o}:{addr}", "--sim", "golden"]) == 0
+    rb, re_, ro, raddr = run("FSA4X4Fp16Config", "reference", "ref")
+    assert raddr == addr
+    assert main(["exec", "--config", "FSA4X4Fp16Config", "--program", rb, "--load", re_,
+                 "--dump", f"{ro}:{raddr}", "--sim", "golden"]) == 0
+    assert open(o, "rb").read() == open(ro, "rb").read()
+    capsys.readouterr()
+    assert main(["exec", "--config", "FSA4X4Fp16Config", "--program", b, "--load", e,
+                 "--sim", "golden"]) == 1
+    assert "ILLEGAL_FUNC at instruction 2" in capsys.readouterr().err

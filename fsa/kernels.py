@@ -188,8 +188,8 @@ def flash_attention(k: KernelBuilder, Q: MemTile, K: MemTile, Vt: MemTile, *,
 
 
 def attention(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = False,
-              check: bool = True, *, heads: int = 1, kv_heads: int | None = None,
-              kv_map: "Sequence[int] | None" = None) -> Program:
+              check: bool = True, kernel: "str | None" = None, *, heads: int = 1,
+              kv_heads: int | None = None, kv_map: "Sequence[int] | None" = None) -> Program:
     """Build the FlashAttention forward program for `heads` heads.
 
     Args:
@@ -200,6 +200,9 @@ def attention(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = Fa
             torch's ``is_causal``); needs R == C.
         check: run :func:`fsa.kernel.check_dispatch` (deadlocks and semaphore races in
             the cycle model: six runs, two dispatch modes x three DMA timings).
+        kernel: "reference" (this module's kernel) or "ud" (:mod:`fsa.kernels_ud`);
+            None picks "ud" on a config with ``dataflow = "ud"``, else "reference".
+            The UD kernel runs one head (`heads` = 1, no `kv_map`).
         heads: query heads (any number of (batch, head) pairs, flattened),
             run one after another in one program.
         kv_heads: key/value heads stored (default `heads`, or one more than
@@ -223,6 +226,15 @@ def attention(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = Fa
             causal on a non-square array, bad head counts or map.
     """
     cfg = fconfig.get(cfg)
+    if (kernel or ("ud" if cfg.dataflow == "ud" else "reference")) == "ud":   # issue 15
+        from fsa import kernels_ud
+        if head_map(heads, kv_heads, kv_map) != ((0,), 1):
+            raise ValueError(f"attention: the UD kernel runs one head; {cfg.name} cannot run "
+                             f"heads={heads} in one program (run one head at a time, or use "
+                             f"the reference kernel on a reference config)")
+        return kernels_ud.attention(cfg, seq_q, seq_kv, causal, check)
+    if kernel not in (None, "reference"):
+        raise ValueError(f"attention: kernel must be 'reference' or 'ud', got {kernel!r}")
     check_attention_shape(cfg, seq_q, seq_kv, causal)
     kv_map, kv_heads = head_map(heads, kv_heads, kv_map)
     R = cfg.sa_rows

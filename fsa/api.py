@@ -261,7 +261,8 @@ class AttentionJob:
 
 def prepare(query: np.ndarray, key: np.ndarray, value: np.ndarray, is_causal: bool = False,
             scale: float | None = None, enable_gqa: bool = False, *,
-            config: "FSAConfig | str" = DEFAULT_CONFIG, before_build=None) -> AttentionJob:
+            config: "FSAConfig | str" = DEFAULT_CONFIG, before_build=None,
+            kernel: str | None = None) -> AttentionJob:
     """Check an attention call on float64 arrays and build its program.
 
     The shape, scale and config rules of :func:`scaled_dot_product_attention`
@@ -269,7 +270,8 @@ def prepare(query: np.ndarray, key: np.ndarray, value: np.ndarray, is_causal: bo
     it raises them.
     `before_build(stats)`, if given, is called with the checked shape
     (``stats.heads``, ``stats.padded`` ...) before the program is built,
-    e.g. to refuse a run too large for the golden model.
+    e.g. to refuse a run too large for the golden model. `kernel`: as
+    :func:`fsa.kernels.attention` (None: the config's dataflow decides).
     """
     cfg = fconfig.get(config)
     R, C = cfg.sa_rows, cfg.sa_cols
@@ -317,7 +319,7 @@ def prepare(query: np.ndarray, key: np.ndarray, value: np.ndarray, is_causal: bo
         before_build(stats)
     prog = kernels.attention(cfg, sq_p, skv_p, causal=bool(is_causal), heads=heads,
                              kv_heads=kv_heads, kv_map=[int(x) for x in kv_map], scale=sc,
-                             key_limit=key_limit)
+                             key_limit=key_limit, kernel=kernel)
     stats.settings = dict(prog.settings)
 
     from fsa.report import conversion_overflow

@@ -344,7 +344,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
 
     cfg = config.get(args.config)
     q, k, v = _load_inputs(args, cfg)
-    prog = kernels.attention(cfg, q.shape[0], k.shape[0], causal=args.causal)
+    prog = kernels.attention(cfg, q.shape[0], k.shape[0], causal=args.causal, kernel=args.kernel)
     enc = {"Q": numerics.from_float64(q, cfg.e_type), "K": numerics.from_float64(k, cfg.e_type),
            "Vt": numerics.from_float64(v.T.copy(), cfg.e_type)}
     Path(args.program).write_bytes(isa.to_bytes(prog.words()))
@@ -359,10 +359,15 @@ def _cmd_compile(args: argparse.Namespace) -> int:
 
 def _cmd_plan_show(args: argparse.Namespace) -> int:
     from fsa import config
-    from fsa.plan import FUNCS, chart
+    from fsa.plan import ALL_FUNCS, FUNCS, UD_FUNCS, chart
 
     cfg = config.get(args.config)
     func = args.function.upper()
+    if cfg.dataflow == "ud":
+        FUNCS = ALL_FUNCS
+    elif func in UD_FUNCS:
+        raise ValueError(f"{func} is a UD function; {cfg.name} has dataflow {cfg.dataflow!r} "
+                         f"(use a ...UdConfig preset)")
     if func not in FUNCS:
         matches = [f for f in FUNCS if func in f]
         if len(matches) != 1:
@@ -380,15 +385,18 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     from fsa.predict import predict
 
     cfg = config.with_axi_bits(args.config, args.axi_bits) if args.axi_bits else config.get(args.config)
-    p = predict(cfg, args.seq_q, args.seq_kv, args.causal, args.free_dma)
+    p = predict(cfg, args.seq_q, args.seq_kv, args.causal, args.free_dma, kernel=args.kernel)
     print(f"{cfg.name}: seq_q={args.seq_q} seq_kv={args.seq_kv} d={cfg.sa_rows}"
           f"{' causal' if args.causal else ''}, DMA: "
           f"{'free (matrix schedule alone)' if args.free_dma else f'{cfg.axi_data_bits}-bit AXI, calibrated on the RTL'}")
     print(f"  cycles            {p['cycles']}   ({p['how']})")
     print(f"  FLOPs             {p['flops']}   (useful: 4d per (query, key) pair the mask keeps)")
     print(f"  utilisation       {p['utilisation']:.4f}   (FLOPs / (cycles x 2RC))")
+    ud = p["kernel"] == "ud"
     print(f"  per key block     {p['per_key_block']:g} cycles (reference schedule "
-          f"{p['reference_period']})")
+          f"{p['reference_period']}"
+          + (f"; UD bound 2R+P+3 = {2 * cfg.sa_rows + cfg.exp2_pieces + 3}" if ud else "") + ")")
+    print(f"  kernel            {p['kernel']}")
     return 0
 
 
@@ -476,6 +484,8 @@ def main(argv: "list[str] | None" = None) -> int:
     p.add_argument("--max-cycles", type=_positive_int, default=20_000_000)
     p.add_argument("--keep", action="store_true",
                    help="keep the simulator's run folder (log, results) after a successful run")
+    p.add_argument("--kernel", choices=["reference", "ud"],
+                   help="attention kernel (default: ud on a UD config, else reference)")
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("compile", help="write the attention kernel as inst.bin + mem.elf "
@@ -490,6 +500,8 @@ def main(argv: "list[str] | None" = None) -> int:
     p.add_argument("--seed", type=_nonnegative_int, default=0)
     p.add_argument("--program", default="inst.bin")
     p.add_argument("--elf", default="mem.elf")
+    p.add_argument("--kernel", choices=["reference", "ud"],
+                   help="attention kernel (default: ud on a UD config, else reference)")
     p.set_defaults(func=_cmd_compile)
 
     p = sub.add_parser("exec", help="run a raw instruction stream (inst.bin + memory image)")
@@ -512,7 +524,8 @@ def main(argv: "list[str] | None" = None) -> int:
     q = psub.add_parser("show", help="print the per-cycle control chart of a matrix function")
     q.add_argument("config", help="preset name, e.g. FSA4X4Fp16Config")
     q.add_argument("function", help="LOAD_STATIONARY, ATTENTION_SCORE, ATTENTION_VALUE, "
-                   "ATTENTION_LSE_NORM_SCALE, ATTENTION_LSE_NORM (or a unique part: score)")
+                   "ATTENTION_LSE_NORM_SCALE, ATTENTION_LSE_NORM (or a unique part: score); "
+                   "on a UD config also LOAD_Q, KSTEP, STEP, PVSTEP")
     q.add_argument("--bits", help="comma-separated PE bits to show (default all)")
     q.set_defaults(func=_cmd_plan_show)
 
@@ -526,6 +539,8 @@ def main(argv: "list[str] | None" = None) -> int:
     p.add_argument("--axi-bits", type=int, help="AXI data width instead of the preset's")
     p.add_argument("--free-dma", action="store_true",
                    help="DMA costs nothing: the matrix schedule alone")
+    p.add_argument("--kernel", choices=["reference", "ud"],
+                   help="attention kernel (default: ud on a UD config, else reference)")
     p.set_defaults(func=_cmd_predict)
 
     p = sub.add_parser("sweep", help="design-space sweep on Dask: configs x lengths x P x AXI "

@@ -201,9 +201,9 @@ def flash_attention(k: KernelBuilder, Q: MemTile, K: MemTile, Vt: MemTile, *,
 
 
 def attention(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = False,
-              check: bool = True, *, heads: int = 1, kv_heads: int | None = None,
-              kv_map: "Sequence[int] | None" = None, scale: float | None = None,
-              key_limit: int | None = None) -> Program:
+              check: bool = True, kernel: "str | None" = None, *, heads: int = 1,
+              kv_heads: int | None = None, kv_map: "Sequence[int] | None" = None,
+              scale: float | None = None, key_limit: int | None = None) -> Program:
     """Build the FlashAttention forward program for `heads` heads.
 
     Args:
@@ -214,6 +214,10 @@ def attention(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = Fa
             torch's ``is_causal``); needs R == C.
         check: run :func:`fsa.kernel.check_dispatch` (deadlocks and semaphore races in
             the cycle model: six runs, two dispatch modes x three DMA timings).
+        kernel: "reference" (this module's kernel) or "ud" (:mod:`fsa.kernels_ud`);
+            None picks "ud" on a config with ``dataflow = "ud"``, else "reference".
+            The UD kernel runs one head (`heads` = 1, no `kv_map`), with the
+            reset scale and no key mask.
         heads: query heads (any number of (batch, head) pairs, flattened),
             run one after another in one program.
         kv_heads: key/value heads stored (default `heads`, or one more than
@@ -245,6 +249,21 @@ def attention(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = Fa
             causal on a non-square array, bad head counts or map.
     """
     cfg = fconfig.get(cfg)
+    if (kernel or ("ud" if cfg.dataflow == "ud" else "reference")) == "ud":   # issue 15
+        from fsa import kernels_ud
+        if head_map(heads, kv_heads, kv_map) != ((0,), 1):
+            raise ValueError(f"attention: the UD kernel runs one head; {cfg.name} cannot run "
+                             f"heads={heads} in one program (run one head at a time, or use "
+                             f"the reference kernel on a reference config)")
+        fixed = (cfg.attention_scale_bits(cfg.e_type), cfg.attention_scale_bits(cfg.a_type))
+        if (scale is not None and fconfig.scale_bits(cfg, scale) != fixed) or \
+                (key_limit is not None and key_limit != cfg.sa_rows):
+            raise ValueError(f"attention: the UD kernel has no run-time scale or key mask yet: "
+                             f"{cfg.name} needs scale 1/sqrt(R) (D = R) and sequences of whole "
+                             f"key blocks (or causal with S_q <= S_kv)")
+        return kernels_ud.attention(cfg, seq_q, seq_kv, causal, check)
+    if kernel not in (None, "reference"):
+        raise ValueError(f"attention: kernel must be 'reference' or 'ud', got {kernel!r}")
     check_attention_shape(cfg, seq_q, seq_kv, causal)
     kv_map, kv_heads = head_map(heads, kv_heads, kv_map)
     R = cfg.sa_rows

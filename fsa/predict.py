@@ -20,7 +20,7 @@ DIRECT_LIMIT = 20_000
 
 
 def predict(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = False,
-            free_dma: bool = False) -> dict:
+            free_dma: bool = False, kernel: "str | None" = None) -> dict:
     """Predicted cycles of the attention kernel on `cfg`.
 
     Args:
@@ -28,13 +28,14 @@ def predict(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = Fals
         seq_q, seq_kv: sequence lengths (checked as :func:`fsa.kernels.attention` does).
         causal: the causal kernel.
         free_dma: the matrix schedule alone (DMA transfers take no time).
+        kernel: "reference" or "ud" (default: ud on a UD config, else reference).
 
     Returns:
         dict: ``cycles``, ``how`` (direct model run or extrapolation, in
         words), ``direct`` (bool), ``words`` (program length when run
         directly), ``flops`` (:func:`fsa.kernels.attention_flops`),
         ``utilisation``, ``per_key_block`` and ``per_query_block`` (steady
-        state, cycles), ``reference_period`` (``5R + P + 5``).
+        state, cycles), ``reference_period`` (``5R + P + 5``), ``kernel``.
 
     Raises:
         ValueError: a shape the kernel does not support.
@@ -45,13 +46,15 @@ def predict(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = Fals
     nq, nk = cm.block_counts(cfg, seq_q, seq_kv, causal)        # checks the shape
     steps = cm.attention_steps(nq, nk, causal)
     flops = kernels.attention_flops(seq_q, seq_kv, R, causal)
-    ss = cm.steady_state(cfg, dma)
+    ss = cm.steady_state(cfg, dma, kernel=kernel)
+    kernel = kernel or ("ud" if cfg.dataflow == "ud" else "reference")
     out = {"config": cfg.name, "seq_q": seq_q, "seq_kv": seq_kv, "causal": bool(causal),
            "free_dma": bool(free_dma), "axi_data_bits": cfg.axi_data_bits, "flops": flops,
            "per_key_block": ss["per_key_block"], "per_query_block": ss["per_query_block"],
-           "reference_period": cm.reference_period(R, C, cfg.exp2_pieces), "words": None}
+           "reference_period": cm.reference_period(R, C, cfg.exp2_pieces), "words": None,
+           "kernel": kernel}
     if steps <= DIRECT_LIMIT:
-        prog = kernels.attention(cfg, seq_q, seq_kv, causal=causal, check=False)
+        prog = kernels.attention(cfg, seq_q, seq_kv, causal=causal, check=False, kernel=kernel)
         n_words = len(prog.words())
         cycles = cm.simulate(cfg, prog.instructions, dma).cycles
         how = f"model run on the {n_words}-word program"

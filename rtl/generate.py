@@ -246,6 +246,9 @@ def generate(cfg, outdir: "str | Path | None" = None, *, force: bool = False,
     from rtl.convert import check_prefix
 
     cfg = fconfig.get(cfg)
+    if cfg.dataflow != "reference":     # docs/ud.md: the UD units are issue 15, stage 2
+        raise ValueError(f"{cfg.name}: no RTL for dataflow {cfg.dataflow!r} yet (issue 15 stage 2); "
+                         f"the software side runs on the golden model and the cycle model")
     check_prefix(prefix)
     outdir = Path(outdir) if outdir is not None else default_outdir(cfg.name, prefix)
     outdir.parent.mkdir(parents=True, exist_ok=True)

@@ -48,6 +48,7 @@ from fsa.config import FSAConfig
 from fsa.isa import (SIZES, Dma, DmaFunc, Fence, IllegalInstruction, Matrix, MxFunc,
                      decode_device)
 from fsa.golden import tile
+from fsa.golden import ud          # the UD dataflow's functions (codes 5..8)
 from fsa.hw.isa import SEM_IDS, TYPE_FIELD
 from fsa.hw.regs import check_setting, setting_defaults
 
@@ -224,6 +225,8 @@ class Machine:
             st.o_t = np.zeros((R, C), self.ua) if ins.zero else self.acc[orow].copy()
             tile.lse_norm(st)
             self.acc[orow] = st.o_t
+        if f in ud.FUNCS:
+            ud.execute(self, ins, index)
         self.counters["matrix"] += 1
 
     # ------------------------------------------------------------ DMA
@@ -355,6 +358,8 @@ class Machine:
                     if ins.stop:
                         return dict(self.counters)
                     continue
+                if (msg := ud.illegal(self.cfg, ins)) is not None:     # as the decoder
+                    raise MachineError("ILLEGAL_FUNC", msg, pc)
                 q = "mx" if isinstance(ins, Matrix) else "dma"
                 if pend[q] is not None:
                     break

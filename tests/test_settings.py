@@ -332,3 +332,15 @@ def test_machine_settings_are_kept_across_runs_and_abort():
         m.write_setting("key_limit", 9)
     with pytest.raises(KeyError):
         m.write_setting("abort", 1)
+
+
+def test_kernel_builder_emits_mask_keys_and_carries_settings():
+    from fsa.kernel import KernelBuilder
+
+    cfg = config.get("FSA4X4Fp16Config")
+    kb = KernelBuilder(cfg, "t")
+    k, l = kb.alloc_spad((4, 4), "K"), kb.alloc_accumulator((1, 4), "l")
+    ins = kb.mx_attn_score(k, l, mask_keys=True)
+    assert ins.mask_keys and not kb.mx_attn_score(k, l).mask_keys
+    kb.settings["key_limit"] = 2
+    assert kb.build(None, check=False).settings == {"key_limit": 2}

@@ -15,9 +15,10 @@ run, and return an :class:`Execution` (a memory reader, counters, cycles).
   the program's ``settings`` (the setting registers) as the host would. No cycle
   count (``fsa run --sim golden`` takes its cycles from :mod:`fsa.cyclemodel`).
 * :class:`SimEngine` -- the RTL (``fsa_top``) in Verilator or Icarus, driven
-  over AXI by cocotb (:func:`fsa.simdev.run_on_device`, ``tb/tb_top.py``):
+  over AXI by cocotb (:func:`fsa.simdev.run_on_device`, ``fsa/harness/tb_top.py``):
   ``execute`` loads the image into the AXI RAM, writes the program's
-  ``settings`` registers, pushes the words into the instruction queue (what does not fit, during the run), starts the device,
+  ``settings`` registers, pushes the words into the instruction queue (what
+  does not fit, during the run), starts the device,
   waits for done (or error: :class:`DeviceError`), dumps the program's output
   regions and returns them with the device counters (``exec`` = cycles,
   ``bubble``, ``mx_active`` ...).
@@ -317,7 +318,7 @@ class DeviceError(RuntimeError):
 
 class SimEngine(Engine):
     """The RTL device (``fsa_top``) in an HDL simulator, driven over AXI by
-    cocotb (``tb/tb_top.py``): the memory image goes into the AXI RAM, the
+    cocotb (``fsa/harness/tb_top.py``): the memory image goes into the AXI RAM, the
     words through the control port; the outputs are read back from memory.
 
     Args:

@@ -344,3 +344,22 @@ def test_kernel_builder_emits_mask_keys_and_carries_settings():
     assert ins.mask_keys and not kb.mx_attn_score(k, l).mask_keys
     kb.settings["key_limit"] = 2
     assert kb.build(None, check=False).settings == {"key_limit": 2}
+
+
+@pytest.mark.parametrize("name,causal", [("FSA4X4Fp16UdConfig", False), ("FSA4X4Bf16UdConfig", True)])
+def test_ud_functions_use_the_scale_registers(name, causal):
+    """The UD dataflow's functions (fsa/golden/ud.py) take the scale from the
+    setting registers too: the UD kernel with a softmax scale gives the
+    tile model's bits for that scale."""
+    cfg = config.get(name)
+    rng = np.random.default_rng(9)
+    q, k, v = inputs(cfg, rng, 8, 8)
+    prog = attention(cfg, 8, 8, causal, check=False)
+    assert prog.meta["kernel"] == "ud"
+    sb = config.scale_bits(cfg, 0.21)
+    prog = Program(cfg, prog.name, prog.instructions, prog.tensors, prog.views, prog.meta,
+                   prog.spad_rows, prog.acc_rows, prog.semaphores,
+                   {"scale_e": sb[0], "scale_a": sb[1]})
+    got = GoldenEngine(cfg, machine=True).run(prog, {"Q": q, "K": k, "V": v}).outputs["Ot"].T
+    np.testing.assert_array_equal(got, tile.attention(cfg, q, k, v, causal, scale_bits=sb))
+    assert not np.array_equal(got, tile.attention(cfg, q, k, v, causal))

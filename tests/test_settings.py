@@ -363,3 +363,15 @@ def test_ud_functions_use_the_scale_registers(name, causal):
     got = GoldenEngine(cfg, machine=True).run(prog, {"Q": q, "K": k, "V": v}).outputs["Ot"].T
     np.testing.assert_array_equal(got, tile.attention(cfg, q, k, v, causal, scale_bits=sb))
     assert not np.array_equal(got, tile.attention(cfg, q, k, v, causal))
+
+
+def test_cycle_model_accepts_the_flag_and_its_timing_is_unchanged():
+    from fsa import cyclemodel as cm
+
+    cfg = config.get("FSA4X4Fp16Config")
+    plain = attention(cfg, 8, 12, check=False)
+    masked = masked_program(cfg, 8, 12, key_limit=1, scale=0.4)
+    assert any(getattr(i, "mask_keys", False) for i in masked.instructions)
+    a, b = (cm.simulate(cfg, p.instructions, cm.DEFAULT_DMA) for p in (plain, masked))
+    assert (a.cycles, a.counters) == (b.cycles, b.counters)
+    masked.check_dispatch()

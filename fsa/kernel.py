@@ -136,8 +136,8 @@ class KernelBuilder:
 
     Attributes:
         cfg, R (= sa_rows), C (= sa_cols), instructions, meta (a dict the
-        kernel may fill, copied into the Program), settings (setting register
-        -> value, :attr:`Program.settings`: written by the host before the start).
+        kernel may fill, copied into the Program), settings (setting
+        registers for the host to write, ``Program.settings``).
     """
 
     def __init__(self, cfg: "FSAConfig | str", name: str = "kernel"):
@@ -497,8 +497,7 @@ class KernelBuilder:
         queries; updates the running max and the running sum in `l` (1 acc
         row). ``accumulate=False`` (first key block) reads l_old as 0;
         ``causal`` masks key k > query c (the diagonal block, R == C);
-        ``mask_keys`` masks the keys k >= the ``key_limit`` register (set it
-        with ``settings``)."""
+        ``mask_keys`` masks keys k >= the ``key_limit`` setting."""
         what = f"mx_attn_score({getattr(k, 'label', k)})"
         kt = self._sram(what, "the K tile", k, SpadTile, self.R, "R")
         lt = self._sram(what, "the l tile", l, AccTile, 1, "one")

@@ -29,9 +29,8 @@ Ports::
 
     in_valid / in_ready    a decoded matrix instruction (in_*) is accepted when
                            both are high; its cycle 0 is the next cycle
-    ctrl, cmp_cmd, cmp_causal, cmp_mask,        to fsa_array (cmp_causal / cmp_mask:
-    acc_cmd                                     the UPDATE's instruction's causal
-                                                and mask_keys flags)
+    ctrl, cmp_cmd, cmp_causal, cmp_mask,        to fsa_array (cmp_causal / cmp_mask: the
+    acc_cmd                                     flags of the UPDATE's instruction)
     spad_en, spad_addr                          scratchpad array-port read
     id_valid, id_const, id_csel, id_k,          input-delayer input of the next
     id_rev_in, id_rev_out, id_delay             cycle (aligned with the SRAM data)

@@ -16,7 +16,7 @@ import os
 
 import cocotb
 
-from device import Device
+from fsa.harness.device import Device
 from fsa.config import FSAConfig
 from fsa.hw import regs as hwregs
 

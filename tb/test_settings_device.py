@@ -52,7 +52,7 @@ def test_attention_with_scale_and_key_limit_bit_exact(name, sq, skv, causal, sca
     assert prog.settings["key_limit"] == key_limit and scale != 1 / math.sqrt(cfg.sa_rows)
     ins = {"Q": q, "K": k, "V": v}
     gold = GoldenEngine(cfg).run(prog, ins)
-    sim = SimEngine(cfg, "verilator")
+    sim = SimEngine(cfg, simrun.get_sim(None))
     res = sim.run(prog, ins)
     got, want = res.outputs["Ot"], gold.outputs["Ot"]
     bad = np.flatnonzero(got.ravel() != want.ravel())

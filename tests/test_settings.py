@@ -332,3 +332,46 @@ def test_machine_settings_are_kept_across_runs_and_abort():
         m.write_setting("key_limit", 9)
     with pytest.raises(KeyError):
         m.write_setting("abort", 1)
+
+
+def test_kernel_builder_emits_mask_keys_and_carries_settings():
+    from fsa.kernel import KernelBuilder
+
+    cfg = config.get("FSA4X4Fp16Config")
+    kb = KernelBuilder(cfg, "t")
+    k, l = kb.alloc_spad((4, 4), "K"), kb.alloc_accumulator((1, 4), "l")
+    ins = kb.mx_attn_score(k, l, mask_keys=True)
+    assert ins.mask_keys and not kb.mx_attn_score(k, l).mask_keys
+    kb.settings["key_limit"] = 2
+    assert kb.build(None, check=False).settings == {"key_limit": 2}
+
+
+@pytest.mark.parametrize("name,causal", [("FSA4X4Fp16UdConfig", False), ("FSA4X4Bf16UdConfig", True)])
+def test_ud_functions_use_the_scale_registers(name, causal):
+    """The UD dataflow's functions (fsa/golden/ud.py) take the scale from the
+    setting registers too: the UD kernel with a softmax scale gives the
+    tile model's bits for that scale."""
+    cfg = config.get(name)
+    rng = np.random.default_rng(9)
+    q, k, v = inputs(cfg, rng, 8, 8)
+    prog = attention(cfg, 8, 8, causal, check=False)
+    assert prog.meta["kernel"] == "ud"
+    sb = config.scale_bits(cfg, 0.21)
+    prog = Program(cfg, prog.name, prog.instructions, prog.tensors, prog.views, prog.meta,
+                   prog.spad_rows, prog.acc_rows, prog.semaphores,
+                   {"scale_e": sb[0], "scale_a": sb[1]})
+    got = GoldenEngine(cfg, machine=True).run(prog, {"Q": q, "K": k, "V": v}).outputs["Ot"].T
+    np.testing.assert_array_equal(got, tile.attention(cfg, q, k, v, causal, scale_bits=sb))
+    assert not np.array_equal(got, tile.attention(cfg, q, k, v, causal))
+
+
+def test_cycle_model_accepts_the_flag_and_its_timing_is_unchanged():
+    from fsa import cyclemodel as cm
+
+    cfg = config.get("FSA4X4Fp16Config")
+    plain = attention(cfg, 8, 12, check=False)
+    masked = masked_program(cfg, 8, 12, key_limit=1, scale=0.4)
+    assert any(getattr(i, "mask_keys", False) for i in masked.instructions)
+    a, b = (cm.simulate(cfg, p.instructions, cm.DEFAULT_DMA) for p in (plain, masked))
+    assert (a.cycles, a.counters) == (b.cycles, b.counters)
+    masked.check_dispatch()

@@ -95,6 +95,7 @@ order.
 from __future__ import annotations
 
 import enum
+import operator
 from dataclasses import dataclass
 
 __all__ = ["State", "STATE_BITS", "COUNTERS", "COUNTER_BITS", "Reg", "REGS", "OFFSETS",
@@ -211,9 +212,12 @@ def check_setting(cfg, name: str, value) -> int:
     """`value` as an int if register `name` accepts it (what the device
     writes without SLVERR), else ValueError naming the register and range."""
     lo, hi = setting_range(cfg, name)
-    if isinstance(value, bool) or not isinstance(value, (int,)) and not hasattr(value, "__index__"):
-        raise ValueError(f"setting {name}: must be an integer in {lo}..{hi}, got {value!r}")
-    v = int(value.__index__())
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        v = operator.index(value)
+    except TypeError:
+        raise ValueError(f"setting {name}: must be an integer in {lo}..{hi}, got {value!r}") from None
     if not lo <= v <= hi:
         raise ValueError(f"setting {name}: must be in {lo}..{hi}, got {v}")
     return v

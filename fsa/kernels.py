@@ -216,8 +216,8 @@ def attention(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = Fa
             the cycle model: six runs, two dispatch modes x three DMA timings).
         kernel: "reference" (this module's kernel) or "ud" (:mod:`fsa.kernels_ud`);
             None picks "ud" on a config with ``dataflow = "ud"``, else "reference".
-            The UD kernel runs one head (`heads` = 1, no `kv_map`), with the
-            reset scale and no key mask.
+            The UD kernel runs one head (`heads` = 1, no `kv_map`), without
+            the key mask.
         heads: query heads (any number of (batch, head) pairs, flattened),
             run one after another in one program.
         kv_heads: key/value heads stored (default `heads`, or one more than
@@ -255,13 +255,17 @@ def attention(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = Fa
             raise ValueError(f"attention: the UD kernel runs one head; {cfg.name} cannot run "
                              f"heads={heads} in one program (run one head at a time, or use "
                              f"the reference kernel on a reference config)")
-        fixed = (cfg.attention_scale_bits(cfg.e_type), cfg.attention_scale_bits(cfg.a_type))
-        if (scale is not None and fconfig.scale_bits(cfg, scale) != fixed) or \
-                (key_limit is not None and key_limit != cfg.sa_rows):
-            raise ValueError(f"attention: the UD kernel has no run-time scale or key mask yet: "
-                             f"{cfg.name} needs scale 1/sqrt(R) (D = R) and sequences of whole "
-                             f"key blocks (or causal with S_q <= S_kv)")
-        return kernels_ud.attention(cfg, seq_q, seq_kv, causal, check)
+        if key_limit is not None and key_limit != cfg.sa_rows:
+            raise ValueError(f"attention: the UD kernel has no key mask yet: {cfg.name} needs "
+                             f"sequences of whole key blocks ({cfg.sa_rows} keys; or causal "
+                             f"with S_q <= S_kv)")
+        prog = kernels_ud.attention(cfg, seq_q, seq_kv, causal, check)
+        if scale is None:
+            return prog
+        e_bits, a_bits = fconfig.scale_bits(cfg, scale)
+        return Program(prog.cfg, prog.name, prog.instructions, prog.tensors, prog.views,
+                       prog.meta, prog.spad_rows, prog.acc_rows, prog.semaphores,
+                       dict(prog.settings, scale_e=e_bits, scale_a=a_bits))
     if kernel not in (None, "reference"):
         raise ValueError(f"attention: kernel must be 'reference' or 'ud', got {kernel!r}")
     check_attention_shape(cfg, seq_q, seq_kv, causal)

@@ -296,3 +296,20 @@ def test_non_tensor_inputs_are_refused():
 def test_d_above_r_names_a_config_that_fits():
     with pytest.raises(ValueError, match="sa_rows >= 16 \\(e.g. FSA16X16"):
         fsa.scaled_dot_product_attention(*good(8, 16), config="FSA8X8Fp16Config")
+
+
+# ------------------------------------------------------------------ the UD dataflow
+def test_ud_config_gives_the_reference_bits_one_head_at_a_time():
+    rng = np.random.default_rng(11)
+    q, k, v = rand(rng, (7, 4)), rand(rng, (8, 4)), rand(rng, (8, 4))
+    for scale in (None, 0.3):
+        ud, st = fsa.scaled_dot_product_attention(q, k, v, scale=scale,
+                                                  config="FSA4X4Fp16UdConfig", return_stats=True)
+        ref = fsa.scaled_dot_product_attention(q, k, v, scale=scale, config=CFG)
+        assert st.program.meta["kernel"] == "ud"
+        assert torch.equal(ud.view(torch.int32), ref.view(torch.int32))
+    with pytest.raises(ValueError, match="UD kernel runs one head"):
+        fsa.scaled_dot_product_attention(*(rand(rng, (2, 8, 4)) for _ in range(3)),
+                                         config="FSA4X4Fp16UdConfig")
+    with pytest.raises(ValueError, match="UD kernel has no key mask"):
+        fsa.scaled_dot_product_attention(q, k[:7], v[:7], config="FSA4X4Fp16UdConfig")

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 
 
 def _cmd_configs(args: argparse.Namespace) -> int:

@@ -54,7 +54,7 @@ def expected_bits(cfg, q, k, v, causal, gqa=False, scale=None):
     sq_p, skv_p = -(-sq // C) * C, -(-skv // R) * R
     bits = config.scale_bits(cfg, 1 / math.sqrt(d) if scale is None else scale)
     limit = skv - (skv_p - R) if skv_p != skv else None
-    out = np.zeros(lead + (sq, dv), np.uint32)
+    out = np.zeros(lead + (sq, dv), np.uint16 if cfg.a_fmt.width == 16 else np.uint32)
     for idx in np.ndindex(*lead):
         qp, kp, vp = np.zeros((sq_p, R)), np.zeros((skv_p, R)), np.zeros((skv_p, R))
         qp[:sq, :d], kp[:skv, :d], vp[:skv, :dv] = qn[idx], kn[idx], vn[idx]
@@ -68,7 +68,8 @@ def check(cfg, out, q, k, v, causal, gqa=False, scale=None):
     """Raw bits equal to the one-head model; within the bounds of torch."""
     assert out.dtype == torch.float32 and out.shape[:-1] == q.shape[:-1]
     want = expected_bits(cfg, q, k, v, causal, gqa, scale)
-    assert np.array_equal(out.numpy().view(np.uint32), want)
+    # A values are exact in float32 (fp32, fp16 or bf16 accumulation): back to A bits
+    assert np.array_equal(nx.from_float64(out.double().numpy(), cfg.a_type), want)
     qn, kn, vn = (torch.from_numpy(rounded(cfg, x)) for x in (q, k, v))
     ref = F.scaled_dot_product_attention(qn, kn, vn, is_causal=causal, enable_gqa=gqa,
                                          scale=scale).numpy()
@@ -108,6 +109,19 @@ def test_shapes_bit_exact_and_vs_torch(qs, kvs, causal):
     # the key mask only where padded keys are not behind the causal mask
     hidden = kvs[-2] % 4 == 0 or (causal and qs[-2] <= kvs[-2])
     assert (st.key_limit is None) == hidden and ("key_limit" in st.settings) == (not hidden)
+
+
+@pytest.mark.parametrize("name", ["FSA4X4Bf16Config", "FSA4X4Fp32Config", "FSA4X4Fp16OnlyConfig",
+                                  "FSA8X8Fp16Config"])
+def test_other_formats_and_sizes(name):
+    cfg = config.get(name)
+    rng = np.random.default_rng(len(name))
+    R = cfg.sa_rows
+    q, k, v = rand(rng, (2, 2, 5, R - 1)), rand(rng, (2, 1, 11, R - 1)), rand(rng, (2, 1, 11, R - 1))
+    for causal in (False, True):
+        out = fsa.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True,
+                                               config=name)
+        check(cfg, out, q, k, v, causal, gqa=True)
 
 
 def test_many_heads_are_one_program_equal_to_one_call_per_head():

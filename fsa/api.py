@@ -123,9 +123,9 @@ class AttentionStats:
     counters: dict[str, int] = field(default_factory=dict)
     key_blocks: int = 0
     words: int = 0
-    inputs: dict[str, dict] = field(default_factory=dict)
-    program: Any = None
-    result: Any = None
+    inputs: dict[str, dict] = field(default_factory=dict, repr=False)
+    program: Any = field(default=None, repr=False)      # (large: left out of the repr)
+    result: Any = field(default=None, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
         """The figures as plain data (no program or result), e.g. for JSON."""

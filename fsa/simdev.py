@@ -51,7 +51,7 @@ def run_on_device(cfg: FSAConfig, words: list[int], memory: list[tuple[int, byte
                   inject: dict | None = None, reset_midway: int = 0, overfill: int = 0,
                   timeout_s: float = 1800, name: str | None = None,
                   progress=None, programs: list[list[int]] | None = None,
-                  abort_midway: int = 0, fetch: bool = False) -> dict:
+                  abort_midway: int = 0, fetch: "bool | int" = False) -> dict:
     """Run `words` (or several `programs` one after another, without a
     reset) on the device with `memory` preloaded; dump `dumps` after the last.
 
@@ -68,7 +68,9 @@ def run_on_device(cfg: FSAConfig, words: list[int], memory: list[tuple[int, byte
         fetch: program fetch: place the words at :func:`program_address`
             and start in fetch mode (the device reads them itself); default:
             push them over the control port (the reference's way).
-            ``fsa.engines.SimEngine`` and the CLI fetch by default.
+            ``fsa.engines.SimEngine`` and the CLI fetch by default.  An int
+            (not a bool) is the address to place and fetch the program at,
+            unchecked (the device checks it: FETCH_RANGE).
         memory: (address, bytes) segments written before the run.
         dumps: (address, size) regions read back after the run.
         sim: "verilator" or "icarus" (default $SIM or verilator).
@@ -93,7 +95,7 @@ def run_on_device(cfg: FSAConfig, words: list[int], memory: list[tuple[int, byte
     out = generate(cfg, quiet=True)
     tmp = Path(tempfile.mkdtemp(prefix="fsa-case-"))
     progs = [[int(w) & 0xFFFFFFFF for w in p] for p in (programs if programs else [words])]
-    fetch_at = None if not fetch else program_address(
+    fetch_at = None if fetch is False else int(fetch) if fetch is not True else program_address(
         cfg, max(len(p) for p in progs),
         [(int(a), len(b)) for a, b in memory] + [(int(a), int(n)) for a, n in dumps])
     case = {"config": cfg.to_dict(), "words": progs[0], "programs": progs,

@@ -39,7 +39,8 @@ plus ``min(L * W, Q)`` (``W = BB / 4`` words per beat, ``Q`` the queue's
 size): the words of a burst always fit, so R is never stalled and a burst
 takes exactly its beats on the bus.  Every R beat goes into the beat FIFO;
 one word per cycle leaves the head beat into the queue (word 0 first, the
-little-endian order of memory) while the device runs and the queue has room;
+little-endian order of memory) while the device runs, no fetch error is
+pending and the queue has room;
 the last beat's words past the count are dropped.
 
 Timing (a slave answering at once): burst decided in cycle ``i`` (registered
@@ -205,7 +206,7 @@ def fsa_fetch(clk, rst, start, fstart, state, aborting, prog_addr, prog_words, q
 
     @always_comb
     def words():
-        v = fm and run and fcount != 0 and words_left != 0 and inst_ready
+        v = fm and run and not err_r and fcount != 0 and words_left != 0 and inst_ready
         f_valid.next = v
         lw = widx == W - 1 or words_left == 1
         lastw.next = lw

@@ -73,6 +73,7 @@ class Fetch:
         self.lock_end = -1            # last beat of the current burst
         self.pops = 0                 # words popped by the decoder (before the current cycle)
         self.events: list[int] = []   # heap of cycles at which the fetch state changes
+        self.bursts: list[tuple[int, int, int]] = []   # (decision, beats, last beat)
 
     def available(self, w: int, c: int) -> bool:
         """Word `w` may be popped in cycle `c`."""
@@ -106,6 +107,7 @@ class Fetch:
         self.issued += L
         self.addr += L * self.BB
         self.lock_end = first + L - 1
+        self.bursts.append((c, L, self.lock_end))
         heapq.heappush(self.events, self.lock_end + 1)
         last_word = min(self.n, self.issued * self.W)
         for w in range(len(self.push_t), last_word):

@@ -175,12 +175,15 @@ class ModelResult:
         counters: predicted ``bubble``, ``mx_active``, ``dma_active``, ``mx``, ``dma``.
         mx_starts: cycle 0 of every matrix instruction (program order).
         dma_spans: (accept cycle, done cycle) of every DMA instruction.
+        fetch_bursts: with program fetch, (decision cycle, beats, last beat's
+            cycle) of every fetch burst.
     """
 
     cycles: int
     counters: dict = field(default_factory=dict)
     mx_starts: list = field(default_factory=list)
     dma_spans: list = field(default_factory=list)
+    fetch_bursts: list = field(default_factory=list)
 
 
 def _plans(cfg: FSAConfig) -> list[fplan.Plan]:
@@ -445,7 +448,8 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
         if inflight:
             cnt["dma_active"] += 1
         if stop:
-            return ModelResult(c + 1, cnt, mx_starts, dma_spans)
+            return ModelResult(c + 1, cnt, mx_starts, dma_spans,
+                               fe.bursts if fe is not None else [])
         # ---------------- next state
         if mx_accept:
             take = (1 - last) if (fr[0] and fr[1]) else (1 if fr[1] else 0)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import coverage_report as cov
 from fsa import config as fconfig
 from fsa import cyclemodel, kernels
 from fsa.cyclefetch import FetchTiming
@@ -72,6 +73,8 @@ def test_fetched_attention_is_bit_exact_and_equals_the_cycle_model(seq):
                                         + list(regions)))
     m = cyclemodel.simulate(CFG, prog.instructions, fetch=fetch)
     assert {k: c[k] for k in MODEL} == dict(m.counters, exec=m.cycles), (c, m)
+    cov.record(prog, run, config=CFG, cycles_checked=True,
+               what=f"{CFG.name} {seq}x{seq} program fetch")
     if seq == 64:
         # the target of issue 14: far below the host's push rate, close to a full queue
         pushed = cyclemodel.simulate(CFG, prog.instructions, host=cyclemodel.HARNESS_HOST)
@@ -89,6 +92,7 @@ def test_program_past_its_words_ends_in_no_stop_at_once():
     run = res["runs"][-1]
     assert golden_fetch(words, addr) == ("NO_STOP", 300)
     assert (run["state"], run["error"], run["error_index"]) == ("error", "NO_STOP", 300), run
+    cov.record(None, run, config=CFG, what="program fetch past its words")
     # 300 fences take two cycles each; then a few cycles, not 4096
     assert run["waited"] < 2 * 300 + 64, run
 
@@ -104,6 +108,7 @@ def test_fetch_read_error_and_misaligned_address():
     # reported while the decoder works on words before the bad beat, which
     # never reaches the queue
     assert 0 < run["error_index"] <= run["fetched"] <= 34, run
+    cov.record(None, run, config=CFG, what="program fetch read error")
     assert run["q_free"] == CFG.inst_queue_size, run
     # an address that is not a multiple of the 8-byte beat: FETCH_RANGE at once
     res = run_on_device(CFG, words, [(CFG.mem_base, bytes(64))], [], max_cycles=5000,
@@ -112,6 +117,7 @@ def test_fetch_read_error_and_misaligned_address():
     assert golden_fetch(words, addr + 4) == ("FETCH_RANGE", 0)
     assert (run["state"], run["error"], run["error_index"]) == ("error", "FETCH_RANGE", 0), run
     assert run["counters"]["words"] == 0 and run["waited"] < 8, run
+    cov.record(None, run, config=CFG, what="program fetch misaligned")
 
 
 def test_abort_midway_through_a_fetch_then_fetched_programs_back_to_back():

@@ -27,7 +27,10 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass
 
-__all__ = ["FetchTiming", "FETCH_FIRST", "burst_beats", "Fetch"]
+__all__ = ["FetchTiming", "FETCH_FIRST", "BURST_MAX", "burst_beats", "Fetch"]
+
+#: the largest fetch burst in beats
+BURST_MAX = 16
 
 #: cycles from a burst's decision to its first beat with cocotbext-axi's
 #: AxiRam (the registered ARVALID, the AR handshake, the slave's latency),
@@ -36,9 +39,10 @@ FETCH_FIRST = 3
 
 
 def burst_beats(cfg) -> int:
-    """The fetch burst length and beat FIFO depth (rtl/fsa_fetch.py)."""
+    """The fetch unit's longest burst (and beat FIFO depth, at least 2) for
+    `cfg` (rtl/fsa_fetch.py): at most BURST_MAX beats and half the queue's words."""
     w = cfg.axi_data_bits // 32
-    return max(1, min(16, cfg.inst_queue_size // (2 * w)))
+    return max(1, min(BURST_MAX, cfg.inst_queue_size // (2 * w)))
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ Ports::
     f_valid, f_word       a word into the queue (the queue's write port is the
                           fetch unit's while f_valid, the host's otherwise)
     ar*, r*               AXI4 read channels (AR with ID FETCH_ID, R beats the
-                          arbiter routed here by RID; RREADY is always 1)
+                          arbiter routed here by RID while ``busy``; RREADY is
+                          always 1)
     fmode                 fetch mode: from an accepted fetch_start until ``flush``
     more, all_in          fetch mode, no error, words still to deliver / all delivered
     busy                  a burst is in flight (ARVALID, or R beats owed)
@@ -33,11 +34,12 @@ with code 1 in the same edge.  While the device runs (ACTIVE, not aborting)
 in fetch mode without an error, one INCR burst at a time is issued: ``L =
 min(burst_beats(cfg), beats left, beats to the next 4 KiB boundary)`` beats
 (full strobes, ``arsize = log2(BB)``), when the previous burst's last beat
-has arrived, ``rd_block`` is low, the beat FIFO (``burst_beats`` beats) has
-room for ``L`` beats, and the queue has room for the words already held here
-plus ``min(L * W, Q)`` (``W = BB / 4`` words per beat, ``Q`` the queue's
-size): the words of a burst always fit, so R is never stalled and a burst
-takes exactly its beats on the bus.  Every R beat goes into the beat FIFO;
+has arrived, ``rd_block`` is low, the beat FIFO (``max(2, burst_beats)``
+beats) has room for ``L`` beats, and the queue has room for the words
+already held here plus ``L * W`` (``W = BB / 4`` words per beat; ``Q``, the
+queue's size, instead where ``burst_beats * W > Q``): the words of a burst
+always fit, so R is never stalled and a burst takes exactly its beats on the
+bus.  Every R beat goes into the beat FIFO;
 one word per cycle leaves the head beat into the queue (word 0 first, the
 little-endian order of memory) while the device runs, no fetch error is
 pending and the queue has room;
@@ -45,15 +47,16 @@ the last beat's words past the count are dropped.
 
 Timing (a slave answering at once): burst decided in cycle ``i`` (registered
 ARVALID from ``i + 1``), beat ``j`` accepted in ``i + F + j`` (``F`` is the
-slave's; ``fsa.cyclemodel.FETCH_FIRST`` for cocotbext-axi's AxiRam), in the
+slave's; ``fsa.cyclefetch.FETCH_FIRST`` for cocotbext-axi's AxiRam), in the
 beat FIFO from the next cycle; word ``w`` is pushed in ``p_w = max(p_(w-1) + 1,
 beat arrival + 1)`` and can be popped by the decoder from ``p_w + 1``.
-``fsa/cyclemodel.py`` models exactly this.
+``fsa/cyclefetch.py`` (in the cycle model) models exactly this.
 """
 from __future__ import annotations
 
 from myhdl import ConcatSignal, ResetSignal, always_comb, always_seq, block, intbv
 
+from fsa.cyclefetch import BURST_MAX, burst_beats  # noqa: F401 (re-exported)
 from fsa.hw.regs import FETCH_HI_BITS, STATE_BITS, State
 from rtl.convert import comb_expr, convert_block, sig
 from rtl.prim import clog2, fifo, mux_tree, vsig, zext
@@ -62,19 +65,10 @@ MODULE = "fsa_fetch"
 #: the fetch unit's AXI ID: all ones (the DMA uses ID 0)
 FETCH_ID = 1
 ID_BITS = 1
-#: the largest fetch burst in beats
-BURST_MAX = 16
 AXCACHE = 0b0011    # normal non-cacheable bufferable, as the DMA
 AXBURST_INCR = 1
 ADDR_BITS = 32 + FETCH_HI_BITS
 WORDS_BITS = 32
-
-
-def burst_beats(cfg) -> int:
-    """The fetch unit's burst length (and beat FIFO depth) for `cfg`: at most
-    BURST_MAX beats and half the queue's words."""
-    w = cfg.axi_data_bits // 32
-    return max(1, min(BURST_MAX, cfg.inst_queue_size // (2 * w)))
 
 
 @block

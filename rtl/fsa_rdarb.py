@@ -5,8 +5,10 @@
 AR: a two-way multiplexer, the DMA first; a request presented and not yet
 accepted keeps the channel (AXI: ARVALID and its payload stay until
 ARREADY), so a grant changes only on an idle or accepted AR.  R: routed by
-RID: ``FETCH_ID`` (all ones) to the fetch unit, any other ID to the DMA
-(which checks it is 0); RREADY is the addressed master's.  R data, RRESP and
+RID: ``FETCH_ID`` (all ones) to the fetch unit while it has a burst in
+flight (``f_lock``), every other beat to the DMA, which checks RID = 0 and
+that it owes the beat (so a stray beat or a wrong RID is still the DMA's
+AXI_RD_ERR, as without program fetch); RREADY is the addressed master's.  R data, RRESP and
 RLAST go to both masters unchanged (rtl/fsa_top.py wires them).
 
 DMA LOAD instructions and fetch bursts take turns, so that neither waits
@@ -99,14 +101,17 @@ def fsa_rdarb(clk, rst, c_valid, c_ready, c_func, d_valid, d_ready, d_done, f_lo
         da_ready.next = not sel_f and m_arready
 
     # (valid and ready in separate blocks: the DMA's RREADY depends on its RVALID)
+    to_f = sig(1)
+
     @always_comb
     def r_valid():
-        fr_valid.next = m_rvalid and m_rid
-        dr_valid.next = m_rvalid and not m_rid
+        to_f.next = m_rid and f_lock
+        fr_valid.next = m_rvalid and m_rid and f_lock
+        dr_valid.next = m_rvalid and not (m_rid and f_lock)
 
     @always_comb
     def r_ready():
-        if m_rid:
+        if to_f:
             m_rready.next = fr_ready
         else:
             m_rready.next = dr_ready

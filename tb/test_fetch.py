@@ -140,3 +140,31 @@ def test_abort_midway_through_a_fetch_then_fetched_programs_back_to_back():
         assert run["fetched"] == run["counters"]["words"] == len(words), run
     assert r1["counters"]["mx"] == r2["counters"]["mx"] and \
         r1["counters"]["dma"] == r2["counters"]["dma"]
+
+
+def test_fetch_registers_and_pushes_in_fetch_mode():
+    """tb/tb_fetch.py: the fetch registers read back (fetch_hi keeps its 7
+    bits); a push while a fetch-mode program runs answers SLVERR and does
+    not reach the queue (the program ends DONE with exactly its own words);
+    a pushed program and a fetched one then run on the same device."""
+    import json
+
+    from fsa import simrun
+    from fsa.hw.verilog import generate, verilog_files
+
+    out = generate(CFG, quiet=True)
+    addr = program_address(CFG, 301)
+    tdir = simrun.run("fsa_top", verilog_files(out), "tb_fetch", name="fetch_registers",
+                      extra_env={"FSA_CFG": json.dumps(CFG.to_dict()),
+                                 "FSA_FETCH_ADDR": str(addr)})
+    r = json.loads((tdir / "result.json").read_text())
+    assert (r["fetch_lo"], r["fetch_hi"], r["fetch_words"]) == (0x89ABCDEF, 0x7F, 12345), r
+    assert r["fetch_lo_resp"] == r["fetch_hi_resp"] == r["fetch_words_resp"] == 0, r
+    assert r["push_resp"] == 2 and r["state_after_push"] == "active", r      # SLVERR
+    f = r["fetch_run"]
+    assert (f["state"], f["error"]) == ("done", "NONE"), f
+    assert f["fetched"] == f["counters"]["words"] == f["counters"]["enq"] == 301, f
+    assert f["q_free"] == CFG.inst_queue_size, f
+    p = r["push_run"]
+    assert (p["state"], p["counters"]["words"], p["fetched"]) == ("done", 6, 0), p
+    assert (r["refetch_run"]["state"], r["refetch_run"]["fetched"]) == ("done", 301), r

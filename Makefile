@@ -3,6 +3,9 @@
 #
 #   make                 = make test (SIM=verilator by default)
 #   make test SIM=icarus the same tests on Icarus Verilog
+#   make test SPLITS=4 GROUP=2  one shard of four (pytest-split, balanced by the
+#                        committed .test_durations; docs/testing.md has a CI matrix)
+#   make durations       rerun the regression and rewrite .test_durations
 #   make verilog CONFIG=FSA8X8Fp16Config [PREFIX=fsa8_]  (module-name prefix: gen/<config>-<prefix>/)
 #   make run             FlashAttention (8x8 fp16, seq 64) on the RTL, scored vs torch
 #   make lint            Verilator lint (-Wall) of every generated module; the only
@@ -20,9 +23,13 @@ PY       := .venv/bin/python
 STAMP    := .venv/.installed
 PYTEST_ARGS ?=
 PREFIX   ?=
+SPLITS   ?=
+GROUP    ?=
+DURATIONS := .test_durations
+SPLIT_ARGS := $(if $(SPLITS),--splits $(SPLITS) --group $(if $(GROUP),$(GROUP),$(error GROUP=1..$(SPLITS) is needed with SPLITS)) --durations-path $(DURATIONS) --splitting-algorithm least_duration,)
 export SIM
 
-.PHONY: all test verilog run lint bench clean distclean venv sim-tools
+.PHONY: all test durations verilog run lint bench clean distclean venv sim-tools
 
 all: test
 
@@ -40,7 +47,10 @@ else ifneq ($(SIM),verilator)
 endif
 
 test: sim-tools
-	$(PY) -m pytest -n $(JOBS) --durations=10 -q $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(JOBS) --durations=10 -q $(SPLIT_ARGS) $(PYTEST_ARGS)
+
+durations: sim-tools
+	$(PY) -m pytest -n $(JOBS) -q --store-durations --durations-path $(DURATIONS) $(PYTEST_ARGS)
 
 verilog: $(STAMP)
 	$(PY) -m rtl.generate $(CONFIG) $(if $(PREFIX),--prefix $(PREFIX),)

@@ -29,7 +29,7 @@ def results_dir(quick: bool) -> pathlib.Path:
 
 def deep_queue(cfg, words: int = 4096):
     """`cfg` with a deeper instruction queue (name suffixed ``Q4K``). The
-    testbench (tb/device.py) pushes a program that fits the queue before
+    testbench (fsa/harness/device.py) pushes a program that fits the queue before
     ``start``; a longer one fills the queue, starts, and pushes the rest during
     the run, one AXI4-Lite write at a time (about 4 cycles per word, see
     bench/utilisation.py), so a program longer than the queue would measure

@@ -89,7 +89,7 @@ def sec_utilisation(u: dict) -> list[str]:
                         [[q["config"], q["queue_words"], q["N"], q["words"], q["rtl_cycles"],
                           q["model_cycles"], q["rtl_cycles_per_word"]] for q in u["queue_effect"]],
                         ["", "", "", "", "", "", ".2f"]))
-    out += ["", "tb/device.py fills the queue with a program that does not fit it, starts the "
+    out += ["", "fsa/harness/device.py fills the queue with a program that does not fit it, starts the "
             "device and pushes the rest during the run, one AXI4-Lite write at a time (about 4 "
             "cycles per word). When the device consumes words faster than that, the run "
             "measures the host's push rate; the model assumes every word is queued.", "",

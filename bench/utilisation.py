@@ -162,7 +162,7 @@ def main(argv: "list[str] | None" = None) -> int:
                    "words": r["words"], "rtl_cycles": r["cycles"], "model_cycles": m,
                    "rtl_cycles_per_word": r["cycles"] / r["words"]})
     print(f"\n4. Preset queue ({pre.inst_queue_size} words): the rest of a longer program is "
-          "pushed during the run (tb/device.py); the model assumes every word is queued")
+          "pushed during the run (fsa/harness/device.py); the model assumes every word is queued")
     print(table(["config", "N", "words", "RTL cycles", "model (no push limit)", "RTL cycles/word"],
                 [[q["config"], q["N"], q["words"], q["rtl_cycles"], q["model_cycles"],
                   q["rtl_cycles_per_word"]] for q in qe], ["", "", "", "", "", ".2f"]))

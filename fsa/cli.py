@@ -196,7 +196,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     q, k, v = _load_inputs(args, cfg)
     kernels.check_attention_shape(cfg, q.shape[0], k.shape[0], args.causal)
     _check_golden_fits(cfg, q.shape[0], k.shape[0], args.causal, args.force)
-    prog = kernels.attention(cfg, q.shape[0], k.shape[0], causal=args.causal)
+    prog = kernels.attention(cfg, q.shape[0], k.shape[0], causal=args.causal, kernel=args.kernel)
+    if args.sim != "golden" and cfg.dataflow == "ud":
+        raise ValueError(f"{cfg.name}: the UD dataflow has no RTL yet (issue 15, stage 2); "
+                         f"use --sim golden")
     inputs, conv = {}, {}
     for n, x in (("Q", q), ("K", k), ("V", v)):
         conv[n] = conversion_overflow(x, cfg.e_type)
@@ -473,7 +476,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
 
     cfg = config.get(args.config)
     q, k, v = _load_inputs(args, cfg)
-    prog = kernels.attention(cfg, q.shape[0], k.shape[0], causal=args.causal)
+    prog = kernels.attention(cfg, q.shape[0], k.shape[0], causal=args.causal, kernel=args.kernel)
     enc = {"Q": numerics.from_float64(q, cfg.e_type), "K": numerics.from_float64(k, cfg.e_type),
            "Vt": numerics.from_float64(v.T.copy(), cfg.e_type)}
     Path(args.program).write_bytes(isa.to_bytes(prog.words()))
@@ -488,10 +491,15 @@ def _cmd_compile(args: argparse.Namespace) -> int:
 
 def _cmd_plan_show(args: argparse.Namespace) -> int:
     from fsa import config
-    from fsa.plan import FUNCS, chart
+    from fsa.plan import ALL_FUNCS, FUNCS, UD_FUNCS, chart
 
     cfg = config.get(args.config)
     func = args.function.upper()
+    if cfg.dataflow == "ud":
+        FUNCS = ALL_FUNCS
+    elif func in UD_FUNCS:
+        raise ValueError(f"{func} is a UD function; {cfg.name} has dataflow {cfg.dataflow!r} "
+                         f"(use a ...UdConfig preset)")
     if func not in FUNCS:
         matches = [f for f in FUNCS if func in f]
         if len(matches) != 1:
@@ -504,42 +512,64 @@ def _cmd_plan_show(args: argparse.Namespace) -> int:
     return 0
 
 
-DIRECT_LIMIT = 20_000     # key blocks up to which `fsa predict` runs the model on the program
-
-
 def _cmd_predict(args: argparse.Namespace) -> int:
-    from fsa import config, cyclemodel as cm, kernels
+    from fsa import config
+    from fsa.predict import predict
 
     cfg = config.with_axi_bits(args.config, args.axi_bits) if args.axi_bits else config.get(args.config)
-    R, C = cfg.sa_rows, cfg.sa_cols
-    dma = cm.IDEAL_DMA if args.free_dma else cm.DEFAULT_DMA
-    nq, nk = cm.block_counts(cfg, args.seq_q, args.seq_kv, args.causal)   # checks the shape
-    steps = cm.attention_steps(nq, nk, args.causal)
-    flops = kernels.attention_flops(args.seq_q, args.seq_kv, R, args.causal)
-    ss = cm.steady_state(cfg, dma)
-    if steps <= DIRECT_LIMIT:
-        prog = kernels.attention(cfg, args.seq_q, args.seq_kv, causal=args.causal, check=False)
-        n_words = len(prog.words())
-        cycles = cm.simulate(cfg, prog.instructions, dma).cycles
-        how = f"model run on the {n_words}-word program"
-        if n_words > cfg.inst_queue_size:
-            how += (f" (longer than the {cfg.inst_queue_size}-word queue: the model assumes the "
-                    "host keeps the queue full)")
-    else:
-        cycles = round(cm.predict_cycles(cfg, args.seq_q, args.seq_kv, args.causal, ss))
-        how = (f"steady-state extrapolation ({steps} key-block steps > {DIRECT_LIMIT}: "
-               f"{ss['per_key_block']:g} cycles per key block, {ss['per_query_block']:g} per "
-               "query block" + ("; causal diagonal blocks costed as full ones" if args.causal
-                                else "") + ")")
-    print(f"{cfg.name}: seq_q={args.seq_q} seq_kv={args.seq_kv} d={R}"
+    p = predict(cfg, args.seq_q, args.seq_kv, args.causal, args.free_dma, kernel=args.kernel)
+    print(f"{cfg.name}: seq_q={args.seq_q} seq_kv={args.seq_kv} d={cfg.sa_rows}"
           f"{' causal' if args.causal else ''}, DMA: "
           f"{'free (matrix schedule alone)' if args.free_dma else f'{cfg.axi_data_bits}-bit AXI, calibrated on the RTL'}")
-    print(f"  cycles            {cycles}   ({how})")
-    print(f"  FLOPs             {flops}   (useful: 4d per (query, key) pair the mask keeps)")
-    print(f"  utilisation       {kernels.utilisation(flops, cycles, R, C):.4f}   "
-          f"(FLOPs / (cycles x 2RC))")
-    print(f"  per key block     {ss['per_key_block']:g} cycles (reference schedule "
-          f"{cm.reference_period(R, C, cfg.exp2_pieces)})")
+    print(f"  cycles            {p['cycles']}   ({p['how']})")
+    print(f"  FLOPs             {p['flops']}   (useful: 4d per (query, key) pair the mask keeps)")
+    print(f"  utilisation       {p['utilisation']:.4f}   (FLOPs / (cycles x 2RC))")
+    ud = p["kernel"] == "ud"
+    print(f"  per key block     {p['per_key_block']:g} cycles (reference schedule "
+          f"{p['reference_period']}"
+          + (f"; UD bound 2R+P+3 = {2 * cfg.sa_rows + cfg.exp2_pieces + 3}" if ud else "") + ")")
+    print(f"  kernel            {p['kernel']}")
+    return 0
+
+
+def _csv_list(item):
+    """argparse type: a comma-separated list of `item`."""
+    def parse(text: str) -> list:
+        parts = [t.strip() for t in text.split(",") if t.strip()]
+        if not parts:
+            raise argparse.ArgumentTypeError("expected a comma-separated list")
+        return [item(t) for t in parts]
+    return parse
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from fsa import config, sweep
+
+    for name in args.configs:
+        config.get(name)                            # unknown presets: exit 2 before any work
+    if args.plots:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise ValueError("--plots needs matplotlib (pip install -e '.[bench]')") from None
+    causal = {"no": [False], "yes": [True], "both": [False, True]}[args.causal]
+    pts = sweep.points(args.configs, args.lengths, args.pieces, args.axi_bits, causal)
+    _say(f"sweep: {len(pts)} points" + (" (serial)" if args.serial else " on Dask"))
+    try:
+        rows = sweep.run(pts, accuracy_len=args.accuracy, area=args.area, scheduler=args.scheduler,
+                         workers=args.workers, serial=args.serial, progress=_say)
+    except RuntimeError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    for path in sweep.write_table(rows, args.out):
+        _say(f"wrote {path}")
+    if args.plots:
+        for path in sweep.write_plots(rows, args.plots):
+            _say(f"wrote {path}")
+    bad = [r for r in rows if r["error"]]
+    if bad:
+        _say(f"{len(bad)} of {len(rows)} points are invalid configurations or shapes "
+             "(their `error` column says why)")
     return 0
 
 
@@ -552,7 +582,8 @@ def main(argv: "list[str] | None" = None) -> int:
 
     p = sub.add_parser("verilog", help="generate Verilog for a config into gen/<config>/")
     p.add_argument("config")
-    p.add_argument("--out", help="output folder (default gen/<config>)")
+    p.add_argument("--out", help="output folder (default gen/<config> of the checkout; "
+                                 "installed: of the cache folder, $FSA_CACHE)")
     p.add_argument("--force", action="store_true", help="regenerate even if up to date")
     p.set_defaults(func=_cmd_verilog)
 
@@ -576,6 +607,8 @@ def main(argv: "list[str] | None" = None) -> int:
     p.add_argument("--keep", action="store_true",
                    help="keep the simulator's run folder (log, results) after a successful run")
     p.add_argument("--push", action="store_true", help=PUSH_HELP)
+    p.add_argument("--kernel", choices=["reference", "ud"],
+                   help="attention kernel (default: ud on a UD config, else reference)")
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("compile", help="write the attention kernel as inst.bin + mem.elf "
@@ -590,6 +623,8 @@ def main(argv: "list[str] | None" = None) -> int:
     p.add_argument("--seed", type=_nonnegative_int, default=0)
     p.add_argument("--program", default="inst.bin")
     p.add_argument("--elf", default="mem.elf")
+    p.add_argument("--kernel", choices=["reference", "ud"],
+                   help="attention kernel (default: ud on a UD config, else reference)")
     p.set_defaults(func=_cmd_compile)
 
     p = sub.add_parser("exec", help="run a raw instruction stream (inst.bin + memory image)")
@@ -613,7 +648,8 @@ def main(argv: "list[str] | None" = None) -> int:
     q = psub.add_parser("show", help="print the per-cycle control chart of a matrix function")
     q.add_argument("config", help="preset name, e.g. FSA4X4Fp16Config")
     q.add_argument("function", help="LOAD_STATIONARY, ATTENTION_SCORE, ATTENTION_VALUE, "
-                   "ATTENTION_LSE_NORM_SCALE, ATTENTION_LSE_NORM (or a unique part: score)")
+                   "ATTENTION_LSE_NORM_SCALE, ATTENTION_LSE_NORM (or a unique part: score); "
+                   "on a UD config also LOAD_Q, KSTEP, STEP, PVSTEP")
     q.add_argument("--bits", help="comma-separated PE bits to show (default all)")
     q.set_defaults(func=_cmd_plan_show)
 
@@ -627,7 +663,31 @@ def main(argv: "list[str] | None" = None) -> int:
     p.add_argument("--axi-bits", type=int, help="AXI data width instead of the preset's")
     p.add_argument("--free-dma", action="store_true",
                    help="DMA costs nothing: the matrix schedule alone")
+    p.add_argument("--kernel", choices=["reference", "ud"],
+                   help="attention kernel (default: ud on a UD config, else reference)")
     p.set_defaults(func=_cmd_predict)
+
+    p = sub.add_parser("sweep", help="design-space sweep on Dask: configs x lengths x P x AXI "
+                       "width through the cycle model (optionally accuracy through the golden "
+                       "model and PE area from Yosys); one table and plots")
+    p.add_argument("--configs", required=True, type=_csv_list(str),
+                   help="comma-separated presets, e.g. FSA4X4Fp16Config,FSA16X16Fp16Config")
+    p.add_argument("--lengths", required=True, type=_csv_list(_positive_int),
+                   help="comma-separated sequence lengths (seq_q = seq_kv)")
+    p.add_argument("--pieces", type=_csv_list(_positive_int), default=[None],
+                   help="comma-separated exp2 pieces P (default: each preset's)")
+    p.add_argument("--axi-bits", type=_csv_list(_positive_int), default=[None],
+                   help="comma-separated AXI data widths (default: each preset's)")
+    p.add_argument("--causal", choices=["no", "yes", "both"], default="no")
+    p.add_argument("--accuracy", type=_nonnegative_int, default=0, metavar="N",
+                   help="also the golden model's error against torch, at min(length, N)")
+    p.add_argument("--area", action="store_true", help="also the PE's Yosys cell count")
+    p.add_argument("--scheduler", help="Dask scheduler address (default: a local cluster)")
+    p.add_argument("--workers", type=_positive_int, help="local cluster workers (default: cores)")
+    p.add_argument("--serial", action="store_true", help="no Dask: evaluate in this process")
+    p.add_argument("--out", default="sweep.csv", help="table (CSV; Markdown beside it)")
+    p.add_argument("--plots", help="folder for plots (needs matplotlib)")
+    p.set_defaults(func=_cmd_sweep)
 
     args = ap.parse_args(argv)
     from fsa.simrun import SimulationError

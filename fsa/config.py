@@ -16,19 +16,25 @@ from __future__ import annotations
 import difflib
 import json
 import math
+import re
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
 from .formats import FORMATS, FPFormat, get_format
 
-__all__ = ["FSAConfig", "PRESETS", "get", "names", "DEFAULT", "with_axi_bits"]
+__all__ = ["FSAConfig", "PRESETS", "get", "names", "DEFAULT", "with_axi_bits", "DATAFLOWS",
+           "ud_twin_name"]
 
 #: (element, accumulate) format pairs the hardware supports.
 FORMAT_PAIRS = {("fp16", "fp32"), ("bf16", "fp32"), ("fp32", "fp32"),
                 ("fp16", "fp16"), ("bf16", "bf16")}
 
 DEFAULT = "FSA4X4Fp16Config"
+
+#: The array's dataflows (FSAConfig.dataflow): the reference schedules, or
+#: the unidirectional one of docs/ud.md.
+DATAFLOWS = ("reference", "ud")
 
 
 @dataclass(frozen=True)
@@ -54,6 +60,12 @@ class FSAConfig:
         exp2_pieces: P, pieces of the exp2 piecewise-linear approximation.
         div_bits_per_cycle: quotient bits per cycle of the ACC divider.
         ctrl_base: base address of the AXI4-Lite control registers.
+        dataflow: "reference" (the reference FSA schedules, matrix function
+            codes 0..4) or "ud" (adds the unidirectional dataflow of
+            docs/ud.md: codes 5..8, the bottom comparator row, Q resident in
+            a second PE register; needs ``sa_cols <= sa_rows + exp2_pieces
+            + 1``).  Written to ``FSAConfig.fsa.json``, never to the
+            reference's 12-key ``FSAConfig.json``.
     """
 
     name: str
@@ -74,6 +86,7 @@ class FSAConfig:
     exp2_pieces: int = 8
     div_bits_per_cycle: int = 2
     ctrl_base: int = 0x8000
+    dataflow: str = "reference"
 
     def __post_init__(self) -> None:
         if self.spad_rows == 0:
@@ -145,6 +158,13 @@ class FSAConfig:
              and 0 <= self.ctrl_base < (1 << 32) and self.ctrl_base % 0x100 == 0,
              f"ctrl_base must be a non-negative 32-bit address, a multiple of 0x100 (the "
              f"register block), got {self.ctrl_base!r}")
+        need(self.dataflow in DATAFLOWS,
+             f"dataflow must be one of {DATAFLOWS}, got {self.dataflow!r}")
+        if self.dataflow == "ud":
+            need(self.sa_cols <= self.sa_rows + self.exp2_pieces + 1,
+                 f"dataflow 'ud' needs sa_cols <= sa_rows + exp2_pieces + 1 = "
+                 f"{self.sa_rows + self.exp2_pieces + 1} (two issue slots cover a STEP's "
+                 f"{self.sa_cols - 1}-cycle column skew only up to there), got sa_cols = {self.sa_cols}")
         # What the generator and the DMA need (checked here so that a bad config
         # fails at construction, naming the field, not later in rtl/).
         beat = self.axi_data_bits
@@ -339,6 +359,21 @@ def _build_presets() -> dict[str, FSAConfig]:
 
 
 PRESETS: dict[str, FSAConfig] = _build_presets()
+
+#: The size/format presets (FSA<R>X<C><format>Config) that get a UD twin.
+_SIZE_FORMAT = re.compile(r"FSA\d+X\d+(?:" + "|".join(_SUFFIX) + r")Config")
+
+
+def ud_twin_name(name: str) -> str:
+    """``FSA<R>X<C><fmt>Config`` -> ``FSA<R>X<C><fmt>UdConfig``."""
+    return name[:-len("Config")] + "UdConfig"
+
+
+# One UD twin per size/format preset, derived from the list above (so any
+# change to a preset, e.g. its AXI width, carries over): identical except
+# for the dataflow.
+PRESETS.update({ud_twin_name(n): c.replace(name=ud_twin_name(n), dataflow="ud")
+                for n, c in list(PRESETS.items()) if _SIZE_FORMAT.fullmatch(n)})
 
 
 def names() -> list[str]:

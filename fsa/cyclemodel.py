@@ -155,7 +155,7 @@ class _Feed:
         return c >= self.arrival()
 
 
-#: The cocotb harness as a host (tb/device.py ``Device.run``: cocotbext-axi
+#: The cocotb harness as a host (fsa/harness/device.py ``Device.run``: cocotbext-axi
 #: ``AxiLiteMaster``, one push at a time, the words beyond the queue's depth
 #: pushed from ``start`` on): fitted on seven FSA4X4Fp16Config attention
 #: programs of 329 to 1201 words on Verilator (the only pair in first -5..29,
@@ -281,6 +281,10 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
     CF = [p.conflict_free for p in plans]
     RET = [p.retire for p in plans]
     REL = [p.release for p in plans]
+    READ_REL = [p.read_release for p in plans]      # UD early_release (docs/ud.md)
+
+    def rel_at(s) -> int:       # a slot's release cycle offset
+        return (READ_REL if getattr(ins[s[2]], "early_release", False) else REL)[s[0]]
     BLOCK = [p.blocking for p in plans]
     USE = _sram_use(plans)
     beat = cfg.axi_data_bits // 8
@@ -400,7 +404,7 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
         rel = []
         for k in (0, 1):
             s = slots[k]
-            if busy[k] and c == s[1] + REL[s[0]]:
+            if busy[k] and c == s[1] + rel_at(s):
                 x = ins[s[2]]
                 if x.release_valid:
                     rel.append((x.sem_id, x.release_value))
@@ -519,7 +523,7 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
             s = slots[k]
             if s is not None:
                 b = s[1]
-                cand += [b + CF[s[0]], b + RET[s[0]] - 1, b + RET[s[0]], b + REL[s[0]]]
+                cand += [b + CF[s[0]], b + RET[s[0]] - 1, b + RET[s[0]], b + rel_at(s)]
         if dm is not None and dm["done"] is not None:
             cand.append(dm["done"])
         if feed is not None and not dec_full and pc < n:
@@ -547,19 +551,23 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
 # --------------------------------------------------------------------------
 # Steady state and long-sequence predictions
 # --------------------------------------------------------------------------
-def steady_state(cfg: FSAConfig, dma: DmaTiming = DEFAULT_DMA, causal: bool = False) -> dict:
+def steady_state(cfg: FSAConfig, dma: DmaTiming = DEFAULT_DMA, causal: bool = False,
+                 kernel: "str | None" = None) -> dict:
     """Per-key-block and per-query-block costs of the attention kernel in
     the model, from four short programs: cycles(q, k) for q in (2, 3) query
     blocks and k in (4, 8) key blocks per query block (non-causal), fitted as
     ``fixed + q * (per_qblock + k * per_kblock)`` (exact when the schedule is
-    periodic, which the four points check: the fit residual is returned)."""
+    periodic, which the four points check: the fit residual is returned).
+    `kernel`: as :func:`fsa.kernels.attention` (None: the config's own; on a
+    UD config the UD kernel, whose per-key-block cost with a free DMA is the
+    STEP period ``2R + P + 3``)."""
     from fsa.kernels import attention
 
     R, C = cfg.sa_rows, cfg.sa_cols
     pts = {}
     for q in (2, 3):
         for k in (4, 8):
-            prog = attention(cfg, q * C, k * R, causal=False, check=False)
+            prog = attention(cfg, q * C, k * R, causal=False, check=False, kernel=kernel)
             pts[(q, k)] = simulate(cfg, prog.instructions, dma).cycles
     per_kb = (pts[(2, 8)] - pts[(2, 4)]) / (2 * 4)
     per_kb3 = (pts[(3, 8)] - pts[(3, 4)]) / (3 * 4)

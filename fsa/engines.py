@@ -14,7 +14,7 @@ run, and return an :class:`Execution` (a memory reader, counters, cycles).
   (:class:`fsa.golden.machine.Machine`); both give the same bits. No cycle
   count (``fsa run --sim golden`` takes its cycles from :mod:`fsa.cyclemodel`).
 * :class:`SimEngine` -- the RTL (``fsa_top``) in Verilator or Icarus, driven
-  over AXI by cocotb (:func:`fsa.simdev.run_on_device`, ``tb/tb_top.py``):
+  over AXI by cocotb (:func:`fsa.simdev.run_on_device`, ``fsa/harness/tb_top.py``):
   ``execute`` loads the image into the AXI RAM, places the program in memory
   and starts the device in fetch mode (it reads the words itself; with
   ``push=True`` the words are pushed into the instruction queue instead,
@@ -293,7 +293,7 @@ class DeviceError(RuntimeError):
 
 class SimEngine(Engine):
     """The RTL device (``fsa_top``) in an HDL simulator, driven over AXI by
-    cocotb (``tb/tb_top.py``): the memory image goes into the AXI RAM, the
+    cocotb (``fsa/harness/tb_top.py``): the memory image goes into the AXI RAM, the
     program too (program fetch; or, with `push`, the words go through the
     control port); the outputs are read back from memory.
 

@@ -26,7 +26,8 @@ Fence (1 word)::
 
 Matrix (3 words)::
 
-    word 0: [31:29]=1 semaphore [15:11] func [10] wait_prev_acc   reserved [9:0]
+    word 0: [31:29]=1 semaphore [15:11] func [10] wait_prev_acc
+            [9] reset_max [8] early_release (UD only)             reserved [7:0]
     word 1: [31:12] spad_addr [11:7] spad_stride (signed)
             [6] rev_input [5] rev_output [4] delay_output         reserved [3:0]
     word 2: [31:12] acc_addr [11:7] acc_stride (signed)
@@ -50,13 +51,17 @@ complement), DMA repeat 1..511 (9 bits; 0 rows is rejected), memory address
 size 1..1023 (10 bits; 0 bytes per row is rejected).
 
 Reserved bits: the bits listed as "reserved" above (fence word 0 [25:0],
-matrix word 0 [9:0], word 1 [3:0], word 2 [4:0], DMA word 0 [2:0]; the DMA's
+matrix word 0 [7:0], word 1 [3:0], word 2 [4:0], DMA word 0 [2:0]; the DMA's
 words 1-3 have none) are always encoded as 0, and :func:`decode` rejects a
 stream in which any of them is 1 (the hardware treats a stream just as
 strictly), so ``encode(decode(w)) == w`` holds for every stream ``decode``
 accepts. Function codes other than those of :class:`MxFunc` (5-bit field)
 and :class:`DmaFunc` (4-bit field) are rejected as well, as are DMA
-instructions with ``repeat == 0`` or ``size == 0``.
+instructions with ``repeat == 0`` or ``size == 0``. The matrix codes 5..8
+(LOAD_Q, KSTEP, STEP, PVSTEP: the UD dataflow, docs/ud.md) are part of
+:class:`MxFunc`, so these config-free tools accept them; a device (and the
+golden model) whose config is not ``dataflow = "ud"`` rejects them with
+ILLEGAL_FUNC.
 
 Example::
 
@@ -79,7 +84,7 @@ from fsa.hw import isa as hwisa
 __all__ = [
     "MxFunc", "DmaFunc", "InstrType", "Fence", "Matrix", "Dma", "Instruction",
     "encode", "decode", "disassemble", "to_bytes", "from_bytes", "words_of",
-    "RESERVED_MASKS", "SIZES",
+    "RESERVED_MASKS", "SIZES", "IllegalInstruction", "decode_device",
 ]
 
 
@@ -99,6 +104,12 @@ class MxFunc(enum.IntEnum):
     ATTENTION_VALUE = 2
     ATTENTION_LSE_NORM_SCALE = 3
     ATTENTION_LSE_NORM = 4
+    # UD dataflow only (fsa.hw.isa.UD_MX_FUNCS, docs/ud.md): rejected with
+    # ILLEGAL_FUNC by a device (and the golden model) of another dataflow.
+    LOAD_Q = 5
+    KSTEP = 6
+    STEP = 7
+    PVSTEP = 8
 
 
 class DmaFunc(enum.IntEnum):
@@ -199,10 +210,15 @@ class Matrix:
     """One matrix-engine instruction (3 words).
 
     Attributes:
-        func: :class:`MxFunc` (or its code 0..4).
+        func: :class:`MxFunc` (or its code: 0..4, and 5..8 for UD hardware).
         sem_id, acquire_valid, acquire_value, release_valid, release_value:
             semaphore header (id 0..31, values 0..7).
         wait_prev_acc: wait until both instruction slots are idle.
+        reset_max: UD KSTEP/STEP only: reset the bottom comparator row's
+            maxima before the K part (the first key block of a query block).
+        early_release: UD functions only: the semaphore release takes effect
+            after the instruction's last scratchpad read instead of after its
+            last action (its buffers are free; its ACC writes go on).
         spad_addr: first scratchpad row (0..2^20-1).
         spad_stride: scratchpad row stride, -16..15.
         rev_input, rev_output, delay_output: input-delayer flags.
@@ -223,6 +239,8 @@ class Matrix:
     release_valid: bool = False
     release_value: int = 0
     wait_prev_acc: bool = False
+    reset_max: bool = False
+    early_release: bool = False
     spad_addr: int = 0
     spad_stride: int = 0
     rev_input: bool = False
@@ -451,3 +469,61 @@ def from_bytes(b: "bytes | bytearray | memoryview") -> list[int]:
         raise ValueError(f"instruction image length {len(b)} bytes is not a multiple of 4 "
                          f"({len(b) % 4} trailing bytes)")
     return [int.from_bytes(b[i:i + 4], "little") for i in range(0, len(b), 4)]
+
+
+class IllegalInstruction(ValueError):
+    """An instruction the device rejects while running: `code` is the
+    device's error name (``ILLEGAL_TYPE`` or ``ILLEGAL_FUNC``,
+    ``fsa/hw/errors.py``)."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+def decode_device(words: Sequence[int], start: int) -> "tuple[Instruction, int] | None":
+    """Decode the one instruction at word `start` as the device's decoder
+    does (``rtl/fsa_decode.py``), for models that run a word stream
+    instruction by instruction.
+
+    Unlike :func:`decode` (strict, for tools), this follows the hardware:
+    reserved bits are ignored, a DMA with ``repeat`` or ``size`` 0 is legal
+    and moves nothing (the returned :class:`Dma` then carries that 0, outside
+    the dataclass's documented range), and a stream that ends inside an
+    instruction is not an error (the device waits for its remaining words).
+
+    Returns:
+        ``(instruction, words it takes)``, or None when the stream ends at
+        or inside the instruction.
+
+    Raises:
+        IllegalInstruction: an unknown type in word 0 (``ILLEGAL_TYPE``,
+            reported as soon as word 0 is seen) or, for a complete
+            instruction, an unknown function code (``ILLEGAL_FUNC``).
+    """
+    if start >= len(words):
+        return None
+    w0 = int(words[start]) & 0xFFFF_FFFF
+    t = hwisa.TYPE_FIELD.extract([w0])
+    try:
+        typ = InstrType(t)
+    except ValueError:
+        raise IllegalInstruction("ILLEGAL_TYPE", f"word {start} (0x{w0:08x}): unknown "
+                                 f"instruction type {t}") from None
+    n = SIZES[typ]
+    if start + n > len(words):
+        return None
+    chunk = [(int(w) & 0xFFFF_FFFF) & ~mask for w, mask in
+             zip(words[start:start + n], RESERVED_MASKS[typ])]
+    cls = _CLASS_OF[typ]
+    kw = {f.name: f.extract(chunk) for f in _LAYOUT[cls]}
+    if "func" in kw:
+        enum_cls = MxFunc if cls is Matrix else DmaFunc
+        if kw["func"] not in enum_cls._value2member_map_:
+            raise IllegalInstruction("ILLEGAL_FUNC", f"word {start} (0x{w0:08x}): unknown "
+                                     f"{typ.name.lower()} function code {kw['func']}")
+    idle = {k: kw[k] for k in ("repeat", "size") if cls is Dma and kw[k] == 0}
+    ins = cls(**{**kw, **{k: 1 for k in idle}})
+    for k, v in idle.items():
+        object.__setattr__(ins, k, v)          # the device's no-op DMA
+    return ins, n

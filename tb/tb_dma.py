@@ -58,7 +58,7 @@ from fsa.golden.machine import Machine, MachineError, Memory
 from fsa.isa import Dma, DmaFunc
 from rtl import fsa_dma
 
-from axi_faults import Fault, FaultList, FaultyAxiRam
+from fsa.harness.axi_faults import Fault, FaultList, FaultyAxiRam
 
 RAM_SIZE = 1 << 20
 #: the regions of the window the tests initialise and compare (offsets)

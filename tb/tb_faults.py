@@ -3,7 +3,7 @@ simulator run: a list of cases from the Python side (tb/test_faults.py,
 through ``FSA_CASE``), each of them a fault followed by the host's recovery
 and a clean attention run whose output is dumped for the bit-exact
 comparison with the golden model. Random pauses are on all five channels of
-every memory port (tb/device.py) and on all five channels of the AXI4-Lite
+every memory port (fsa/harness/device.py) and on all five channels of the AXI4-Lite
 control port (the cocotbext-axi ``AxiLiteMaster``'s own channel objects),
 every case.
 
@@ -50,9 +50,9 @@ import os
 import cocotb
 from cocotb.triggers import ClockCycles, RisingEdge
 
-from axi_faults import AxiChecker, Fault
-from device import CTRL_BASE, REGS, STATES, Device, pause_gen
 from fsa.config import FSAConfig
+from fsa.harness.axi_faults import AxiChecker, Fault
+from fsa.harness.device import CTRL_BASE, REGS, STATES, Device, pause_gen
 
 
 class Cycles:

@@ -12,7 +12,7 @@ import os
 import cocotb
 from cocotb.triggers import ClockCycles
 
-from device import Device
+from fsa.harness.device import Device
 from fsa.config import FSAConfig
 from fsa.isa import Fence, encode
 

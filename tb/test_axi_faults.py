@@ -1,4 +1,4 @@
-"""The fault-injecting AXI memory's fault selection (tb/axi_faults.py),
+"""The fault-injecting AXI memory's fault selection (fsa/harness/axi_faults.py),
 without a simulator: error responses and the protocol violations. (On the
 RTL it serves tb/tb_dma.py ``dma_axi_errors``, the device error tests of
 tb/test_top.py and the fault matrix of tb/test_faults.py.)"""
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from cocotbext.axi import AxiBurstType
 
-from axi_faults import Fault, FaultList, _beat_addrs
+from fsa.harness.axi_faults import Fault, FaultList, _beat_addrs
 
 BURST = [0x1000 + 8 * i for i in range(5)]          # a 5-beat INCR burst of 8-byte beats
 

@@ -3,7 +3,7 @@
 
 Per config: directed loads/stores (with and without random AXI pauses and
 SRAM stalls), random instructions back to back, the check errors and
-injected AXI SLVERR / DECERR responses (tb/axi_faults.py); SRAM and memory
+injected AXI SLVERR / DECERR responses (fsa/harness/axi_faults.py); SRAM and memory
 bytes are compared with ``fsa.golden.machine.Machine.dma``.  Configs: one
 64-bit port, two ports, a 128-bit bus.  Plus lint (Verilator -Wall; also 3
 ports and a 32-bit bus), the Icarus compile of the same configs (skipped,

@@ -3,7 +3,7 @@ on all five channels of the memory port and of the AXI4-Lite control port in
 every case: SLVERR and DECERR on reads and writes at the first, a middle and
 the last beat of a DMA instruction; the AXI protocol violations the DMA
 detects (wrong RID/BID, missing and early RLAST, a stray R beat, a stray B
-response; tb/axi_faults.py); illegal words at seeded random positions;
+response; fsa/harness/axi_faults.py); illegal words at seeded random positions;
 out-of-range SRAM rows; deadlock (a semaphore never released, a semaphore
 held); the empty program and a program without a stop fence (NO_STOP);
 reset and abort in the middle of a run; a second program started from DONE;

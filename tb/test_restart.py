@@ -113,6 +113,32 @@ def test_held_semaphore_deadlock_matches_the_golden_model():
         ("error", code, index, wait), run
 
 
+def test_both_engines_blocked_with_the_queue_empty_is_a_deadlock_at_once():
+    """Both pending registers hold an instruction whose acquire fails and
+    the queue is empty: no later instruction could ever reach an engine to
+    release them, so the device reports DEADLOCK after DEADLOCK_CYCLES (not
+    after IDLE_CYCLES, as when one engine is free).  Word streams with an
+    illegal word behind such a pair: the decoder is free, so it sees the word
+    (ILLEGAL_TYPE); behind a third instruction it never does (DEADLOCK).  The
+    golden model says the same each time."""
+    pair = [Matrix(MxFunc.LOAD_STATIONARY, sem_id=3, acquire_valid=True, acquire_value=1),
+            Dma(DmaFunc.LOAD, repeat=1, sram_addr=0, mem_addr=CFG.mem_base, size=8, sem_id=4,
+                acquire_valid=True, acquire_value=2)]
+    dead = ("DEADLOCK", 0, {"sem_id": 3, "want": 1, "have": 0})
+    cases = [(encode(pair), dead),
+             (encode(pair) + [0xE0000000] + encode([STOP]), ("ILLEGAL_TYPE", 2, None)),
+             (encode(pair + [Matrix(MxFunc.LOAD_STATIONARY)]) + [0xE0000000] + encode([STOP]),
+              dead)]
+    res = run_on_device(CFG, [], [(CFG.mem_base, bytes(64))], [],
+                        programs=[w for w, _ in cases], max_cycles=3 * IDLE_CYCLES)
+    for (words, want), run in zip(cases, res["runs"]):
+        code, index, wait = golden_outcome(words)
+        assert (code, index, wait) == want, words
+        assert (run["state"], run["error"], run["error_index"], run["wait"]) == \
+            ("error", code, index, wait or {"sem_id": 0, "want": 0, "have": 0}), run
+        assert run["waited"] <= 16 + DEADLOCK_CYCLES, run
+
+
 @pytest.mark.parametrize("pauses", [0.0, 0.3], ids=["no-pauses", "random-pauses"])
 def test_no_stop_empty_and_dry_deadlock_match_the_golden_model(pauses):
     """Programs that run dry (no stop fence, the empty program, a blocked

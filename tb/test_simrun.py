@@ -158,7 +158,7 @@ def test_bare_harness_runs_attention_bit_exact():
 
 
 def test_device_bus_models_do_not_log_every_burst():
-    """tb/device.py sets cocotbext-axi's models to WARNING: a run's log has
+    """fsa/harness/device.py sets cocotbext-axi's models to WARNING: a run's log has
     the bench's own summary but none of the per-transfer INFO lines the
     models print by default (the AXI4-Lite master's "Write start addr: ...",
     "Write complete addr: ..." for every push, the memory's "Write burst" /

@@ -150,7 +150,7 @@ def test_rtl_and_harness_take_the_register_map_from_the_contract():
 
     assert fsa_regs.READ_REGS == hwregs.READ_OFFSETS
     assert fsa_regs.identity is hwregs.identity and fsa_regs.MAGIC == hwregs.MAGIC
-    src = (ROOT / "tb" / "device.py").read_text()
+    src = (ROOT / "fsa" / "harness" / "device.py").read_text()
     assert "REGS = hwregs.OFFSETS" in src and "COUNTERS = hwregs.COUNTERS" in src
 
 

@@ -27,7 +27,8 @@ SEM = {
 DOC = {
     Fence: {"mx": [(0, 28, 28)], "dma": [(0, 27, 27)], "stop": [(0, 26, 26)]},
     Matrix: {**SEM,
-             "func": [(0, 15, 11)], "wait_prev_acc": [(0, 10, 10)],
+             "func": [(0, 15, 11)], "wait_prev_acc": [(0, 10, 10)], "reset_max": [(0, 9, 9)],
+             "early_release": [(0, 8, 8)],
              "spad_addr": [(1, 31, 12)], "spad_stride": [(1, 11, 7)],
              "rev_input": [(1, 6, 6)], "rev_output": [(1, 5, 5)], "delay_output": [(1, 4, 4)],
              "acc_addr": [(2, 31, 12)], "acc_stride": [(2, 11, 7)],
@@ -51,9 +52,9 @@ RANGES = {
     "repeat": (1, 511), "size": (1, 1023),
     "mem_addr": (0, 2**39 - 1), "mem_stride": (-2**20, 2**20 - 1),
 }
-FUNC_RANGE = {Matrix: range(5), Dma: range(2)}
+FUNC_RANGE = {Matrix: range(9), Dma: range(2)}      # matrix 5..8: the UD functions
 #: Reserved bits per word (everything not covered by DOC nor the type field).
-RESERVED = {Fence: [0x03FF_FFFF], Matrix: [0x3FF, 0xF, 0x1F], Dma: [0x7, 0, 0, 0]}
+RESERVED = {Fence: [0x03FF_FFFF], Matrix: [0xFF, 0xF, 0x1F], Dma: [0x7, 0, 0, 0]}
 
 
 def seg_width(segs):
@@ -340,7 +341,7 @@ def test_zero_size_and_repeat_rejected():
 
 
 def test_unknown_function_codes_rejected_at_construction():
-    for code in (5, 31, -1, 100):
+    for code in (9, 31, -1, 100):
         with pytest.raises(ValueError, match=f"unknown function code {code}"):
             Matrix(code)
     for code in (2, 15):
@@ -361,7 +362,7 @@ def test_unknown_type_rejected_with_word_index():
 
 
 def test_unknown_function_rejected_in_decode():
-    for code in range(5, 32):
+    for code in range(9, 32):
         with pytest.raises(ValueError, match=rf"word 1 .*unknown matrix function code {code}"):
             decode([0, 0x2000_0000 | code << 11, 0, 0])
     for code in range(2, 16):

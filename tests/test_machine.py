@@ -223,3 +223,72 @@ def test_acquire_without_release_keeps_the_semaphore_held():
         Machine(cfg).run([Dma(DmaFunc.LOAD, **ld), Dma(DmaFunc.LOAD, **ld), STOP])
     assert (e.value.index, e.value.engine, e.value.sem_id, e.value.want, e.value.have) == \
         (1, "dma", 2, 0, 0)
+
+
+# ---------------------------------------------------------------- word streams
+# A word stream runs as the device decodes it: one instruction at a time, when
+# the decoder reaches it (fsa.isa.decode_device).
+CFG4 = fconfig.get("FSA4X4Fp16Config")
+BAD_TYPE = 0xE000_0000                        # type 7
+BAD_FUNC = encode([Matrix(MxFunc.LOAD_STATIONARY)])
+BAD_FUNC[0] |= 31 << 11                       # matrix function code 31
+
+
+def test_word_stream_reports_an_illegal_word_with_the_device_code_and_index():
+    pre = [Dma(DmaFunc.LOAD, repeat=1, mem_addr=CFG4.mem_base, size=8)] * 2
+    for bad, code in (([BAD_TYPE], "ILLEGAL_TYPE"), (BAD_FUNC, "ILLEGAL_FUNC")):
+        with pytest.raises(MachineError) as e:
+            Machine(CFG4).run(encode(pre) + bad + encode([STOP]))
+        assert (e.value.code, e.value.index) == (code, 2)
+        # the strict tool decoder rejects the same stream up front
+        with pytest.raises(ValueError):
+            from fsa.isa import decode
+            decode(encode(pre) + bad + encode([STOP]))
+
+
+def test_a_deadlock_before_an_illegal_word_is_the_deadlock():
+    # both engines' pending registers block, the illegal word is never decoded
+    blocked = [Matrix(MxFunc.LOAD_STATIONARY, sem_id=1, acquire_valid=True, acquire_value=1),
+               Dma(DmaFunc.LOAD, repeat=1, mem_addr=CFG4.mem_base, size=8, sem_id=2,
+                   acquire_valid=True, acquire_value=3),
+               Matrix(MxFunc.LOAD_STATIONARY)]
+    with pytest.raises(Deadlock) as e:
+        Machine(CFG4).run(encode(blocked) + [BAD_TYPE] + encode([STOP]))
+    assert (e.value.code, e.value.index, e.value.sem_id, e.value.want) == ("DEADLOCK", 0, 1, 1)
+    # the same instructions as a list: the same report
+    with pytest.raises(Deadlock) as e2:
+        Machine(CFG4).run(blocked + [STOP])
+    assert e2.value.index == 0
+
+
+def test_word_stream_follows_the_device_on_reserved_bits_zero_dma_and_truncation():
+    ld = Dma(DmaFunc.LOAD, repeat=1, sram_addr=0, mem_addr=CFG4.mem_base, size=8)
+    from fsa.isa import RESERVED_MASKS, InstrType
+    mask = RESERVED_MASKS[InstrType.DMA]
+    w = encode([ld, STOP])
+    k = next(i for i, m in enumerate(mask) if m)
+    w[k] |= mask[k] & -mask[k]                 # set the lowest reserved bit of that word
+    m = Machine(CFG4)
+    m.mem.write(CFG4.mem_base, bytes(range(8)))
+    assert m.run(w) == {"matrix": 0, "dma": 1, "fence": 1}
+    assert m.spad[0].tobytes()[:8] == bytes(range(8))
+    # repeat 0 and size 0: the device's no-op DMA (counted, nothing moved, no
+    # check made: here a misaligned address and rows outside the scratchpad)
+    bad = Dma(DmaFunc.LOAD, repeat=4, sram_addr=CFG4.spad_rows - 1, sram_stride=1,
+              mem_addr=CFG4.mem_base + 2, size=8)
+    with pytest.raises(MachineError):
+        Machine(CFG4).run(encode([bad, STOP]))
+    for field in ("repeat", "size"):
+        z = encode([bad, STOP])
+        from fsa.hw.isa import field as hw_field
+        for w, hi, lo in hw_field("DMA", field).parts:     # clear the field
+            z[w] &= ~(((1 << (hi - lo + 1)) - 1) << lo)
+        assert hw_field("DMA", field).extract(z) == 0
+        m = Machine(CFG4)
+        m.mem.write(CFG4.mem_base, bytes(range(1, 9)))
+        assert m.run(z) == {"matrix": 0, "dma": 1, "fence": 1}
+        assert not m.spad.any()
+    # a stream that ends inside an instruction: the device waits, then NO_STOP
+    with pytest.raises(MachineError) as e:
+        Machine(CFG4).run(encode([ld])[:3])
+    assert (e.value.code, e.value.index) == ("NO_STOP", 0)

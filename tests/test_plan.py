@@ -109,7 +109,7 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="unknown matrix function"):
         P.make_plan("ATTENTION_FOO", 4, 4)
     with pytest.raises(ValueError, match="valid codes"):
-        P.make_plan(7, 4, 4)
+        P.make_plan(9, 4, 4)
     with pytest.raises(ValueError, match="R >= 2"):
         P.make_plan("ATTENTION_SCORE", 1, 4)
     # the RECIPROCAL length has no default: it is the hardware's (fsa.hw.timing)

@@ -38,7 +38,7 @@ from fsa.waivers import waiver_files
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "fsa_bare.cpp"
-CTRL_BASE = 0x8000          # where tb/device.py puts the registers on s_axil (bits 7:0 decode)
+CTRL_BASE = 0x8000          # where fsa/harness/device.py puts the registers (bits 7:0 decode)
 
 
 def supported(cfg: FSAConfig) -> str | None:

@@ -42,9 +42,14 @@ import numpy as np
 
 from fsa import numerics as nx
 from fsa.config import FSAConfig
-from fsa.isa import Dma, DmaFunc, Fence, Matrix, MxFunc, decode
+from fsa.isa import (SIZES, Dma, DmaFunc, Fence, IllegalInstruction, Matrix, MxFunc,
+                     decode_device)
 from fsa.golden import tile
-from fsa.hw.isa import SEM_IDS
+from fsa.golden import ud          # the UD dataflow's functions (codes 5..8)
+from fsa.hw.isa import SEM_IDS, TYPE_FIELD
+
+#: instruction type code -> words
+SIZES_BY_CODE = {int(t): n for t, n in SIZES.items()}
 
 __all__ = ["Machine", "MachineError", "UnsupportedProgram", "Deadlock"]
 
@@ -200,6 +205,8 @@ class Machine:
             st.o_t = np.zeros((R, C), self.ua) if ins.zero else self.acc[orow].copy()
             tile.lse_norm(st)
             self.acc[orow] = st.o_t
+        if f in ud.FUNCS:
+            ud.execute(self, ins, index)
         self.counters["matrix"] += 1
 
     # ------------------------------------------------------------ DMA
@@ -207,6 +214,9 @@ class Machine:
         """Execute one DMA instruction: rows of `size` bytes between memory
         and the scratchpad (or the accumulator with `is_accum`)."""
         cfg = self.cfg
+        if ins.repeat == 0 or ins.size == 0:       # (a device-decoded word stream only)
+            self.counters["dma"] += 1               # the device completes it, moving nothing
+            return
         sram = self.acc if ins.is_accum else self.spad
         name = "acc" if ins.is_accum else "spad"
         row_bytes = cfg.acc_row_bytes if ins.is_accum else cfg.spad_row_bytes
@@ -261,6 +271,41 @@ class Machine:
         words = [int.from_bytes(raw[4 * i:4 * i + 4], "little") for i in range(n_words)]
         return self.run(words, **kw)
 
+    @staticmethod
+    def _stream(program):
+        """(at, length) for a program: ``at(i)`` is instruction i, or None
+        past the end.  A word stream is decoded lazily, one instruction at a
+        time as the decoder reaches it, with the device's rules
+        (:func:`fsa.isa.decode_device`): an illegal word is reported when the
+        device would see it (so a deadlock before it wins, as on the device),
+        and a stream that ends inside an instruction just ends."""
+        if not (program and isinstance(program[0], int)):
+            seq = list(program)
+            return (lambda i: seq[i] if i < len(seq) else None), len(seq)
+        words = [int(w) for w in program]
+        decoded: list = []
+        pos = [0]
+
+        def at(i: int):
+            while len(decoded) <= i:
+                try:
+                    got = decode_device(words, pos[0])
+                except IllegalInstruction as e:
+                    raise MachineError(e.code, str(e), len(decoded)) from None
+                if got is None:
+                    return None
+                decoded.append(got[0])
+                pos[0] += got[1]
+            return decoded[i]
+
+        total, k = 0, 0                         # instructions, for progress reports
+        while k < len(words):
+            t = TYPE_FIELD.extract([words[k] & 0xFFFF_FFFF])
+            if t not in SIZES_BY_CODE:
+                break
+            total, k = total + 1, k + SIZES_BY_CODE[t]
+        return at, total
+
     def run(self, program, max_steps: int = 10_000_000, progress=None) -> dict:
         """Execute a program (instructions or 32-bit words) as a fresh program
         (semaphores 0, counters 0) up to its fence with `stop`.
@@ -276,11 +321,12 @@ class Machine:
             Deadlock: every engine waits for a semaphore that nothing can
                 release (code DEADLOCK; the device reports the same).
             MachineError: an out-of-range SRAM row or memory access, a bad
-                DMA, NO_STOP (the program ended without a stop fence).
+                DMA, NO_STOP (the program ended without a stop fence); for
+                a word stream also ILLEGAL_TYPE / ILLEGAL_FUNC, when the
+                decoder reaches the word, as on the device.
             UnsupportedProgram: a matrix instruction the model does not define.
         """
-        if program and isinstance(program[0], int):
-            program = decode(list(program))
+        at, total = self._stream(program)
         self.sem = [0] * SEM_IDS
         # held: acquired and not yet released (an acquire without a release
         # keeps its semaphore held, as in rtl/fsa_sem.py)
@@ -293,14 +339,13 @@ class Machine:
         while True:
             steps += 1
             if progress is not None and time.monotonic() >= next_report:
-                progress(pc, len(program))
+                progress(pc, total)
                 next_report = time.monotonic() + 5.0
             if steps > max_steps:
                 raise MachineError("TIMEOUT", f"program did not finish in {max_steps} steps")
             moved = False
             # the decoder: in program order, while the engine's pending register is free
-            while pc < len(program):
-                ins = program[pc]
+            while (ins := at(pc)) is not None:
                 if isinstance(ins, Fence):
                     if ((ins.mx or ins.stop) and pend["mx"]) or ((ins.dma or ins.stop)
                                                                  and pend["dma"]):
@@ -311,6 +356,8 @@ class Machine:
                     if ins.stop:
                         return dict(self.counters)
                     continue
+                if (msg := ud.illegal(self.cfg, ins)) is not None:     # as the decoder
+                    raise MachineError("ILLEGAL_FUNC", msg, pc)
                 q = "mx" if isinstance(ins, Matrix) else "dma"
                 if pend[q] is not None:
                     break

@@ -12,7 +12,7 @@
   running the generator, since ``fsa/`` never imports ``rtl/``).
 
 ``rtl/`` builds from these tables; ``fsa/isa.py`` encodes with them;
-``tb/device.py`` reads registers by them.  Each module's docstring documents
+``fsa/harness/device.py`` reads registers by them.  Each module's docstring documents
 its table.
 """
 from __future__ import annotations

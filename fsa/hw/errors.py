@@ -15,8 +15,9 @@ but a host push.
 
 * DEADLOCK, decoder blocked: quiet, and the decoder holds a complete
   instruction it cannot hand on (its engine's pending register is full, or a
-  fence waits for a pending engine), for DEADLOCK_CYCLES consecutive cycles
-  (nothing the host pushes can help: it queues behind).
+  fence waits for a pending engine), or both engines' pending registers are
+  full, for DEADLOCK_CYCLES consecutive cycles (nothing the host pushes can
+  help: it queues behind).
 * Queue run dry: quiet, the decoder holds no complete instruction, the queue
   is empty and nothing is pushed, for IDLE_CYCLES consecutive cycles (a push
   restarts the count, so a host that keeps feeding the queue is never

@@ -22,8 +22,10 @@ matrix, DMA     sem_id              0 [28:24]       0..31
                 acquire_value       0 [22:20]       0..7
                 release_valid       0 [19]          flag
                 release_value       0 [18:16]       0..7
-matrix          func                0 [15:11]       0..4 (fsa.isa.MxFunc)
+matrix          func                0 [15:11]       0..4 (fsa.isa.MxFunc); 5..8 on UD hardware
                 wait_prev_acc       0 [10]          flag
+                reset_max           0 [9]           flag: UD KSTEP/STEP, reset the bottom CMP row's maxima
+                early_release       0 [8]           flag: UD only, release after the last scratchpad read
                 spad_addr           1 [31:12]       0..2^20-1
                 spad_stride         1 [11:7]        -16..15 (two's complement)
                 rev_input           1 [6]           flag
@@ -48,6 +50,16 @@ reserved bit set is rejected (:data:`RESERVED_MASKS`, computed from the
 table).  The semaphores are :data:`SEM_IDS` registers of
 :data:`SEM_VALUE_BITS` bits (the widths of ``sem_id`` and the values).
 
+The field ``func`` accepts the reference codes 0..4 (:data:`MX_FUNCS`); a
+device built with ``dataflow = "ud"`` also accepts :data:`UD_MX_FUNCS`
+(codes 5..8, docs/ud.md), and every other device rejects them
+(ILLEGAL_FUNC): :func:`mx_func_max` is the largest code a configuration's
+decoder accepts.  ``reset_max`` and ``early_release`` are meaningful only to
+the UD functions (``reset_max``: the K part's bottom-row RESET in KSTEP and
+STEP; ``early_release``: the semaphore release takes effect the cycle after
+the instruction's last scratchpad read, :attr:`fsa.plan.Plan.read_release`,
+instead of after its last action); the reference functions ignore them.
+
 ``fsa/isa.py`` encodes and decodes with this table; the hardware decoder
 (``rtl/fsa_decode.py``, ``rtl/fsa_dispatch.py``) slices the words with it.
 """
@@ -56,7 +68,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = ["Field", "TYPE_FIELD", "TYPES", "WORDS", "FIELDS", "RESERVED_MASKS", "field",
-           "SEM_IDS", "SEM_VALUE_BITS", "MX_FUNCS", "DMA_FUNCS"]
+           "SEM_IDS", "SEM_VALUE_BITS", "MX_FUNCS", "DMA_FUNCS", "UD_MX_FUNCS", "mx_func_max",
+           "UD_ONLY_FIELDS"]
 
 
 @dataclass(frozen=True)
@@ -140,6 +153,20 @@ WORDS = {"FENCE": 1, "MATRIX": 3, "DMA": 4}
 MX_FUNCS = ("LOAD_STATIONARY", "ATTENTION_SCORE", "ATTENTION_VALUE",
             "ATTENTION_LSE_NORM_SCALE", "ATTENTION_LSE_NORM")
 DMA_FUNCS = ("LOAD", "STORE")
+#: The UD dataflow's matrix functions (docs/ud.md), codes 5.. in this order:
+#: accepted only by a device built with ``dataflow = "ud"``.
+UD_MX_FUNCS = ("LOAD_Q", "KSTEP", "STEP", "PVSTEP")
+
+
+#: Matrix fields only the UD functions use: a device without UD does not read
+#: them (their bits behave as reserved there).
+UD_ONLY_FIELDS = ("reset_max", "early_release")
+
+
+def mx_func_max(dataflow: str = "reference") -> int:
+    """The largest matrix function code the decoder of a device with this
+    dataflow accepts (4 reference, 8 UD)."""
+    return len(MX_FUNCS) - 1 + (len(UD_MX_FUNCS) if dataflow == "ud" else 0)
 
 _SEM = (_f("sem_id", 0, 28, 24), _f("acquire_valid", 0, 23), _f("acquire_value", 0, 22, 20),
         _f("release_valid", 0, 19), _f("release_value", 0, 18, 16))
@@ -149,6 +176,7 @@ FIELDS: dict[str, tuple[Field, ...]] = {
     "FENCE": (_f("mx", 0, 28), _f("dma", 0, 27), _f("stop", 0, 26)),
     "MATRIX": _SEM + (
         _f("func", 0, 15, 11, hi_val=len(MX_FUNCS) - 1), _f("wait_prev_acc", 0, 10),
+        _f("reset_max", 0, 9), _f("early_release", 0, 8),
         _f("spad_addr", 1, 31, 12), _f("spad_stride", 1, 11, 7, signed=True),
         _f("rev_input", 1, 6), _f("rev_output", 1, 5), _f("delay_output", 1, 4),
         _f("acc_addr", 2, 31, 12), _f("acc_stride", 2, 11, 7, signed=True),

@@ -73,7 +73,11 @@ def plan(cfg, func: "str | int"):
 
 
 def plans(cfg) -> list:
-    """The plans of every matrix function of `cfg`, indexed by ISA code."""
+    """The plans of every matrix function of `cfg`, indexed by ISA code
+    (codes 5..8, the UD functions, only for ``dataflow = "ud"``)."""
+    from fsa import config as fconfig
     from fsa import plan as fplan
 
-    return [plan(cfg, f) for f in fplan.FUNCS]
+    cfg = fconfig.get(cfg)
+    funcs = fplan.ALL_FUNCS if cfg.dataflow == "ud" else fplan.FUNCS
+    return [plan(cfg, f) for f in funcs]

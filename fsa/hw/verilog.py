@@ -6,6 +6,10 @@ Verilog (``fsa verilog``, ``fsa run``, ``fsa exec``) runs the generator as a
 separate process, ``python -m rtl.generate <config> --out <folder>``, exactly
 as ``make verilog`` does, and reads the folder it writes (``filelist.f``).
 A configuration that is not a preset is passed as its ``FSAConfig.json``.
+The process runs in the folder holding ``fsa/`` and ``rtl/`` (the checkout, or
+site-packages when installed), so it converts the ``rtl`` that ships with
+this ``fsa``; the default output is ``gen/<config>`` of the checkout, or of
+the cache folder of an installed ``fsa`` (:mod:`fsa.paths`).
 """
 from __future__ import annotations
 
@@ -14,11 +18,14 @@ import sys
 import tempfile
 from pathlib import Path
 
+from fsa import paths
+
 __all__ = ["ROOT", "GEN", "generate", "verilog_files"]
 
-#: the repository root (where ``rtl/`` lives) and the default output folder
-ROOT = Path(__file__).resolve().parents[2]
-GEN = ROOT / "gen"
+#: where ``rtl/`` lives (the checkout, or site-packages) and the default
+#: output folder (``gen/`` of the checkout or of the cache, fsa.paths)
+ROOT = paths.PACKAGE_ROOT
+GEN = paths.gen_dir()
 
 
 def generate(cfg, outdir: "str | Path | None" = None, *, force: bool = False,
@@ -26,7 +33,7 @@ def generate(cfg, outdir: "str | Path | None" = None, *, force: bool = False,
     """Run ``python -m rtl.generate`` for `cfg` (preset name or FSAConfig).
 
     Args:
-        outdir: the output folder (default ``gen/<config name>``).
+        outdir: the output folder (default :data:`GEN` ``/<config name>``).
         force: regenerate even when the folder is up to date.
         quiet: capture the generator's output (shown only if it fails).
 

@@ -41,7 +41,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, First, RisingEdge, Timer
 from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster
 
-from axi_faults import Fault, FaultList, FaultyAxiRam
+from fsa.harness.axi_faults import Fault, FaultList, FaultyAxiRam
 
 from fsa import errors
 from fsa.hw import regs as hwregs
@@ -290,7 +290,7 @@ def poison(dev: Device, reads: "tuple[int, int] | None" = None,
            beat: "str | int" = "range") -> None:
     """Make the memory answer `resp` (SLVERR or DECERR) for reads / writes
     in [lo, hi): on every beat in the range, or on the first / middle / last
-    beat (or beat k) of every burst touching it (tb/axi_faults.py)."""
+    beat (or beat k) of every burst touching it (fsa/harness/axi_faults.py)."""
     if reads is not None:
         dev.faults.add(Fault("read", *reads, resp=resp, beat=beat))
     if writes is not None:

@@ -29,7 +29,7 @@ import os
 import cocotb
 from cocotb.triggers import ClockCycles
 
-from device import Device, poison
+from fsa.harness.device import Device, poison
 from fsa.config import FSAConfig
 
 

@@ -1,0 +1,99 @@
+"""The UD dataflow (docs/ud.md) in the cycle model, beside the reference schedule.
+
+Run as ``python bench/ud.py [--quick]`` from the repository root. Prints two
+tables and writes ``bench/results/ud.json`` (``bench/results/quick/`` with
+``--quick``). Everything here is the cycle model (fsa/cyclemodel.py) running
+the plans of fsa/plan.py and fsa/plan_ud.py: there is no UD RTL yet (issue
+15, stage 2), so these are predictions, not measurements.
+
+1. Steady state per key block with a free DMA (the matrix schedule alone),
+   fitted by :func:`fsa.cyclemodel.steady_state` on short programs: the
+   reference kernel, the UD kernel and the UD bound ``T = 2R + P + 3``; the
+   per-query-block cost of each; the steady-state utilisation ``2R / cycles
+   per key block`` (``4 R^2 C`` useful FLOPs per key block over ``2RC`` a cycle).
+2. Predicted utilisation of attention ``N x N`` (``N = 4096``, ``8192`` from
+   128x128 on; causal and not) for the reference and the UD kernel, with a
+   free DMA, the preset's 64-bit AXI and the widest AXI that fits (a beat per
+   scratchpad row, at most 512 bits; one DMA engine, as
+   built today: a UD STEP reads 2R scratchpad rows every T cycles, which the
+   64-bit AXI cannot deliver from 8x8 on).
+"""
+from __future__ import annotations
+
+import argparse
+
+import common  # noqa: F401  (sets sys.path)
+from common import attention_util, table, write_json
+
+from fsa import config as fconfig
+from fsa import cyclemodel as cm
+
+SQUARE = (4, 8, 16, 32, 64, 128)
+RECT = ((4, 8), (8, 4), (16, 8), (8, 16))
+
+
+def ud_name(r: int, c: int) -> str:
+    return f"FSA{r}X{c}Fp16UdConfig"
+
+
+def steady(quick: bool) -> list[dict]:
+    rows = []
+    sizes = [(n, n) for n in (SQUARE[:4] if quick else SQUARE)] + ([] if quick else list(RECT))
+    for r, c in sizes:
+        cfg = fconfig.get(ud_name(r, c))
+        P = cfg.exp2_pieces
+        ref = cm.steady_state(cfg, cm.IDEAL_DMA, kernel="reference")
+        ud = cm.steady_state(cfg, cm.IDEAL_DMA)
+        T = 2 * r + P + 3
+        rows.append({"config": cfg.name, "R": r, "C": c, "ref_per_kb": ref["per_key_block"],
+                     "ud_per_kb": ud["per_key_block"], "bound_T": T,
+                     "ref_per_qb": ref["per_query_block"], "ud_per_qb": ud["per_query_block"],
+                     # 4 R^2 C useful FLOPs per key block over per_kb x 2RC
+                     "ref_util": 2 * r / ref["per_key_block"], "ud_util": 2 * r / ud["per_key_block"]})
+    return rows
+
+
+def predictions(quick: bool) -> list[dict]:
+    rows = []
+    sizes = (4, 16) if quick else SQUARE
+    for n in sizes:
+        base = fconfig.get(ud_name(n, n))
+        N = 8192 if n >= 128 else 4096
+        dmas = [("free", base, cm.IDEAL_DMA), ("64-bit AXI", base, cm.DEFAULT_DMA)]
+        wide = min(512, n * base.e_fmt.width, n * base.a_fmt.width)   # a beat per spad row
+        if not quick and wide > base.axi_data_bits:
+            dmas.append((f"{wide}-bit AXI", fconfig.with_axi_bits(base, wide), cm.DEFAULT_DMA))
+        for dname, cfg, dma in dmas:
+            for kern in ("reference", "ud"):
+                ss = cm.steady_state(cfg, dma, kernel=kern)
+                for causal in (False, True):
+                    cyc = cm.predict_cycles(cfg, N, N, causal, ss)
+                    _, util = attention_util(n, n, N, causal, cyc)
+                    rows.append({"config": cfg.name, "N": N, "dma": dname, "kernel": kern,
+                                 "causal": causal, "per_kb": ss["per_key_block"],
+                                 "cycles": round(cyc), "util": util})
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    st = steady(args.quick)
+    print("1. Steady state per key block, free DMA (cycle model; UD bound T = 2R + P + 3)\n")
+    print(table(["config", "ref/kb", "UD/kb", "T", "ref/qb", "UD/qb", "ref util", "UD util"],
+                [[r["config"], r["ref_per_kb"], r["ud_per_kb"], r["bound_T"], r["ref_per_qb"],
+                  r["ud_per_qb"], r["ref_util"], r["ud_util"]] for r in st],
+                ["", "g", "g", "", "g", "g", ".3f", ".3f"]))
+    pr = predictions(args.quick)
+    print("\n2. Predicted utilisation of attention N x N (cycle model, steady-state extrapolation)\n")
+    print(table(["config", "N", "DMA", "kernel", "causal", "cycles/kb", "cycles", "util"],
+                [[r["config"], r["N"], r["dma"], r["kernel"], "yes" if r["causal"] else "no",
+                  r["per_kb"], r["cycles"], r["util"]] for r in pr],
+                ["", "", "", "", "", "g", "", ".3f"]))
+    out = write_json("ud", {"quick": args.quick, "steady_state": st, "predictions": pr})
+    print(f"\nwrote {out}")
+
+
+if __name__ == "__main__":
+    main()

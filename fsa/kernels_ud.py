@@ -1,0 +1,207 @@
+"""The FlashAttention forward kernel for the UD dataflow (docs/ud.md).
+
+Same tensors and results as :func:`fsa.kernels.attention` (``Q [seq_q, d]``,
+``K [seq_kv, d]``, ``Vt [d, seq_kv]``, output ``Ot [d, seq_q]``, views ``V``
+and ``O``; bit for bit the reference kernel's output), built from the UD
+functions of a config with ``dataflow = "ud"``:
+
+* the key-block steps ``t = (i, j)`` of all query blocks are one pipeline:
+  matrix instruction ``n`` runs the K part of step ``n`` and the PV part of
+  step ``n - 1`` (KSTEP for ``n = 0``, STEP, PVSTEP for the last), so the
+  pipeline also runs across query blocks: ``LOAD_Q(i + 1)`` comes right
+  after the STEP holding the last K part of block ``i`` (``qreg`` is free),
+  and the STEP after it carries block ``i``'s last PV part together with the
+  first K part of block ``i + 1`` (``reset_max``);
+* after the instruction holding block ``i``'s last PV part:
+  ``ATTENTION_LSE_NORM_SCALE(i)``, ``ATTENTION_LSE_NORM(i)`` and the store
+  of its ``O^T`` tile.
+
+Buffers: one Q tile (C rows: LOAD_Q copies it into the PEs, so the next
+block's Q loads while this one runs); ``slots`` KV slots of 2R rows (as many
+as the scratchpad holds besides Q, at most 4): instruction ``n`` reads slot
+``n % slots``, rows ``0..R-1`` K of step ``n`` and rows ``R..2R-1`` V^T of
+step ``n - 1`` (a PVSTEP reads only the second half).  Accumulator: ``l``
+and the R rows of ``O^T`` in one tile of ``1 + R`` rows (a UD STEP's acc walk
+is ``l`` then ``O^T``), two sets when the accumulator holds them.
+
+Semaphores (each use acquires the current value and releases the next):
+
+* Q, id 0 (n = 2): ``load Q(i)`` 0 -> 1, ``LOAD_Q(i)`` 1 -> 0.
+* slot ``b``, id ``1 + b`` (n = 8): ``load K``, ``load V^T``, then the
+  instruction reading the slot, which releases it with ``early_release``
+  (after its last scratchpad read, not after its ACC writes), so the next
+  loads into the slot overlap the rest of the instruction.  With one accumulator set, the first PV
+  part of block ``i + 1`` must follow the store of block ``i``: the token
+  of its slot passes through ``ATTENTION_LSE_NORM(i)`` and ``STORE(i)``.
+* accumulator set ``a``, id ``6 + a`` (n = 4): with two sets as in the
+  reference kernel (``LSE_NORM(i)`` -> ``STORE(i)`` -> ``LSE_NORM_SCALE(i+1)``);
+  with one set only the last block's ``LSE_NORM`` -> ``STORE`` pair.
+
+The program ends with ``Fence(mx, dma, stop)``; :func:`fsa.kernel.check_dispatch`
+proves it free of deadlocks and races at build time.
+"""
+from __future__ import annotations
+
+from fsa import config as fconfig
+from fsa.config import FSAConfig
+from fsa.isa import Matrix, MxFunc
+from fsa.kernel import AccTile, Input, KernelBuilder, KernelError, MemTile, Program, SpadTile, kernel
+
+__all__ = ["attention", "flash_attention_ud", "buffer_plan", "mx_load_q", "mx_step"]
+
+MAX_SLOTS = 4
+
+
+def buffer_plan(cfg: FSAConfig) -> dict[str, int]:
+    """Q tiles, KV slots (2R rows each) and accumulator sets the SRAMs hold."""
+    R, C = cfg.sa_rows, cfg.sa_cols
+    slots = max(1, min(MAX_SLOTS, (cfg.spad_rows - C) // (2 * R)))
+    return {"q": 1, "slots": slots, "acc": 2 if cfg.acc_rows >= 2 * (1 + R) else 1}
+
+
+def _need_ud(k: KernelBuilder, what: str) -> None:
+    if k.cfg.dataflow != "ud":
+        raise KernelError(f"{what}: the UD functions need a config with dataflow 'ud'; "
+                          f"{k.cfg.name} has {k.cfg.dataflow!r}")
+
+
+def mx_load_q(k: KernelBuilder, q: SpadTile, sem=None, *, acquire=None, release=None) -> Matrix:
+    """LOAD_Q: C scratchpad rows into the PEs' ``qreg``; read ``i`` lands in
+    column ``C-1-i`` (pass the Q tile reversed, as for LOAD_STATIONARY)."""
+    what = f"mx_load_q({getattr(q, 'label', q)})"
+    _need_ud(k, what)
+    t = k._sram(what, "the Q tile", q, SpadTile, k.C, "C")
+    return k._mx(what, MxFunc.LOAD_Q, sem, acquire, release, spad_addr=t.first,
+                 spad_stride=k._stride(what, "spad_stride", t), rev_input=True, delay_output=True)
+
+
+def mx_step(k: KernelBuilder, func: MxFunc, kv: SpadTile, lo: "AccTile | None", *,
+            zero: bool = False, causal: bool = False, reset_max: bool = False,
+            early_release: bool = False, sem=None, acquire=None, release=None) -> Matrix:
+    """KSTEP (`kv`: R rows of K), STEP (`kv`: 2R rows, K then V^T of the
+    previous block) or PVSTEP (`kv`: R rows of V^T); `lo`: the ``1 + R``
+    accumulator rows ``l`` and ``O^T`` of the PV part (None for KSTEP).
+    ``zero``: the PV part's block is its query block's first; ``causal``:
+    mask the K part (diagonal block, R == C); ``reset_max``: the K part's
+    block is its query block's first; ``early_release``: release the
+    semaphore after the last scratchpad read (the slot is free then)."""
+    what = f"mx_step({func.name}, {getattr(kv, 'label', kv)})"
+    _need_ud(k, what)
+    rows = {MxFunc.KSTEP: k.R, MxFunc.STEP: 2 * k.R, MxFunc.PVSTEP: k.R}[func]
+    t = k._sram(what, "the K/V^T tile", kv, SpadTile, rows, f"{rows // k.R}R")
+    acc: dict = {}
+    if func != MxFunc.KSTEP:
+        a = k._sram(what, "the l + O^T tile", lo, AccTile, 1 + k.R, "1 + R")
+        acc = dict(acc_addr=a.first, acc_stride=k._stride(what, "acc_stride", a), zero=bool(zero))
+    if causal and k.R != k.C:
+        raise KernelError(f"{what}: causal masking needs a square array (R == C)")
+    return k._mx(what, func, sem, acquire, release, spad_addr=t.first,
+                 spad_stride=k._stride(what, "spad_stride", t), rev_input=True, delay_output=True,
+                 causal=bool(causal) and func != MxFunc.PVSTEP,
+                 reset_max=bool(reset_max) and func != MxFunc.PVSTEP,
+                 early_release=bool(early_release), **acc)
+
+
+@kernel
+def flash_attention_ud(k: KernelBuilder, Q: MemTile, K: MemTile, Vt: MemTile, *,
+                       causal: bool = False) -> MemTile:
+    """FlashAttention forward on UD hardware: returns ``Ot [d, seq_q]``."""
+    cfg = k.cfg
+    R, C = k.R, k.C
+    seq_q, seq_kv = Q.rows, K.rows
+    Ot = k.alloc_mem((R, seq_q), cfg.a_type, "Ot", role="output")
+    k.view("V", Vt)
+    k.view("O", Ot)
+    q_blocks = Q.split(C, axis=0)
+    k_blocks = K.split(R, axis=0)
+    v_blocks = Vt.split(R, axis=1)
+    o_blocks = Ot.split(C, axis=1)
+    plan = buffer_plan(cfg)
+    ns, nacc = plan["slots"], plan["acc"]
+    q_sp = k.alloc_spad((C, R), "Q")
+    kv_sp = [k.alloc_spad((2 * R, R), f"KV{b}") for b in range(ns)]
+    lo_acc = [k.alloc_accumulator((1 + R, C), f"lOt{a}") for a in range(nacc)]
+    sem_q = k.semaphore(0, 2)
+    sem_s = [k.semaphore(1 + b, 8) for b in range(ns)]
+    sem_o = [k.semaphore(6 + a, 4) for a in range(nacc)]
+
+    n_qb, n_kb = len(q_blocks), len(k_blocks)
+
+    def last(i: int) -> int:
+        return min(i, n_kb - 1) if causal else n_kb - 1
+
+    steps = [(i, j) for i in range(n_qb) for j in range(last(i) + 1)]
+    N = len(steps)
+    k.meta.update(kind="attention", kernel="ud", seq_q=seq_q, seq_kv=seq_kv, d=R,
+                  causal=bool(causal), key_blocks=N, buffers=plan)
+
+    def load_k(n: int) -> None:
+        k.load_tile(kv_sp[n % ns][0:R], k_blocks[steps[n][1]], sem_s[n % ns])
+
+    def load_v(n: int) -> None:          # V^T of step n, read by instruction n + 1
+        k.load_tile(kv_sp[(n + 1) % ns][R:2 * R], v_blocks[steps[n][1]], sem_s[(n + 1) % ns])
+
+    k.load_tile(q_sp, q_blocks[0], sem_q)
+    load_k(0)
+    store_sem: dict[int, object] = {}
+    for n in range(N + 1):
+        kpart = steps[n] if n < N else None
+        pv = steps[n - 1] if n >= 1 else None
+        if kpart is not None and kpart[1] == 0:
+            mx_load_q(k, q_sp.reverse(), sem_q)
+            if kpart[0] + 1 < n_qb:
+                k.load_tile(q_sp, q_blocks[kpart[0] + 1], sem_q)
+        slot = kv_sp[n % ns]
+        lo = lo_acc[pv[0] % nacc] if pv is not None else None
+        if pv is not None and pv[1] == 0 and pv[0] > 0 and nacc == 1:
+            # the first PV part of a block waits for the store of the previous one
+            sem = store_sem[pv[0] - 1]
+        else:
+            sem = sem_s[n % ns]
+        early = dict(early_release=True, sem=sem)     # the slot is free after the last read
+        if kpart is None:
+            mx_step(k, MxFunc.PVSTEP, slot[R:2 * R], lo, zero=pv[1] == 0, **early)
+        elif pv is None:
+            mx_step(k, MxFunc.KSTEP, slot[0:R], None, causal=causal and kpart[0] == kpart[1],
+                    reset_max=kpart[1] == 0, **early)
+        else:
+            mx_step(k, MxFunc.STEP, slot, lo, zero=pv[1] == 0,
+                    causal=causal and kpart[0] == kpart[1], reset_max=kpart[1] == 0, **early)
+        if n + 1 < N:
+            load_k(n + 1)
+        if n < N:
+            load_v(n)
+        if pv is not None and pv[1] == last(pv[0]):
+            i = pv[0]
+            a = i % nacc
+            relay = sem_o[(i - 1) % 2] if nacc == 2 and i > 0 else None
+            k.mx_reciprocal(lo_acc[a][0:1], relay)
+            if nacc == 1 and i + 1 < n_qb:
+                sem = sem_s[(n + 1) % ns]       # the token of the next PV part's slot
+            else:
+                sem = sem_o[a]
+            k.mx_attn_lse_norm(lo_acc[a][1:1 + R], sem)
+            store_sem[i] = sem
+            k.store_tile(o_blocks[i], lo_acc[a][1:1 + R], sem)
+    return Ot
+
+
+def attention(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = False,
+              check: bool = True) -> Program:
+    """Build the UD FlashAttention program (arguments as
+    :func:`fsa.kernels.attention`; `cfg` must have ``dataflow = "ud"``).
+
+    Raises:
+        ValueError: a config of another dataflow, or a shape
+            :func:`fsa.kernels.check_attention_shape` refuses.
+    """
+    from fsa.kernels import check_attention_shape
+
+    cfg = fconfig.get(cfg)
+    if cfg.dataflow != "ud":
+        raise ValueError(f"the UD attention kernel needs a config with dataflow 'ud'; {cfg.name} "
+                         f"has {cfg.dataflow!r} (use the reference kernel, or a ...UdConfig preset)")
+    check_attention_shape(cfg, seq_q, seq_kv, causal)
+    R, e = cfg.sa_rows, cfg.e_type
+    return flash_attention_ud.build(cfg, Input((seq_q, R), e), Input((seq_kv, R), e),
+                                    Input((R, seq_kv), e), causal=bool(causal), check=check)

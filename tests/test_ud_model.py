@@ -1,0 +1,148 @@
+"""The UD dataflow in the cycle model and on the command line: the steady
+state is the STEP period 2R + P + 3 per key block, the reference kernel
+keeps its cycles on UD hardware, `fsa predict` / `fsa plan show` /
+`fsa run` / `fsa compile` handle UD configs and `--kernel`."""
+from __future__ import annotations
+
+import pytest
+
+from fsa import config as fconfig
+from fsa import cyclemodel as cm
+from fsa import isa, kernels
+from fsa import plan as fplan
+from fsa.cli import main
+from fsa.hw import timing
+
+
+@pytest.mark.parametrize("name", ["FSA4X4Fp16UdConfig", "FSA8X8Fp16UdConfig", "FSA16X16Fp16UdConfig",
+                                  "FSA4X8Fp16UdConfig", "FSA8X4Fp16UdConfig", "FSA16X8Fp16UdConfig",
+                                  "FSA8X16Fp16UdConfig", "FSA32X32Fp16UdConfig"])
+def test_steady_state_is_the_step_period(name):
+    cfg = fconfig.get(name)
+    R, P = cfg.sa_rows, cfg.exp2_pieces
+    ss = cm.steady_state(cfg, cm.IDEAL_DMA)
+    assert ss["per_key_block"] == ss["per_key_block_check"] == 2 * R + P + 3
+    ref = cm.steady_state(cfg, cm.IDEAL_DMA, kernel="reference")
+    assert ref["per_key_block"] > ss["per_key_block"]
+
+
+def test_steps_issue_T_apart_in_the_model():
+    cfg = fconfig.get("FSA8X8Fp16UdConfig")
+    prog = kernels.attention(cfg, 8, 64)
+    res = cm.simulate(cfg, prog.instructions, cm.IDEAL_DMA)
+    mx = [i for i in prog.instructions if isinstance(i, isa.Matrix)]
+    steps = [s for i, s in zip(mx, res.mx_starts) if i.func == isa.MxFunc.STEP]
+    assert len(steps) == 7
+    assert {b - a for a, b in zip(steps, steps[1:])} == {2 * 8 + 8 + 3}
+
+
+@pytest.mark.parametrize("name", ["FSA4X4Fp16Config", "FSA8X4Fp16Config"])
+def test_reference_kernel_cycles_unchanged_on_ud_hardware(name):
+    ref, ud = fconfig.get(name), fconfig.get(fconfig.ud_twin_name(name))
+    for dma in (cm.DEFAULT_DMA, cm.IDEAL_DMA):
+        a = cm.simulate(ref, kernels.attention(ref, 2 * ref.sa_cols, 3 * ref.sa_rows).instructions, dma)
+        b = cm.simulate(ud, kernels.attention(ud, 2 * ud.sa_cols, 3 * ud.sa_rows,
+                                              kernel="reference").instructions, dma)
+        assert a.cycles == b.cycles and a.mx_starts == b.mx_starts
+
+
+def test_cli_predict_ud(capsys):
+    assert main(["predict", "--config", "FSA8X8Fp16UdConfig", "--seq-q", "64", "--seq-kv", "64",
+                 "--free-dma"]) == 0
+    out = capsys.readouterr().out
+    assert "per key block     27 cycles" in out and "UD bound 2R+P+3 = 27" in out
+    assert "kernel            ud" in out
+    assert main(["predict", "--config", "FSA8X8Fp16UdConfig", "--seq-q", "64", "--seq-kv", "64",
+                 "--free-dma", "--kernel", "reference"]) == 0
+    out = capsys.readouterr().out
+    assert "kernel            reference" in out and "UD bound" not in out
+
+
+@pytest.mark.parametrize("func", fplan.UD_FUNCS)
+def test_cli_plan_show_ud(func, capsys):
+    assert main(["plan", "show", "FSA4X4Fp16UdConfig", func]) == 0
+    assert capsys.readouterr().out == fplan.chart(timing.plan("FSA4X4Fp16UdConfig", func)) + "\n"
+    assert main(["plan", "show", "FSA4X4Fp16Config", func]) == 2
+    assert "UD function" in capsys.readouterr().err
+
+
+def test_cli_run_and_compile_ud(tmp_path, capsys):
+    assert main(["run", "--config", "FSA4X4Fp16UdConfig", "--sim", "verilator", "--seq-q", "8",
+                 "--seq-kv", "8"]) == 2
+    assert "no RTL yet" in capsys.readouterr().err
+    assert main(["run", "--config", "FSA4X4Fp16UdConfig", "--sim", "golden", "--seq-q", "8",
+                 "--seq-kv", "12"]) == 0
+    capsys.readouterr()
+    for kern, want_ud in (("ud", True), ("reference", False)):
+        p = tmp_path / f"{kern}.bin"
+        assert main(["compile", "--config", "FSA4X4Fp16UdConfig", "--seq-q", "8", "--seq-kv", "8",
+                     "--kernel", kern, "--program", str(p), "--elf", str(tmp_path / "m.elf")]) == 0
+        funcs = {i.func for i in isa.decode(isa.from_bytes(p.read_bytes())) if isinstance(i, isa.Matrix)}
+        assert (isa.MxFunc.STEP in funcs) == want_ud
+        assert (isa.MxFunc.ATTENTION_SCORE in funcs) == (not want_ud)
+
+
+def test_no_ud_rtl_yet(capsys):
+    """Stage 1 is software only: generating a UD config's Verilog, or running
+    it on an HDL simulator, is refused with a message (not a crash)."""
+    from rtl import generate
+
+    with pytest.raises(ValueError, match="no RTL for dataflow 'ud'"):
+        generate.generate("FSA4X4Fp16UdConfig")
+    assert main(["run", "--config", "FSA4X4Fp16UdConfig", "--sim", "icarus", "--seq-q", "4",
+                 "--seq-kv", "4", "--kernel", "reference"]) == 2
+    assert "no RTL yet" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("early", [False, True])
+def test_early_release_frees_the_slot_after_the_last_read(early):
+    """`early_release` (UD): the semaphore release takes effect the cycle
+    after the instruction's last scratchpad read (Plan.read_release), not
+    after its last action; a DMA waiting for it starts that much sooner."""
+    cfg = fconfig.get("FSA4X4Fp16UdConfig")
+    flags = dict(rev_input=True, delay_output=True)
+    prog = [isa.Matrix(isa.MxFunc.LOAD_Q, **flags),
+            isa.Matrix(isa.MxFunc.KSTEP, sem_id=1, release_valid=True, release_value=1,
+                       early_release=early, reset_max=True, **flags),
+            isa.Dma(isa.DmaFunc.LOAD, sem_id=1, acquire_valid=True, acquire_value=1, repeat=1, size=8,
+                    mem_addr=cfg.mem_base),
+            isa.Fence(stop=True)]
+    res = cm.simulate(cfg, prog, cm.IDEAL_DMA)
+    kstep = timing.plan(cfg, "KSTEP")
+    assert kstep.read_release == cfg.sa_rows < kstep.release
+    rel = kstep.read_release if early else kstep.release
+    # released in cycle start + rel, visible (and the DMA accepted) the cycle after
+    assert res.dma_spans[0][0] == res.mx_starts[1] + rel + 1
+
+
+def test_ud_kernel_releases_slots_early():
+    prog = kernels.attention("FSA4X4Fp16UdConfig", 8, 8)
+    steps = [i for i in prog.instructions if isinstance(i, isa.Matrix) and int(i.func) >= 6]
+    assert steps and all(i.early_release for i in steps)
+    st = timing.plan("FSA4X4Fp16UdConfig", "STEP")
+    assert st.read_release == 2 * 4 + 8 + 3 and st.release == 3 * 4 + 8 + 4 + 4
+
+
+def test_cli_compile_exec_round_trip(tmp_path, capsys):
+    """`fsa compile` of the UD kernel, `fsa exec --sim golden`: the same output
+    bytes as the reference kernel on the reference config; the UD program on
+    the reference config stops with ILLEGAL_FUNC at its first UD instruction."""
+    def run(cfg, kern, tag):
+        b, e, o = (str(tmp_path / f"{tag}.{x}") for x in ("bin", "elf", "out"))
+        assert main(["compile", "--config", cfg, "--seq-q", "8", "--seq-kv", "8", "--kernel", kern,
+                     "--program", b, "--elf", e]) == 0
+        addr = capsys.readouterr().out.split("out.bin:")[1].split()[0]
+        return b, e, o, addr
+
+    b, e, o, addr = run("FSA4X4Fp16UdConfig", "ud", "ud")
+    assert main(["exec", "--config", "FSA4X4Fp16UdConfig", "--program", b, "--load", e,
+                 "--dump", f"{o}:{addr}", "--sim", "golden"]) == 0
+    rb, re_, ro, raddr = run("FSA4X4Fp16Config", "reference", "ref")
+    assert raddr == addr
+    assert main(["exec", "--config", "FSA4X4Fp16Config", "--program", rb, "--load", re_,
+                 "--dump", f"{ro}:{raddr}", "--sim", "golden"]) == 0
+    assert open(o, "rb").read() == open(ro, "rb").read()
+    capsys.readouterr()
+    assert main(["exec", "--config", "FSA4X4Fp16Config", "--program", b, "--load", e,
+                 "--sim", "golden"]) == 1
+    assert "ILLEGAL_FUNC at instruction 2" in capsys.readouterr().err

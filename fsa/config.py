@@ -330,6 +330,37 @@ def attention_scale_bits(sa_rows: int, fmt: str) -> int:
     return int(from_float64(math.log2(math.e) / math.sqrt(sa_rows), fmt))
 
 
+def scale_bits(cfg: "FSAConfig", s: float) -> tuple[int, int]:
+    """The ``(scale_e, scale_a)`` register values (fsa/hw/regs.py) for the
+    softmax scale `s` (scores are multiplied by `s` before the softmax, as
+    torch's ``scale``): ``s * log2(e)`` in float64, rounded (RNE) to E and
+    to A.  ``s = 1/sqrt(R)`` gives the reset values
+    (``cfg.attention_scale_bits``).
+
+    Raises:
+        ValueError: `s` not a positive finite number, or ``s * log2(e)``
+            overflowing a format or rounding to 0 in one.
+    """
+    from .numerics import from_float64, to_float64
+
+    try:
+        sf = float(s)
+    except (TypeError, ValueError):
+        raise ValueError(f"scale must be a positive number, got {s!r}") from None
+    if not (math.isfinite(sf) and sf > 0):
+        raise ValueError(f"scale must be a positive finite number, got {s!r}")
+    x = sf * math.log2(math.e)
+    out = []
+    for fmt in (cfg.e_type, cfg.a_type):
+        b = int(from_float64(x, fmt))
+        v = float(to_float64(b, fmt))
+        if not math.isfinite(v) or v == 0:
+            raise ValueError(f"scale {sf!r}: scale * log2(e) = {x!r} does not fit {fmt} "
+                             f"({'overflows' if v else 'rounds to 0'})")
+        out.append(b)
+    return out[0], out[1]
+
+
 # ---------------------------------------------------------------- presets
 _SUFFIX = {"Fp16": ("fp16", "fp32"), "Bf16": ("bf16", "fp32"), "Fp32": ("fp32", "fp32"),
            "Fp16Only": ("fp16", "fp16"), "Bf16Only": ("bf16", "bf16")}

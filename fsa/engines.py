@@ -11,14 +11,16 @@ run, and return an :class:`Execution` (a memory reader, counters, cycles).
   built by :func:`fsa.kernels.attention` (``meta["kind"] == "attention"``)
   run on the vectorised model :func:`fsa.golden.fast.attention`, anything
   else (or with ``machine=True``) on the instruction-level model
-  (:class:`fsa.golden.machine.Machine`); both give the same bits. No cycle
+  (:class:`fsa.golden.machine.Machine`); both give the same bits and apply
+  the program's ``settings`` (the setting registers) as the host would. No cycle
   count (``fsa run --sim golden`` takes its cycles from :mod:`fsa.cyclemodel`).
 * :class:`SimEngine` -- the RTL (``fsa_top``) in Verilator or Icarus, driven
   over AXI by cocotb (:func:`fsa.simdev.run_on_device`, ``fsa/harness/tb_top.py``):
-  ``execute`` loads the image into the AXI RAM, places the program in memory
-  and starts the device in fetch mode (it reads the words itself; with
-  ``push=True`` the words are pushed into the instruction queue instead,
-  what does not fit during the run),
+  ``execute`` loads the image into the AXI RAM, writes the program's
+  ``settings`` registers, places the program in memory and starts the device
+  in fetch mode (it reads the words itself; with ``push=True`` the words are
+  pushed into the instruction queue instead, what does not fit during the
+  run),
   waits for done (or error: :class:`DeviceError`), dumps the program's output
   regions and returns them with the device counters (``exec`` = cycles,
   ``bubble``, ``mx_active`` ...).
@@ -51,6 +53,7 @@ from fsa import config as fconfig
 from fsa import kernels
 from fsa import numerics as nx
 from fsa.config import FSAConfig
+from fsa.hw.regs import setting_defaults
 from fsa.isa import Dma, Fence, Matrix
 from fsa.kernel import KernelError, Program, memory_reader
 
@@ -233,7 +236,26 @@ class GoldenEngine(Engine):
                 and t["Q"].shape == (m.get("seq_q"), program.cfg.sa_rows)
                 and t["K"].shape == (m.get("seq_kv"), program.cfg.sa_rows)
                 and t["Vt"].shape == (program.cfg.sa_rows, m.get("seq_kv"))
-                and t["Ot"].shape == (program.cfg.sa_rows, m.get("seq_q")))
+                and t["Ot"].shape == (program.cfg.sa_rows, m.get("seq_q"))
+                and GoldenEngine._mask_keys_on_last_blocks(program))
+
+    @staticmethod
+    def _mask_keys_on_last_blocks(program: Program) -> bool:
+        """The fast model masks keys (``mask_keys``) exactly on the scores of
+        the last key block: True if the program's ATTENTION_SCOREs (in the
+        kernel's (query block, key block) order) set the flag there and only
+        there, or nowhere."""
+        from fsa.isa import MxFunc
+
+        flags = [i.mask_keys for i in program.instructions
+                 if isinstance(i, Matrix) and i.func == MxFunc.ATTENTION_SCORE]
+        if not any(flags):
+            return True
+        m, cfg = program.meta, program.cfg
+        n_qb, n_kb = m["seq_q"] // cfg.sa_cols, m["seq_kv"] // cfg.sa_rows
+        js = [j for i in range(n_qb)
+              for j in range((min(i, n_kb - 1) if m.get("causal") else n_kb - 1) + 1)]
+        return len(js) == len(flags) and all(f == (j == n_kb - 1) for f, j in zip(flags, js))
 
     def execute(self, program: Program, words: list[int],
                 image: list[tuple[int, bytes]]) -> Execution:
@@ -243,6 +265,8 @@ class GoldenEngine(Engine):
 
         self.last_path = "machine"
         m = Machine(self.cfg)
+        for name, value in program.settings.items():     # the host's writes before the start
+            m.write_setting(name, value)
         for addr, b in image:
             m.mem.write(addr, b)
         say = self.progress
@@ -271,8 +295,11 @@ class GoldenEngine(Engine):
             lambda done, total: say(f"golden model: {done}/{total} key-block steps "
                                     f"({100 * done / max(total, 1):.0f}%)"))
         m = program.meta
+        st = dict(setting_defaults(self.cfg), **program.settings)
+        masks = any(isinstance(i, Matrix) and i.mask_keys for i in program.instructions)
         o = fast.attention(self.cfg, tensor("Q"), tensor("K"), tensor("Vt").T, causal=m["causal"],
-                           progress=tick)
+                           progress=tick, scale_bits=(st["scale_e"], st["scale_a"]),
+                           key_limit=st["key_limit"] if masks else None)
         t = program.tensors["Ot"]
         buf = np.zeros((t.shape[0], t.row_stride), np.uint8)
         buf[:, :t.row_bytes] = np.ascontiguousarray(o.T).view(np.uint8).reshape(t.shape[0], -1)
@@ -336,7 +363,8 @@ class SimEngine(Engine):
             regions = program.output_regions()
             res = run_on_device(self.cfg, words, image, regions, sim=self.sim,
                                 max_cycles=self.max_cycles, pauses=self.pauses, seed=self.seed,
-                                progress=self.progress, fetch=not self.push)
+                                progress=self.progress, settings=program.settings,
+                                fetch=not self.push)
         finally:
             if self.waves:
                 if old is None:

@@ -31,7 +31,7 @@ Matrix (3 words)::
     word 1: [31:12] spad_addr [11:7] spad_stride (signed)
             [6] rev_input [5] rev_output [4] delay_output         reserved [3:0]
     word 2: [31:12] acc_addr [11:7] acc_stride (signed)
-            [6] zero [5] causal                                   reserved [4:0]
+            [6] zero [5] causal [4] mask_keys                     reserved [3:0]
 
 DMA (4 words)::
 
@@ -51,7 +51,7 @@ complement), DMA repeat 1..511 (9 bits; 0 rows is rejected), memory address
 size 1..1023 (10 bits; 0 bytes per row is rejected).
 
 Reserved bits: the bits listed as "reserved" above (fence word 0 [25:0],
-matrix word 0 [7:0], word 1 [3:0], word 2 [4:0], DMA word 0 [2:0]; the DMA's
+matrix word 0 [7:0], word 1 [3:0], word 2 [3:0], DMA word 0 [2:0]; the DMA's
 words 1-3 have none) are always encoded as 0, and :func:`decode` rejects a
 stream in which any of them is 1 (the hardware treats a stream just as
 strictly), so ``encode(decode(w)) == w`` holds for every stream ``decode``
@@ -226,6 +226,9 @@ class Matrix:
         acc_stride: accumulator row stride, -16..15.
         zero: read 0 instead of the accumulator SRAM (first key block).
         causal: apply the causal mask (diagonal score block).
+        mask_keys: ATTENTION_SCORE: mask the keys whose index within the
+            block is >= the ``key_limit`` register (fsa.hw.regs; padded keys),
+            together with the causal mask when both are set.
 
     Raises:
         ValueError: a field out of its range (named in the message) or an
@@ -250,6 +253,7 @@ class Matrix:
     acc_stride: int = 0
     zero: bool = False
     causal: bool = False
+    mask_keys: bool = False
 
     def __post_init__(self) -> None:
         _check(self)

@@ -136,7 +136,8 @@ class KernelBuilder:
 
     Attributes:
         cfg, R (= sa_rows), C (= sa_cols), instructions, meta (a dict the
-        kernel may fill, copied into the Program).
+        kernel may fill, copied into the Program), settings (setting
+        registers for the host to write, ``Program.settings``).
     """
 
     def __init__(self, cfg: "FSAConfig | str", name: str = "kernel"):
@@ -145,6 +146,7 @@ class KernelBuilder:
         self.R, self.C = self.cfg.sa_rows, self.cfg.sa_cols
         self.instructions: list[Instruction] = []
         self.meta: dict = {}
+        self.settings: dict[str, int] = {}
         self._tensors: dict[str, TensorInfo] = {}
         self._views: dict[str, View] = {}
         self._mem_next = self.cfg.mem_base
@@ -489,11 +491,13 @@ class KernelBuilder:
 
     def mx_attn_score(self, k: SpadTile, l: AccTile, accumulate: bool = False,
                       sem: Semaphore | None = None, causal: bool = False, *,
-                      acquire: Any = None, release: Any = None) -> Matrix:
+                      acquire: Any = None, release: Any = None,
+                      mask_keys: bool = False) -> Matrix:
         """ATTENTION_SCORE of one key block (R rows of K) against the stationary
         queries; updates the running max and the running sum in `l` (1 acc
         row). ``accumulate=False`` (first key block) reads l_old as 0;
-        ``causal`` masks key k > query c (the diagonal block, R == C)."""
+        ``causal`` masks key k > query c (the diagonal block, R == C);
+        ``mask_keys`` masks keys k >= the ``key_limit`` setting."""
         what = f"mx_attn_score({getattr(k, 'label', k)})"
         kt = self._sram(what, "the K tile", k, SpadTile, self.R, "R")
         lt = self._sram(what, "the l tile", l, AccTile, 1, "one")
@@ -503,7 +507,7 @@ class KernelBuilder:
         return self._mx(what, MxFunc.ATTENTION_SCORE, sem, acquire, release, spad_addr=kt.first,
                         spad_stride=self._stride(what, "spad_stride", kt), rev_input=True,
                         rev_output=True, delay_output=True, acc_addr=lt.first,
-                        zero=not accumulate, causal=bool(causal))
+                        zero=not accumulate, causal=bool(causal), mask_keys=bool(mask_keys))
 
     def mx_attn_value(self, vt: SpadTile, o: AccTile, accumulate: bool = False,
                       sem: Semaphore | None = None, *, acquire: Any = None,
@@ -569,7 +573,8 @@ class KernelBuilder:
         prog = Program(self.cfg, self.name, self.instructions, self._tensors, self._views, self.meta,
                        spad_rows=sum(r.rows for r in self._spad),
                        acc_rows=sum(r.rows for r in self._acc),
-                       semaphores={i: s.value for i, s in self._sems.items()})
+                       semaphores={i: s.value for i, s in self._sems.items()},
+                       settings=self.settings)
         if check:
             try:
                 prog.check_dispatch()

@@ -4,10 +4,13 @@ tensors, input/output conversion, and the dispatch check.
 
 * :class:`TensorInfo` / :class:`View` -- a tensor in the memory window, and
   another name for one seen transposed (e.g. "V" for the stored "Vt").
-* :class:`Program` -- instructions (:mod:`fsa.isa`), tensors, views and
-  ``meta`` (facts the kernel recorded, e.g. ``seq_q``); converts a caller's
-  arrays to the memory image (:meth:`Program.memory_image`) and reads the
-  outputs back from any memory (:meth:`Program.read_outputs`).
+* :class:`Program` -- instructions (:mod:`fsa.isa`), tensors, views,
+  ``meta`` (facts the kernel recorded, e.g. ``seq_q``) and ``settings`` (the
+  setting registers of ``fsa.hw.regs`` the host writes before the start);
+  converts a caller's arrays to the memory image
+  (:meth:`Program.memory_image`), reads the outputs back from any memory
+  (:meth:`Program.read_outputs`), and has a JSON form
+  (:meth:`Program.to_json` / :meth:`Program.from_json`).
 * :func:`kernel` / :class:`KernelDef` / :class:`Input` -- a function
   ``fn(k, *tiles, **params)`` made into a reusable program definition whose
   ``build(cfg, *inputs)`` runs it on a fresh :class:`~fsa.kernel.KernelBuilder`.
@@ -20,7 +23,8 @@ tensors, input/output conversion, and the dispatch check.
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass
+import json
+from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
@@ -28,7 +32,8 @@ import numpy as np
 from fsa import cyclemodel as cm
 from fsa import numerics as nx
 from fsa.config import FSAConfig
-from fsa.isa import Dma, Instruction, Matrix, disassemble, encode
+from fsa.hw.regs import SETTINGS, check_setting
+from fsa.isa import Dma, Instruction, Matrix, decode, disassemble, encode
 from fsa.tiles import KernelError, bits_dtype
 
 __all__ = ["TensorInfo", "View", "Program", "memory_reader", "check_dispatch", "Input",
@@ -115,12 +120,22 @@ class Program:
         meta: free-form facts from the kernel (e.g. seq_q, seq_kv, causal).
         spad_rows, acc_rows: SRAM rows the kernel allocated.
         semaphores: id -> value at the end of the program (program order).
+        settings: setting register name (``fsa.hw.regs.SETTINGS``: scale_e,
+            scale_a, key_limit) -> value, written by the host before the
+            start (the golden engines apply them too); a register not named
+            keeps its value (after a reset: ``fsa.hw.regs.setting_defaults``).
+            Not part of the instruction words (``inst.bin``).
+
+    Raises:
+        KernelError: a setting that is not a register or a value the device
+            would refuse.
     """
 
     def __init__(self, cfg: FSAConfig, name: str, instructions: Sequence[Instruction],
                  tensors: dict[str, TensorInfo], views: dict[str, View] | None = None,
                  meta: dict | None = None, spad_rows: int = 0, acc_rows: int = 0,
-                 semaphores: dict[int, int] | None = None):
+                 semaphores: dict[int, int] | None = None,
+                 settings: dict[str, int] | None = None):
         self.cfg = cfg
         self.name = name
         self.instructions = tuple(instructions)
@@ -129,6 +144,64 @@ class Program:
         self.meta = dict(meta or {})
         self.spad_rows, self.acc_rows = spad_rows, acc_rows
         self.semaphores = dict(semaphores or {})
+        self.settings: dict[str, int] = {}
+        for k, v in dict(settings or {}).items():
+            if k not in SETTINGS:
+                raise KernelError(f"{name}: {k!r} is not a setting register; settings: "
+                                  f"{', '.join(SETTINGS)}")
+            try:
+                self.settings[k] = check_setting(cfg, k, v)
+            except ValueError as e:
+                raise KernelError(f"{name}: {e}") from None
+
+    # ------------------------------------------------------------ JSON form
+    def to_dict(self) -> dict[str, Any]:
+        """Everything as JSON values: the config (:meth:`FSAConfig.to_dict`),
+        name, the instruction words, tensors, views, meta, SRAM rows,
+        semaphores and settings.
+
+        Raises:
+            KernelError: a ``meta`` value that is not a JSON value.
+        """
+        try:
+            meta = json.loads(json.dumps(self.meta))
+        except (TypeError, ValueError) as e:
+            raise KernelError(f"{self.name}: meta is not JSON-serialisable: {e}") from None
+        return {"cfg": self.cfg.to_dict(), "name": self.name, "words": self.words(),
+                "tensors": {n: asdict(t) for n, t in self.tensors.items()},
+                "views": {n: asdict(v) for n, v in self.views.items()}, "meta": meta,
+                "spad_rows": self.spad_rows, "acc_rows": self.acc_rows,
+                "semaphores": {str(i): v for i, v in self.semaphores.items()},
+                "settings": dict(self.settings)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Program":
+        """The program :meth:`to_dict` described (``settings`` optional)."""
+        cfg = FSAConfig.from_dict(d["cfg"])
+        tensors = {n: TensorInfo(**{**t, "shape": tuple(t["shape"])})
+                   for n, t in d["tensors"].items()}
+        views = {n: View(**v) for n, v in d.get("views", {}).items()}
+        return cls(cfg, d["name"], decode(d["words"]), tensors, views, d.get("meta", {}),
+                   d.get("spad_rows", 0), d.get("acc_rows", 0),
+                   {int(i): v for i, v in d.get("semaphores", {}).items()},
+                   d.get("settings", {}))
+
+    def to_json(self, path: "str | None" = None) -> str:
+        """The JSON text of :meth:`to_dict` (also written to `path` if given)."""
+        text = json.dumps(self.to_dict(), indent=1) + "\n"
+        if path is not None:
+            with open(path, "w") as f:
+                f.write(text)
+        return text
+
+    @classmethod
+    def from_json(cls, text_or_path: str) -> "Program":
+        """A program from :meth:`to_json` text or a file holding it."""
+        s = str(text_or_path)
+        if not s.lstrip().startswith("{"):
+            with open(s) as f:
+                s = f.read()
+        return cls.from_dict(json.loads(s))
 
     # ------------------------------------------------------------ basics
     def __len__(self) -> int:

@@ -51,7 +51,8 @@ def run_on_device(cfg: FSAConfig, words: list[int], memory: list[tuple[int, byte
                   inject: dict | None = None, reset_midway: int = 0, overfill: int = 0,
                   timeout_s: float = 1800, name: str | None = None,
                   progress=None, programs: list[list[int]] | None = None,
-                  abort_midway: int = 0, fetch: "bool | int" = False) -> dict:
+                  abort_midway: int = 0, settings: dict[str, int] | None = None,
+                  fetch: "bool | int" = False) -> dict:
     """Run `words` (or several `programs` one after another, without a
     reset) on the device with `memory` preloaded; dump `dumps` after the last.
 
@@ -83,6 +84,9 @@ def run_on_device(cfg: FSAConfig, words: list[int], memory: list[tuple[int, byte
             device is idle (the extra ones must be refused, not hang the
             host; result "overfill"), then reset and run the program.
         progress: optional callable(str) for progress messages.
+        settings: setting registers (fsa/hw/regs.py SETTINGS, e.g. a
+            Program's ``settings``) written after the reset, before the first
+            program (they are kept across starts); a refused write fails the run.
 
     Returns:
         dict with "runs" (state, error, error_index, counters, waited),
@@ -103,7 +107,7 @@ def run_on_device(cfg: FSAConfig, words: list[int], memory: list[tuple[int, byte
             "memory": [[int(a), bytes(b).hex()] for a, b in memory],
             "dumps": [[int(a), int(n)] for a, n in dumps], "max_cycles": int(max_cycles),
             "pauses": pauses, "seed": seed, "inject": inject or {}, "reset_midway": reset_midway,
-            "overfill": int(overfill), "fetch": fetch_at}
+            "overfill": int(overfill), "settings": dict(settings or {}), "fetch": fetch_at}
     (tmp / "case.json").write_text(json.dumps(case))
     say(f"building and running the {simrun.get_sim(sim)} simulation")
     tdir = simrun.run("fsa_top", verilog_files(out), "fsa.harness.tb_top", sim=sim, name=name,

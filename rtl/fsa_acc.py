@@ -3,6 +3,8 @@
 Ports::
 
     cmd  (3)  command, the same for all columns (after the output delayer)
+    scale_a (A)  EXP_S1's factor: the ``scale_a`` register (fsa/hw/regs.py;
+              softmax scale * log2(e) in A, constant while a program runs)
     sa   (A)  column c's value from the array bottom (via the output delayer)
     sram (A)  the acc SRAM word read the cycle before (or +0: `zero` bit)
     wb   (A)  write-back value fma(scale, sram, ACC_SA ? sa : +0); combinational,
@@ -10,7 +12,7 @@ Ports::
 
 Commands (``CMD_*``, codes from the table ``fsa.plan.ACC_CMDS``; in the
 Verilog each is a named decode of ``cmd``, ``acc_cmd_exp_s1`` ...): NOP,
-EXP_S1 (scale <- sa * scaleA), EXP_S2
+EXP_S1 (scale <- sa * scale_a), EXP_S2
 (scale <- 2^scale, one cycle, in-unit PWL constants), ACC_SA, ACC,
 SET_SCALE (scale <- sram), RECIPROCAL (scale <- 1/scale with the divider:
 the first RECIPROCAL cycle starts it, ``scale`` is written when it is done;
@@ -24,7 +26,6 @@ from __future__ import annotations
 
 from myhdl import ConcatSignal, always_comb, always_seq, block
 
-from fsa.config import attention_scale_bits
 from fsa.plan import ACC_CMDS
 from fsa.formats import get_format
 from fsa.hw import timing
@@ -57,13 +58,12 @@ def acc_constants(a_type: str, pieces: int) -> tuple[tuple[int, ...], tuple[int,
 
 
 @block
-def fsa_acc(clk, rst, cmd, sa, sram, wb, a_type="fp32", pieces=8, sa_rows=4,
+def fsa_acc(clk, rst, cmd, scale_a, sa, sram, wb, a_type="fp32", pieces=8,
             div_bits_per_cycle=2):
     """One accumulator unit; see the module docstring."""
     fa = get_format(a_type)
     aw = fa.width
     slopes, icpts = acc_constants(a_type, pieces)
-    scale_a = attention_scale_bits(sa_rows, a_type)   # the constant the model uses
     pbits = max(1, (pieces - 1).bit_length())
 
     scale = sig(aw, fa.one)
@@ -91,7 +91,8 @@ def fsa_acc(clk, rst, cmd, sa, sram, wb, a_type="fp32", pieces=8, sa_rows=4,
                        "ready": unused_div_ready, "done": div_done, "y": div_y},
                       {"ready", "done", "y"})
 
-    # exp2 piece of `scale` (numerics.exp2_piece), computed here rather than
+    # exp2 piece of `scale` (numerics.exp2_piece) for any value of it (it
+    # depends on the scale_a register through EXP_S1), computed here rather than
     # taken from the FMA so that the operand muxes do not loop through it:
     # piece = bits [sh, sh + lp) of (significand << lp), sh = the number of
     # fraction bits of |scale|; every signal explicitly sized
@@ -200,12 +201,11 @@ def ports(a_type: str = "fp32") -> dict:
 
     aw = get_format(a_type).width
     return dict(clk=sig(1), rst=ResetSignal(0, active=1, isasync=False), cmd=sig(CMD_BITS),
-                sa=sig(aw), sram=sig(aw), wb=sig(aw))
+                scale_a=sig(aw), sa=sig(aw), sram=sig(aw), wb=sig(aw))
 
 
-def convert(outdir, a_type: str = "fp32", pieces: int = 8, sa_rows: int = 4,
-            div_bits_per_cycle: int = 2):
+def convert(outdir, a_type: str = "fp32", pieces: int = 8, div_bits_per_cycle: int = 2):
     """Write ``<outdir>/fsa_acc.v`` (instantiates fsa_fma and fsa_div modules)."""
     p = ports(a_type)
-    return convert_block(lambda: fsa_acc(**p, a_type=a_type, pieces=pieces, sa_rows=sa_rows,
+    return convert_block(lambda: fsa_acc(**p, a_type=a_type, pieces=pieces,
                                          div_bits_per_cycle=div_bits_per_cycle), MODULE, outdir)

@@ -4,7 +4,10 @@ input and output delayers (docs/architecture.md section 2, docs/array.md).
 Ports (the controller, or a testbench, drives everything per cycle)::
 
     ctrl       R*9   row r's PE control bits at column 0 (bits [9r +: 9])
-    cmp_cmd    3     CMP command entering CMP(0); cmp_causal its causal bit
+    cmp_cmd    3     CMP command entering CMP(0); cmp_causal its causal bit,
+                     cmp_mask its mask_keys bit (they travel with it)
+    key_limit  9     the key_limit register (every CMP; fsa_cmp.KL_BITS)
+    scale_a    A     the scale_a register (every ACC's EXP_S1 factor)
     id_data    R*E   scratchpad row (or broadcast constant) entering the input
                      delayer, with id_valid, id_rev_in, id_rev_out, id_delay;
                      it is the SRAM's output: a read issued at cycle t is
@@ -27,8 +30,8 @@ MODULE = "fsa_array"
 
 
 @block
-def fsa_array(clk, rst, ctrl, cmp_cmd, cmp_causal, id_data, id_valid, id_rev_in, id_rev_out,
-              id_delay, acc_cmd, acc_sram, acc_wb, cfg=None):
+def fsa_array(clk, rst, ctrl, cmp_cmd, cmp_causal, cmp_mask, key_limit, scale_a, id_data,
+              id_valid, id_rev_in, id_rev_out, id_delay, acc_cmd, acc_sram, acc_wb, cfg=None):
     """The array; see the module docstring. `cfg` is an FSAConfig.
 
     ctrl[9r +: 9] is row r's PE control word (fsa.plan.PE_BITS), bits 0..8 =
@@ -44,7 +47,8 @@ def fsa_array(clk, rst, ctrl, cmp_cmd, cmp_causal, id_data, id_valid, id_rev_in,
     NB = fsa_pe.CTRL_BITS
     checks = (("ctrl", ctrl, R * NB), ("id_data", id_data, R * EW), ("acc_sram", acc_sram, C * AW),
               ("acc_wb", acc_wb, C * AW), ("cmp_cmd", cmp_cmd, fsa_cmp.CMD_BITS),
-              ("acc_cmd", acc_cmd, fsa_acc.CMD_BITS))
+              ("acc_cmd", acc_cmd, fsa_acc.CMD_BITS), ("key_limit", key_limit, fsa_cmp.KL_BITS),
+              ("scale_a", scale_a, AW))
     for name, s, w in checks:
         if len(s) != w:
             raise ValueError(f"fsa_array: port {name} must be {w} bits wide, got {len(s)}")
@@ -65,6 +69,7 @@ def fsa_array(clk, rst, ctrl, cmp_cmd, cmp_causal, id_data, id_valid, id_rev_in,
     up = [[sig(AW) for _ in range(C)] for _ in range(R)]         # up[r][c] = PE(r,c).u_out
     cc = [cmp_cmd] + [sig(fsa_cmp.CMD_BITS) for _ in range(C)]
     cz = [cmp_causal] + [sig(1) for _ in range(C)]
+    cm = [cmp_mask] + [sig(1) for _ in range(C)]
     zero = Const(AW, 0)
 
     for r in range(R):
@@ -77,12 +82,13 @@ def fsa_array(clk, rst, ctrl, cmp_cmd, cmp_causal, id_data, id_valid, id_rev_in,
                                    fsa_pe.MODULE, f"u_pe_{r}_{c}", port,
                                    {"r_out", "d_out", "u_out", "ctrl_out"}))
     for c in range(C):
-        port = {"clk": clk, "rst": rst, "cmd_in": cc[c], "causal_in": cz[c], "s_in": up[0][c],
-                "col": Const(fsa_cmp.COL_BITS, c), "out": down[0][c], "cmd_out": cc[c + 1],
-                "causal_out": cz[c + 1]}
+        port = {"clk": clk, "rst": rst, "cmd_in": cc[c], "causal_in": cz[c], "mask_in": cm[c],
+                "s_in": up[0][c], "col": Const(fsa_cmp.COL_BITS, c), "key_limit": key_limit,
+                "out": down[0][c], "cmd_out": cc[c + 1], "causal_out": cz[c + 1],
+                "mask_out": cm[c + 1]}
         insts.append(submodule(fsa_cmp.fsa_cmp, (), dict(port, e_type=e, a_type=a, pieces=P),
                                fsa_cmp.MODULE, f"u_cmp_{c}", port,
-                               {"out", "cmd_out", "causal_out"}))
+                               {"out", "cmd_out", "causal_out", "mask_out"}))
 
     # output delayer: bottom d_out of every column -> aligned
     # (a ConcatSignal cannot be a submodule port directly: copy it to a wire)
@@ -99,16 +105,17 @@ def fsa_array(clk, rst, ctrl, cmp_cmd, cmp_causal, id_data, id_valid, id_rev_in,
                            {"clk": clk, "rst": rst, "din": od_in, "dout": od_out}, {"dout"}))
     wbs = [sig(AW) for _ in range(C)]
     for c in range(C):
-        port = {"clk": clk, "rst": rst, "cmd": acc_cmd, "sa": od_out((c + 1) * AW, c * AW),
-                "sram": acc_sram((c + 1) * AW, c * AW), "wb": wbs[c]}
-        insts.append(submodule(fsa_acc.fsa_acc, (), dict(port, a_type=a, pieces=P, sa_rows=R,
+        port = {"clk": clk, "rst": rst, "cmd": acc_cmd, "scale_a": scale_a,
+                "sa": od_out((c + 1) * AW, c * AW), "sram": acc_sram((c + 1) * AW, c * AW),
+                "wb": wbs[c]}
+        insts.append(submodule(fsa_acc.fsa_acc, (), dict(port, a_type=a, pieces=P,
                                                          div_bits_per_cycle=cfg.div_bits_per_cycle),
                                fsa_acc.MODULE, f"u_acc_{c}", port, {"wb"}))
     all_wb = ConcatSignal(*reversed(wbs))
     # the last column's pass-through outputs go nowhere: gather them in one
     # signal whose name tells lint they are unused by design
     unused_edge = ConcatSignal(*[h[r][C] for r in range(R)], *[ct[r][C] for r in range(R)],
-                               cc[C], cz[C])
+                               cc[C], cz[C], cm[C])
     unused_sink = sig(len(unused_edge))
 
     @always_comb
@@ -128,6 +135,7 @@ def ports(cfg) -> dict:
     EW, AW = cfg.e_fmt.width, cfg.a_fmt.width
     return dict(clk=sig(1), rst=ResetSignal(0, active=1, isasync=False),
                 ctrl=sig(R * fsa_pe.CTRL_BITS), cmp_cmd=sig(fsa_cmp.CMD_BITS), cmp_causal=sig(1),
+                cmp_mask=sig(1), key_limit=sig(fsa_cmp.KL_BITS), scale_a=sig(AW),
                 id_data=sig(R * EW), id_valid=sig(1), id_rev_in=sig(1), id_rev_out=sig(1),
                 id_delay=sig(1), acc_cmd=sig(fsa_acc.CMD_BITS), acc_sram=sig(C * AW),
                 acc_wb=sig(C * AW))

@@ -3,15 +3,23 @@
 
 Ports::
 
-    cmd_in (3), causal_in  ->  [ CMP(c) ]  -> cmd_out, causal_out  (to CMP(c+1), 1 cycle)
+    cmd_in (3), causal_in, mask_in  ->  [ CMP(c) ]  -> cmd_out, causal_out, mask_out
+                                                    (to CMP(c+1), 1 cycle)
     s_in (A)  from PE(0,c).u_out
     out  (A)  to   PE(0,c).u_in   (register, held when not written)
     col       constant: this unit's column index (causal masking)
+    key_limit (KL_BITS)  the key_limit register (fsa/hw/regs.py), the same for
+              every column, constant while a program runs
+
+Masks (UPDATE): the k-th consecutive UPDATE (k from 0: key k of the
+instruction's block) sends and folds -inf instead of its score when
+``causal_in`` and ``k > col`` (causal mask), or when ``mask_in`` and
+``k >= key_limit`` (the instruction's ``mask_keys`` flag); both may apply.
 
 Commands (``CMD_*``, codes from the table ``fsa.plan.CMP_CMDS``): NOP,
 UPDATE, PROP_MAX, PROP_MAX_DIFF, PROP_EXP2_INTERCEPTS, PROP_ZERO, RESET; in
 the Verilog each is a named decode of ``cmd_in`` (``cmp_cmd_update`` ...).  State: ``new_max``, ``old_max``
-(reset to -inf), the UPDATE counter (causal mask) and the intercept index.
+(reset to -inf), the UPDATE counter (causal and key masks) and the intercept index.
 
 Latency: one cycle (``out`` and the state are registers written at the edge
 of the cycle holding the command).  The running max is kept over the
@@ -34,6 +42,8 @@ CMD_BITS = 3
      "NOP", "UPDATE", "PROP_MAX", "PROP_MAX_DIFF", "PROP_EXP2_INTERCEPTS", "PROP_ZERO", "RESET"))
 assert len(CMP_CMDS) <= 1 << CMD_BITS
 COL_BITS = 8
+#: width of the key_limit input (the UPDATE counter's: 0..2**COL_BITS)
+KL_BITS = COL_BITS + 1
 
 
 def encoded_intercepts(e_type: str, a_type: str, pieces: int) -> tuple[int, ...]:
@@ -48,8 +58,8 @@ def encoded_intercepts(e_type: str, a_type: str, pieces: int) -> tuple[int, ...]
 
 
 @block
-def fsa_cmp(clk, rst, cmd_in, causal_in, s_in, col, out, cmd_out, causal_out,
-            e_type="fp16", a_type="fp32", pieces=8):
+def fsa_cmp(clk, rst, cmd_in, causal_in, mask_in, s_in, col, key_limit, out, cmd_out,
+            causal_out, mask_out, e_type="fp16", a_type="fp32", pieces=8):
     """One comparator unit; see the module docstring."""
     fe, fa = get_format(e_type), get_format(a_type)
     ew, aw = fe.width, fa.width
@@ -127,7 +137,7 @@ def fsa_cmp(clk, rst, cmd_in, causal_in, s_in, col, out, cmd_out, causal_out,
 
     @always_comb
     def operands():
-        if causal_in and (cnt > concat(False, col)):
+        if (causal_in and (cnt > concat(False, col))) or (mask_in and cnt >= key_limit):
             s_e_m.next = neg_inf_e
         else:
             s_e_m.next = s_e
@@ -143,6 +153,7 @@ def fsa_cmp(clk, rst, cmd_in, causal_in, s_in, col, out, cmd_out, causal_out,
     def step():
         cmd_out.next = cmd_in
         causal_out.next = causal_in
+        mask_out.next = mask_in
         if cmp_cmd_update:
             out.next = s_e_m_z
             new_max.next = mx
@@ -180,8 +191,9 @@ def ports(e_type: str = "fp16", a_type: str = "fp32") -> dict:
 
     aw = get_format(a_type).width
     return dict(clk=sig(1), rst=ResetSignal(0, active=1, isasync=False), cmd_in=sig(CMD_BITS),
-                causal_in=sig(1), s_in=sig(aw), col=sig(COL_BITS), out=sig(aw),
-                cmd_out=sig(CMD_BITS), causal_out=sig(1))
+                causal_in=sig(1), mask_in=sig(1), s_in=sig(aw), col=sig(COL_BITS),
+                key_limit=sig(KL_BITS), out=sig(aw), cmd_out=sig(CMD_BITS), causal_out=sig(1),
+                mask_out=sig(1))
 
 
 def convert(outdir, e_type: str = "fp16", a_type: str = "fp32", pieces: int = 8):

@@ -26,6 +26,10 @@ Ports::
                                       DMA engine's done/busy/err/err_code
     sp_n_*, ac_n_*                    narrow (AXI-beat) ports of the
                                       scratchpad and accumulator SRAMs
+    scale_e, scale_a, key_limit       the setting registers (fsa/hw/regs.py,
+                                      from fsa_regs): the `scale` constant the
+                                      input delayer broadcasts, the ACCs'
+                                      EXP_S1 factor, the CMPs' key limit
     fetch_more, fetch_end, fetch_busy,  the fetch unit's state for fsa_status
     fetch_err, fetch_err_code         (rtl/fsa_fetch.py)
     fetch_flush                       empty the queue (a fetch-mode program is over)
@@ -62,7 +66,7 @@ from myhdl import ConcatSignal, ResetSignal, always_comb, block
 from fsa.hw.errors import ERR_BITS
 from fsa.hw.regs import COUNTER_BITS, COUNTERS, STATE_BITS
 from rtl import (fsa_acc, fsa_array, fsa_cmp, fsa_counters, fsa_decode, fsa_dispatch, fsa_mxctrl,
-                 fsa_queue, fsa_sem, fsa_sram, fsa_status)
+                 fsa_queue, fsa_regs, fsa_sem, fsa_sram, fsa_status)
 from rtl.convert import Const, convert_block, sig, submodule
 from rtl.fsa_decode import IDX_BITS
 from rtl.fsa_pe import CTRL_BITS
@@ -94,8 +98,8 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, abort_req, abor
              sp_n_valid, sp_n_ready, sp_n_we, sp_n_addr, sp_n_lane, sp_n_wdata, sp_n_rvalid,
              sp_n_rdata,
              ac_n_valid, ac_n_ready, ac_n_we, ac_n_addr, ac_n_lane, ac_n_wdata, ac_n_rvalid,
-             ac_n_rdata, fetch_more, fetch_end, fetch_busy, fetch_err, fetch_err_code,
-             fetch_flush, cfg=None):
+             ac_n_rdata, scale_e, scale_a, key_limit, fetch_more, fetch_end, fetch_busy,
+             fetch_err, fetch_err_code, fetch_flush, cfg=None):
     """The matrix engine; see the module docstring."""
     R = cfg.sa_rows
     EW = cfg.e_fmt.width
@@ -153,12 +157,14 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, abort_req, abor
     in_rev_in, in_rev_out, in_delay = cs["in_rev_in"], cs["in_rev_out"], cs["in_delay"]
     in_acc_addr, in_acc_stride = cs["in_acc_addr"], cs["in_acc_stride"]
     in_zero, in_causal, in_wpa = cs["in_zero"], cs["in_causal"], cs["in_wpa"]
+    in_mask_keys = cs["in_mask_keys"]
     in_rel_valid, in_rel_id, in_rel_value = cs["in_rel_valid"], cs["in_rel_id"], cs["in_rel_value"]
 
     # ------------------------------------------------------------ controller
     NB = CTRL_BITS
     ctrl = sig(R * NB)
     cmp_cmd, cmp_causal, acc_cmd = sig(fsa_cmp.CMD_BITS), sig(1), sig(fsa_acc.CMD_BITS)
+    cmp_mask = sig(1)
     cmp_cmd_arr = sig(fsa_cmp.CMD_BITS)          # the controller's, or RESET after an abort
     clear = cs["clear"]
     CMP_RESET = fsa_cmp.CMD_RESET
@@ -180,9 +186,10 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, abort_req, abor
                      in_func=in_func, in_spad_addr=in_spad_addr, in_spad_stride=in_spad_stride,
                      in_rev_in=in_rev_in, in_rev_out=in_rev_out, in_delay=in_delay,
                      in_acc_addr=in_acc_addr, in_acc_stride=in_acc_stride, in_zero=in_zero,
-                     in_causal=in_causal, in_wait_prev_acc=in_wpa, in_rel_valid=in_rel_valid,
+                     in_causal=in_causal, in_mask_keys=in_mask_keys, in_wait_prev_acc=in_wpa,
+                     in_rel_valid=in_rel_valid,
                      in_rel_id=in_rel_id, in_rel_value=in_rel_value, ctrl=ctrl, cmp_cmd=cmp_cmd,
-                     cmp_causal=cmp_causal, acc_cmd=acc_cmd, spad_en=spad_en,
+                     cmp_causal=cmp_causal, cmp_mask=cmp_mask, acc_cmd=acc_cmd, spad_en=spad_en,
                      spad_addr=spad_addr, id_valid=id_valid, id_const=id_const, id_csel=id_csel,
                      id_k=id_k, id_rev_in=id_rev_in, id_rev_out=id_rev_out, id_delay=id_delay,
                      acc_ren=acc_ren, acc_raddr=acc_raddr, acc_zero=acc_zero, acc_wen=acc_wen,
@@ -190,7 +197,8 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, abort_req, abor
                      rel_value=mx_rel_val, busy=mx_busy)
     insts.append(submodule(fsa_mxctrl.fsa_mxctrl, (), dict(ctl_ports, cfg=cfg), fsa_mxctrl.MODULE,
                            "u_mxctrl", ctl_ports,
-                           {"in_ready", "ctrl", "cmp_cmd", "cmp_causal", "acc_cmd", "spad_en",
+                           {"in_ready", "ctrl", "cmp_cmd", "cmp_causal", "cmp_mask", "acc_cmd",
+                            "spad_en",
                             "spad_addr", "id_valid", "id_const", "id_csel", "id_k", "id_rev_in",
                             "id_rev_out", "id_delay", "acc_ren", "acc_raddr", "acc_zero",
                             "acc_wen", "acc_waddr", "rel_valid", "rel_id", "rel_value", "busy"}))
@@ -244,7 +252,6 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, abort_req, abor
     from fsa import numerics
     slopes, _ = numerics.pwl_constants(cfg.exp2_pieces, cfg.e_type, cfg.a_type)
     ONE = cfg.e_fmt.one
-    SCALE = cfg.attention_scale_bits(cfg.e_type)
     SLOPES = tuple(int(x) for x in slopes)
     id_data = sig(R * EW)
     cval = sig(EW)
@@ -256,7 +263,7 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, abort_req, abor
         if id_csel == 2:
             cval.next = SLOPES[id_k]
         elif id_csel == 1:
-            cval.next = SCALE
+            cval.next = scale_e
         else:
             cval.next = ONE
     insts.append(const_value)
@@ -274,6 +281,7 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, abort_req, abor
     insts.append(array_inputs)
 
     arr_ports = dict(clk=clk, rst=rst, ctrl=ctrl, cmp_cmd=cmp_cmd_arr, cmp_causal=cmp_causal,
+                     cmp_mask=cmp_mask, key_limit=key_limit, scale_a=scale_a,
                      id_data=id_data, id_valid=id_valid, id_rev_in=id_rev_in,
                      id_rev_out=id_rev_out, id_delay=id_delay, acc_cmd=acc_cmd,
                      acc_sram=acc_sram, acc_wb=acc_wb)
@@ -302,6 +310,7 @@ def ports(cfg) -> dict:
         p.update({f"{pre}_n_valid": sig(1), f"{pre}_n_ready": sig(1), f"{pre}_n_we": sig(1),
                   f"{pre}_n_addr": sig(_abits(rows)), f"{pre}_n_lane": sig(max(1, (lanes - 1).bit_length())),
                   f"{pre}_n_wdata": sig(lane), f"{pre}_n_rvalid": sig(1), f"{pre}_n_rdata": sig(lane)})
+    p.update(fsa_regs.setting_ports(cfg))
     return p
 
 

@@ -61,8 +61,8 @@ def fsa_dispatch(clk, rst, run, clear, dec_full, w0, w1, w2, w3, inst_idx, to_mx
                  take, fence_done, stop_go, mx_range_bad, mx_idx,
                  mx_in_valid, mx_in_ready, mx_issue, mx_busy,
                  in_func, in_spad_addr, in_spad_stride, in_rev_in, in_rev_out, in_delay,
-                 in_acc_addr, in_acc_stride, in_zero, in_causal, in_wpa, in_rel_valid,
-                 in_rel_id, in_rel_value,
+                 in_acc_addr, in_acc_stride, in_zero, in_causal, in_mask_keys, in_wpa,
+                 in_rel_valid, in_rel_id, in_rel_value,
                  mx_acq_valid, mx_sem_id, mx_acq_value, mx_acq_ok,
                  dm_acq_valid, dm_sem_id, dm_acq_value, dm_acq_ok,
                  dm_rel_valid, dm_rel_id, dm_rel_value,
@@ -93,9 +93,10 @@ def fsa_dispatch(clk, rst, run, clear, dec_full, w0, w1, w2, w3, inst_idx, to_mx
     m_func = mx_w0(func_f.lo + FUNC_BITS, func_f.lo)
     m_sp, m_sps, m_ac, m_acs = mf("spad_addr"), mf("spad_stride"), mf("acc_addr"), mf("acc_stride")
     m_fields = [mf(n) for n in ("rev_input", "rev_output", "delay_output", "zero", "causal",
-                                "wait_prev_acc", "release_valid", "sem_id", "release_value",
-                                "acquire_valid", "acquire_value")]
-    m_rin, m_rout, m_dly, m_zero, m_causal, m_wpa, m_relv, m_id, m_relval, m_acqv, m_acqval = m_fields
+                                "mask_keys", "wait_prev_acc", "release_valid", "sem_id",
+                                "release_value", "acquire_valid", "acquire_value")]
+    (m_rin, m_rout, m_dly, m_zero, m_causal, m_maskk, m_wpa, m_relv, m_id, m_relval, m_acqv,
+     m_acqval) = m_fields
     dfunc_f = hwisa.field("DMA", "func")
     d_func = dm_w0(dfunc_f.lo)
     d_fields = [df(n) for n in ("repeat", "sram_addr", "sram_stride", "is_accum", "mem_addr",
@@ -217,6 +218,7 @@ def fsa_dispatch(clk, rst, run, clear, dec_full, w0, w1, w2, w3, inst_idx, to_mx
         in_acc_stride.next = m_acs
         in_zero.next = m_zero
         in_causal.next = m_causal
+        in_mask_keys.next = m_maskk
         mx_acq_valid.next = m_acqv
         mx_sem_id.next = m_id
         mx_acq_value.next = m_acqval
@@ -290,7 +292,8 @@ def ports(cfg) -> dict:
              mx_in_valid=sig(1), mx_in_ready=sig(1), mx_issue=sig(1), mx_busy=sig(1),
              in_func=sig(FUNC_BITS), in_spad_addr=sig(AB), in_spad_stride=sig(SB),
              in_rev_in=sig(1), in_rev_out=sig(1), in_delay=sig(1), in_acc_addr=sig(AB),
-             in_acc_stride=sig(SB), in_zero=sig(1), in_causal=sig(1), in_wpa=sig(1),
+             in_acc_stride=sig(SB), in_zero=sig(1), in_causal=sig(1), in_mask_keys=sig(1),
+             in_wpa=sig(1),
              in_rel_valid=sig(1), in_rel_id=sig(IB), in_rel_value=sig(VB),
              mx_acq_valid=sig(1), mx_sem_id=sig(IB), mx_acq_value=sig(VB), mx_acq_ok=sig(1),
              dm_acq_valid=sig(1), dm_sem_id=sig(IB), dm_acq_value=sig(VB), dm_acq_ok=sig(1),
@@ -313,7 +316,8 @@ def dma_ports() -> dict:
 
 OUTPUTS = {"take", "fence_done", "stop_go", "mx_range_bad", "mx_idx", "mx_in_valid", "mx_issue",
            "in_func", "in_spad_addr", "in_spad_stride", "in_rev_in", "in_rev_out", "in_delay",
-           "in_acc_addr", "in_acc_stride", "in_zero", "in_causal", "in_wpa", "in_rel_valid",
+           "in_acc_addr", "in_acc_stride", "in_zero", "in_causal", "in_mask_keys", "in_wpa",
+           "in_rel_valid",
            "in_rel_id", "in_rel_value", "mx_acq_valid", "mx_sem_id", "mx_acq_value",
            "dm_acq_valid", "dm_sem_id", "dm_acq_value", "dm_rel_valid", "dm_rel_id",
            "dm_rel_value", "dma_valid", "dma_func", "dma_repeat", "dma_sram_addr",

@@ -29,7 +29,8 @@ Ports::
 
     in_valid / in_ready    a decoded matrix instruction (in_*) is accepted when
                            both are high; its cycle 0 is the next cycle
-    ctrl, cmp_cmd, cmp_causal, acc_cmd          to fsa_array
+    ctrl, cmp_cmd, cmp_causal, cmp_mask,        to fsa_array (cmp_causal / cmp_mask: the
+    acc_cmd                                     flags of the UPDATE's instruction)
     spad_en, spad_addr                          scratchpad array-port read
     id_valid, id_const, id_csel, id_k,          input-delayer input of the next
     id_rev_in, id_rev_out, id_delay             cycle (aligned with the SRAM data)
@@ -252,9 +253,9 @@ def _copy(a, y):
 @block
 def fsa_mxctrl(clk, rst,
                in_valid, in_ready, in_func, in_spad_addr, in_spad_stride, in_rev_in, in_rev_out,
-               in_delay, in_acc_addr, in_acc_stride, in_zero, in_causal, in_wait_prev_acc,
-               in_rel_valid, in_rel_id, in_rel_value,
-               ctrl, cmp_cmd, cmp_causal, acc_cmd,
+               in_delay, in_acc_addr, in_acc_stride, in_zero, in_causal, in_mask_keys,
+               in_wait_prev_acc, in_rel_valid, in_rel_id, in_rel_value,
+               ctrl, cmp_cmd, cmp_causal, cmp_mask, acc_cmd,
                spad_en, spad_addr, id_valid, id_const, id_csel, id_k, id_rev_in, id_rev_out,
                id_delay, acc_ren, acc_raddr, acc_zero, acc_wen, acc_waddr,
                rel_valid, rel_id, rel_value, busy, cfg=None):
@@ -289,6 +290,7 @@ def fsa_mxctrl(clk, rst,
     s_flags = [sig(3), sig(3)]          # rev_in, rev_out, delay
     s_zero = [sig(1), sig(1)]
     s_causal = [sig(1), sig(1)]
+    s_maskk = [sig(1), sig(1)]          # mask_keys
     REL_BITS = 1 + SEM_ID_BITS + SEM_VALUE_BITS
     s_rel = [sig(REL_BITS), sig(REL_BITS)]   # valid, id, value
     last = sig(1)                        # slot of the most recent instruction
@@ -355,6 +357,7 @@ def fsa_mxctrl(clk, rst,
     fl0, fl1 = s_flags
     z0, z1 = s_zero
     c0, c1 = s_causal
+    mk0, mk1 = s_maskk
     nxt_valid, nxt_const, nxt_csel, nxt_k, nxt_flags = sig(1), sig(1), sig(2), sig(KB), sig(3)
     nxt_zero = sig(1)
     raddr_q = sig(ADDR_BITS)
@@ -376,10 +379,13 @@ def fsa_mxctrl(clk, rst,
         acc_cmd_i.next = ca
         if b0 and cm0 == UPDATE_CODE:
             cmp_causal.next = c0
+            cmp_mask.next = mk0
         elif b1 and cm1 == UPDATE_CODE:
             cmp_causal.next = c1
+            cmp_mask.next = mk1
         else:
             cmp_causal.next = False
+            cmp_mask.next = False
         # scratchpad read of this cycle (at most one slot reads)
         spad_en.next = False
         spad_addr.next = 0
@@ -486,7 +492,8 @@ def fsa_mxctrl(clk, rst,
     loads = [sig(1), sig(1)]
     ld0, ld1 = loads
     inp = (in_func, in_spad_addr, in_spad_stride, in_acc_addr, in_acc_stride, in_rev_in,
-           in_rev_out, in_delay, in_zero, in_causal, in_rel_valid, in_rel_id, in_rel_value)
+           in_rev_out, in_delay, in_zero, in_causal, in_mask_keys, in_rel_valid, in_rel_id,
+           in_rel_value)
 
     @always_comb
     def slot_load():
@@ -497,7 +504,7 @@ def fsa_mxctrl(clk, rst,
     for i in range(2):
         insts.append(named(_slot_regs(clk, rst, loads[i], s_busy[i], s_func[i], s_t[i], s_sptr[i],
                                       s_sstr[i], s_aptr[i], s_astr[i], s_flags[i], s_zero[i],
-                                      s_causal[i], s_rel[i], rets[i], src[i]["sram"],
+                                      s_causal[i], s_maskk[i], s_rel[i], rets[i], src[i]["sram"],
                                       src[i]["accrd"], inp), f"slot{i}_regs"))
 
     @always_seq(clk.posedge, reset=rst)
@@ -525,11 +532,11 @@ def fsa_mxctrl(clk, rst,
 
 
 @block
-def _slot_regs(clk, rst, load, busy, func, t, sptr, sstr, aptr, astr, flags, zero, causal, rel,
-               ret, sram_rd, acc_rd, ins):
+def _slot_regs(clk, rst, load, busy, func, t, sptr, sstr, aptr, astr, flags, zero, causal, maskk,
+               rel, ret, sram_rd, acc_rd, ins):
     """One instruction slot: loaded with the accepted instruction, then its
     cycle counter runs and its SRAM pointers step until it retires."""
-    (f_in, sa_in, ss_in, aa_in, as_in, ri_in, ro_in, dl_in, z_in, c_in, rv_in, rid_in,
+    (f_in, sa_in, ss_in, aa_in, as_in, ri_in, ro_in, dl_in, z_in, c_in, mk_in, rv_in, rid_in,
      rval_in) = ins
     AB, SB = ADDR_BITS, STRIDE_BITS
     EXT = (1 << (AB - SB)) - 1           # the sign extension of a negative stride
@@ -547,6 +554,7 @@ def _slot_regs(clk, rst, load, busy, func, t, sptr, sstr, aptr, astr, flags, zer
             flags.next = concat(ri_in, ro_in, dl_in)
             zero.next = z_in
             causal.next = c_in
+            maskk.next = mk_in
             rel.next = concat(rv_in, rid_in, rval_in)
         elif busy:
             t.next = t + 1
@@ -585,9 +593,9 @@ def ports(cfg) -> dict:
         in_valid=sig(1), in_ready=sig(1), in_func=sig(3), in_spad_addr=sig(ADDR_BITS),
         in_spad_stride=sig(STRIDE_BITS), in_rev_in=sig(1), in_rev_out=sig(1), in_delay=sig(1),
         in_acc_addr=sig(ADDR_BITS), in_acc_stride=sig(STRIDE_BITS), in_zero=sig(1),
-        in_causal=sig(1), in_wait_prev_acc=sig(1), in_rel_valid=sig(1), in_rel_id=sig(SEM_ID_BITS),
+        in_causal=sig(1), in_mask_keys=sig(1), in_wait_prev_acc=sig(1), in_rel_valid=sig(1), in_rel_id=sig(SEM_ID_BITS),
         in_rel_value=sig(SEM_VALUE_BITS),
-        ctrl=sig(R * CTRL_BITS), cmp_cmd=sig(fsa_cmp.CMD_BITS), cmp_causal=sig(1),
+        ctrl=sig(R * CTRL_BITS), cmp_cmd=sig(fsa_cmp.CMD_BITS), cmp_causal=sig(1), cmp_mask=sig(1),
         acc_cmd=sig(fsa_acc.CMD_BITS), spad_en=sig(1), spad_addr=sig(ADDR_BITS), id_valid=sig(1),
         id_const=sig(1), id_csel=sig(2), id_k=sig(KB), id_rev_in=sig(1), id_rev_out=sig(1),
         id_delay=sig(1), acc_ren=sig(1), acc_raddr=sig(ADDR_BITS), acc_zero=sig(1),

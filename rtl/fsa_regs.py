@@ -37,12 +37,22 @@ offset      access  meaning
                     drain, empty the queue, IDLE
 0x54        R       after DEADLOCK: [4:0] semaphore, [7:5] the value waited for,
                     [10:8] the value it holds
+0x58        RW      scale_e: softmax scale * log2(e), E bits (output ``scale_e``)
+0x5C        RW      scale_a: the same in A bits (output ``scale_a``)
+0x60        RW      key_limit: 0..R (output ``key_limit``)
 0x64        RW      program fetch: byte address bits [31:0]
 0x68        RW      program fetch: byte address bits [38:32] (in [6:0])
 0x6C        RW      program fetch: length in 32-bit words
 0x70        W       fetch_start: a start (as 0x04) in fetch mode (rtl/fsa_fetch.py)
 0x74        R       words the fetch unit put into the queue since the last start
 ==========  ======  ==========================================================
+
+The settings 0x58-0x60 (fsa/hw/regs.py): reset (``rst``) to
+``fsa.hw.regs.setting_defaults``, kept across start and abort; a write while
+``state`` reads ACTIVE (running or aborting), or of a value outside the
+register's range (bits above the format's width, key_limit > R), is refused
+with SLVERR and the register keeps its value.  The fetch registers
+0x64-0x6C may be written in any state (they act at fetch_start).
 
 While an abort drains (``aborting``), and while a fetch-mode program that
 has ended waits for its fetch burst to drain (``fmode`` and not ACTIVE),
@@ -65,6 +75,7 @@ from myhdl import ConcatSignal, ResetSignal, always_comb, always_seq, block, int
 from fsa.hw import regs as hwregs
 from fsa.hw.errors import ERR_BITS
 from fsa.hw.regs import FMT_CODE, MAGIC, VERSION, identity  # noqa: F401 (re-exported)
+from rtl import fsa_cmp
 from rtl.convert import convert_block, sig
 from rtl.fsa_status import WAIT_BITS
 
@@ -84,9 +95,18 @@ def fsa_regs(clk, rst,
              inst_valid, inst_ready, inst_word, start, abort_req, aborting, state, err_code,
              err_index, err_wait, q_free, fstart, prog_addr, prog_words, fmode, fetched,
              cnt_exec, cnt_bubble, cnt_mx_active, cnt_dma_active, cnt_words, cnt_mx, cnt_dma,
-             cnt_fence, cnt_enq, cnt_deq, cfg=None):
+             cnt_fence, cnt_enq, cnt_deq, scale_e, scale_a, key_limit, cfg=None):
     """The register block; see the module docstring."""
     IDENT = identity(cfg)
+    DEF = hwregs.setting_defaults(cfg)
+    EW, AW, KLB = len(scale_e), len(scale_a), len(key_limit)
+    KL_MAX = hwregs.setting_range(cfg, "key_limit")[1]
+    A_SCE, A_SCA, A_KL = (hwregs.OFFSETS[n] for n in hwregs.SETTINGS)
+    r_scale_e, r_scale_a, r_key_limit = sig(EW, DEF["scale_e"]), sig(AW, DEF["scale_a"]), \
+        sig(KLB, DEF["key_limit"])
+    set_ok = sig(1)             # a settings write may act: not ACTIVE and the value in range
+    # the written value has no bit above the format's width (always, for 32 bits)
+    e_fits, a_fits = sig(1, 1), sig(1, 1)
     SPR, ACR, QS = cfg.spad_rows, cfg.acc_rows, cfg.inst_queue_size
 
     DB = hwregs.ADDR_DECODE_BITS
@@ -112,6 +132,10 @@ def fsa_regs(clk, rst,
     w_addr = sig(DB)
     wa = s_axil_awaddr(DB, 0)
     w_data = sig(32)
+    fit_checks = []
+    for fits, width in ((e_fits, EW), (a_fits, AW)):
+        if width < 32:
+            fit_checks.append(_fits(w_data, fits, width))
     b_pend = sig(1)
     b_resp = sig(2)
     unused_axil = sig(len(s_axil_awaddr) - DB + len(s_axil_araddr) - DB + 3 + 3 + 4)
@@ -134,6 +158,20 @@ def fsa_regs(clk, rst,
         start.next = go and w_addr == A_START and not hold
         fstart.next = go and w_addr == A_FSTART and not hold
         abort_req.next = go and w_addr == A_ABORT
+        scale_e.next = r_scale_e
+        scale_a.next = r_scale_a
+        key_limit.next = r_key_limit
+
+    @always_comb
+    def settings_check():
+        if state == STATE_ACTIVE:
+            set_ok.next = False
+        elif w_addr == A_SCE:
+            set_ok.next = e_fits
+        elif w_addr == A_SCA:
+            set_ok.next = a_fits
+        else:
+            set_ok.next = w_data <= KL_MAX
 
     @always_seq(clk.posedge, reset=rst)
     def write_seq():
@@ -176,6 +214,14 @@ def fsa_regs(clk, rst,
                 if (w_addr == A_START or w_addr == A_ABORT or w_addr == A_FSTART
                         or w_addr == A_FLO or w_addr == A_FHI or w_addr == A_FWORDS):
                     b_resp.next = OKAY
+                elif (w_addr == A_SCE or w_addr == A_SCA or w_addr == A_KL) and set_ok:
+                    b_resp.next = OKAY
+                    if w_addr == A_SCE:
+                        r_scale_e.next = w_data[EW:]
+                    elif w_addr == A_SCA:
+                        r_scale_a.next = w_data[AW:]
+                    else:
+                        r_key_limit.next = w_data[KLB:]
                 else:
                     b_resp.next = SLVERR
         if b_pend and s_axil_bready:
@@ -192,8 +238,8 @@ def fsa_regs(clk, rst,
     # table's; the mux must cover exactly its readable registers
     O = hwregs.OFFSETS
     mux_names = ("state",) + hwregs.COUNTERS + ("error", "q_free", "identity", "magic",
-                                                "spad_rows", "acc_rows", "queue", "wait",
-                                                "fetch_lo", "fetch_hi", "fetch_words", "fetched")
+                                                "spad_rows", "acc_rows", "queue", "wait") \
+        + hwregs.SETTINGS + ("fetch_lo", "fetch_hi", "fetch_words", "fetched")
     if tuple(O[n] for n in mux_names) != READ_REGS:
         raise AssertionError("fsa_regs: the read mux does not match fsa/hw/regs.py REGS")
     A_STATE, A_ERROR, A_QFREE, A_IDENT, A_MAGIC = (O[n] for n in ("state", "error", "q_free",
@@ -209,6 +255,9 @@ def fsa_regs(clk, rst,
     qfree32 = ConcatSignal(intbv(0)[32 - len(q_free):], q_free)
     wait32 = ConcatSignal(intbv(0)[32 - len(err_wait):], err_wait)
     fhi32 = ConcatSignal(intbv(0)[32 - FHB:], f_hi)
+    sce32 = ConcatSignal(intbv(0)[32 - EW:], r_scale_e) if EW < 32 else r_scale_e
+    sca32 = ConcatSignal(intbv(0)[32 - AW:], r_scale_a) if AW < 32 else r_scale_a
+    kl32 = ConcatSignal(intbv(0)[32 - KLB:], r_key_limit)
 
     @always_comb
     def read_mux():
@@ -251,6 +300,12 @@ def fsa_regs(clk, rst,
             rd.next = QS
         elif ra == A_WAIT:
             rd.next = wait32
+        elif ra == A_SCE:
+            rd.next = sce32
+        elif ra == A_SCA:
+            rd.next = sca32
+        elif ra == A_KL:
+            rd.next = kl32
         elif ra == A_FLO:
             rd.next = f_lo
         elif ra == A_FHI:
@@ -282,7 +337,17 @@ def fsa_regs(clk, rst,
         elif r_pend and s_axil_rready:
             r_pend.next = False
 
-    return unused_sink, fetch_regs, write_comb, write_seq, read_mux, read_comb, read_seq
+    return (unused_sink, fetch_regs, write_comb, *fit_checks, settings_check, write_seq, read_mux, read_comb,
+            read_seq)
+
+
+@block
+def _fits(w_data, fits, width):
+    """fits: the bits of w_data above `width` are all 0."""
+    @always_comb
+    def check():
+        fits.next = w_data[32:width] == 0
+    return check
 
 
 def ports(cfg, addr_bits: int = 16) -> dict:
@@ -302,7 +367,15 @@ def ports(cfg, addr_bits: int = 16) -> dict:
              fetched=sig(32))
     for c in hwregs.COUNTERS:
         p[f"cnt_{c}"] = sig(hwregs.COUNTER_BITS)
+    p.update(setting_ports(cfg))
     return p
+
+
+def setting_ports(cfg) -> dict:
+    """The settings outputs (fsa/hw/regs.py SETTINGS): scale_e (E width),
+    scale_a (A width), key_limit (fsa_cmp.KL_BITS, holding 0..R)."""
+    return dict(scale_e=sig(cfg.e_fmt.width), scale_a=sig(cfg.a_fmt.width),
+                key_limit=sig(fsa_cmp.KL_BITS))
 
 
 def convert(outdir, cfg):

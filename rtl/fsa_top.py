@@ -157,11 +157,13 @@ def fsa_top(clk, rst, irq, s_axil, m, cfg=None):
               fetched=fp["fetched"])
     for c in fsa_core.COUNTERS:
         rp[f"cnt_{c}"] = core_sigs[f"cnt_{c}"]
+    for n in fsa_regs.setting_ports(cfg):       # the setting registers drive the core
+        rp[n] = core_sigs[n]
     rp.update(clk=clk, rst=rst)
     regs_out = {"s_axil_awready", "s_axil_wready", "s_axil_bresp", "s_axil_bvalid",
                 "s_axil_arready", "s_axil_rdata", "s_axil_rresp", "s_axil_rvalid",
                 "inst_valid", "inst_word", "start", "abort_req", "fstart", "prog_addr",
-                "prog_words"}
+                "prog_words"} | set(fsa_regs.setting_ports(cfg))
     insts.append(submodule(fsa_regs.fsa_regs, (), dict(rp, cfg=cfg), fsa_regs.MODULE, "u_regs",
                            rp, regs_out))
     state = core_sigs["state"]

@@ -91,7 +91,7 @@ def record(program=None, run: dict | None = None, *, pauses: float = 0.0, config
                     cmp, acc = _plan_cmds(f, cfg)
                     rec["cmp"].update(cmp)
                     rec["acc"].update(acc)
-                for flag in ("zero", "causal", "wait_prev_acc"):
+                for flag in ("zero", "causal", "mask_keys", "wait_prev_acc"):
                     if getattr(ins, flag):
                         rec["flags"][flag] += 1
                 if ins.acquire_valid or ins.release_valid:

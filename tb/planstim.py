@@ -37,10 +37,12 @@ class Program:
 
     def add(self, func: str, spad_addr: int = 0, spad_stride: int = 1, acc_addr: int = 0,
             acc_stride: int = 1, zero: bool = False, causal: bool = False, tag: str = "",
-            rel: "tuple[int, int] | None" = None, wait_prev_acc: bool = False) -> None:
+            rel: "tuple[int, int] | None" = None, wait_prev_acc: bool = False,
+            mask_keys: bool = False) -> None:
         self.instrs.append(dict(func=func, spad_addr=spad_addr, spad_stride=spad_stride,
                                 acc_addr=acc_addr, acc_stride=acc_stride, zero=zero,
-                                causal=causal, tag=tag, rel=rel, wait_prev_acc=wait_prev_acc))
+                                causal=causal, tag=tag, rel=rel, wait_prev_acc=wait_prev_acc,
+                                mask_keys=mask_keys))
 
     def compile(self, div_cycles: int, with_data: bool = True):
         cfg = self.cfg
@@ -53,6 +55,7 @@ class Program:
         self.ctrl = [0] * T
         self.cmp = [0] * T
         self.causal = [0] * T
+        self.mask = [0] * T              # the mask_keys flag travelling with the CMP command
         self.acc = [0] * T
         self.idin = [None] * T           # (data, rev_in, rev_out, delay) presented at t
         self.spadrd = [None] * T         # read issued at t: ("sram", addr) | ("const", csel, k)
@@ -72,6 +75,7 @@ class Program:
             for cyc, cmd in tb.cmp.items():
                 self.cmp[s + cyc] = CMP_CODE[cmd]
                 self.causal[s + cyc] = int(ins["causal"])
+                self.mask[s + cyc] = int(ins.get("mask_keys", False))
             reads = {}
             for cyc, rd in tb.spad.items():
                 if rd.source == "sram":

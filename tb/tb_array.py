@@ -87,8 +87,10 @@ async def array_matches_tile_model(dut):
     cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
     dut.rst.value = 1
     for sname in ("ctrl", "cmp_cmd", "cmp_causal", "id_data", "id_valid", "id_rev_in",
-                  "id_rev_out", "id_delay", "acc_cmd", "acc_sram"):
+                  "id_rev_out", "id_delay", "acc_cmd", "acc_sram", "cmp_mask"):
         getattr(dut, sname).value = 0
+    dut.scale_a.value = cfg.attention_scale_bits(a)     # the setting registers' reset values
+    dut.key_limit.value = R
     for _ in range(3):
         await RisingEdge(dut.clk)
     dut.rst.value = 0
@@ -99,6 +101,7 @@ async def array_matches_tile_model(dut):
         dut.ctrl.value = prog.ctrl[t]
         dut.cmp_cmd.value = prog.cmp[t]
         dut.cmp_causal.value = prog.causal[t]
+        dut.cmp_mask.value = prog.mask[t]
         dut.acc_cmd.value = prog.acc[t]
         if prog.idin[t] is not None:
             data, ri, ro, dl = prog.idin[t]

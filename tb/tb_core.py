@@ -37,8 +37,12 @@ class CoreBench:
         self.sp_lanes = geo["spad"][1] // self.sp_lane
         self.ac_lanes = geo["acc"][1] // self.ac_lane
 
-    async def reset(self):
+    async def reset(self, settings: "dict | None" = None):
+        """Reset, with the setting inputs (the registers fsa_regs holds in the
+        device) at `settings` over their reset values."""
         d = self.dut
+        for name, value in dict(hwregs.setting_defaults(self.cfg), **(settings or {})).items():
+            getattr(d, name).value = value
         cocotb.start_soon(Clock(d.clk, 10, unit="ns").start())
         for s in ("inst_valid", "inst_word", "start", "abort_req", "dma_ready", "dma_done", "dma_busy",
                   "dma_err", "dma_err_code", "sp_n_valid", "sp_n_we", "sp_n_addr", "sp_n_lane",
@@ -144,7 +148,8 @@ async def core_runs_program(dut):
     case = json.load(open(os.environ["FSA_CASE"]))
     cfg = FSAConfig.from_dict(case["config"])
     tb = CoreBench(dut, cfg)
-    await tb.reset()
+    settings = case.get("settings", {})
+    await tb.reset(settings)
     spad = np.array(case["spad"], dtype=np.uint16 if cfg.e_fmt.width == 16 else np.uint32)
     for row in range(spad.shape[0]):
         await tb.write_spad_row(row, spad[row])
@@ -177,6 +182,8 @@ async def core_runs_program(dut):
     # results against the golden model
     prog = decode(words)
     m = Machine(cfg)
+    for name, value in settings.items():
+        m.write_setting(name, value)
     m.spad[:spad.shape[0]] = spad
     m.run(prog)
     ua = np.uint16 if cfg.a_fmt.width == 16 else np.uint32

@@ -53,6 +53,7 @@ async def controller_follows_plans(dut):
             dut.in_acc_stride.value = ins.get("acc_stride", 1) & 0x1F
             dut.in_zero.value = int(ins.get("zero", False))
             dut.in_causal.value = int(ins.get("causal", False))
+            dut.in_mask_keys.value = int(ins.get("mask_keys", False))
             dut.in_wait_prev_acc.value = int(ins.get("wait_prev_acc", False))
             dut.in_rel_valid.value = int(rel is not None)
             dut.in_rel_id.value = rel[0] if rel else 0
@@ -74,6 +75,7 @@ async def controller_follows_plans(dut):
             }
             if t < prog.T and prog.cmp[t] == 1:
                 exp["cmp_causal"] = prog.causal[t]
+                exp["cmp_mask"] = prog.mask[t]
             rd = prog.spadrd[t] if t < prog.T else None
             exp["spad_en"] = int(rd is not None and rd[0] == "sram")
             if exp["spad_en"]:

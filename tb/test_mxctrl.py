@@ -26,7 +26,7 @@ def attention_stream(cfg, blocks=3, causal_last=False):
     # a stride of 2 downward, wait_prev_acc, and a second query block
     out.append(dict(func="LOAD_STATIONARY", spad_addr=2 * C - 2, spad_stride=-2))
     out.append(dict(func="ATTENTION_SCORE", spad_addr=C, spad_stride=1, acc_addr=0, zero=True,
-                    wait_prev_acc=True))
+                    wait_prev_acc=True, mask_keys=True))
     out.append(dict(func="ATTENTION_VALUE", spad_addr=C + R, spad_stride=1, acc_addr=R,
                     acc_stride=-1, zero=True))
     return out

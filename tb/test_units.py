@@ -289,16 +289,18 @@ def cmp_sequence(cfg, n: int, seed: int) -> Seq:
     rng = np.random.default_rng(seed + 1)
     e, a, P, R = cfg.e_type, cfg.a_type, cfg.exp2_pieces, cfg.sa_rows
     ve, va = Values(rng, e), Values(rng, a)
-    seq = Seq(("rst", "cmd", "causal", "s_in", "col"))
+    seq = Seq(("rst", "cmd", "causal", "mask", "key_limit", "s_in", "col"))
     resets = _reset_slots(rng, n)
-    state = {"col": 2}
+    state = {"col": 2, "kl": R}
 
-    def add(cmd: int, causal: "int | None" = None, s_in: "int | None" = None) -> None:
+    def add(cmd: int, causal: "int | None" = None, s_in: "int | None" = None,
+            mask: "int | None" = None) -> None:
         if len(seq) in resets:
-            seq.add("RESET-PULSE", rst=1, cmd=int(rng.integers(0, 7)), causal=1,
-                    s_in=va.get(), col=state["col"])
+            seq.add("RESET-PULSE", rst=1, cmd=int(rng.integers(0, 7)), causal=1, mask=1,
+                    key_limit=state["kl"], s_in=va.get(), col=state["col"])
         seq.add(CMP_CMDS[cmd], cmd=cmd,
                 causal=int(rng.integers(0, 2)) if causal is None else causal,
+                mask=int(rng.integers(0, 2)) if mask is None else mask, key_limit=state["kl"],
                 s_in=va.get() if s_in is None else s_in, col=state["col"])
 
     while len(seq) < n:
@@ -308,11 +310,14 @@ def cmp_sequence(cfg, n: int, seed: int) -> Seq:
             if rng.random() < 0.3:      # LSE_NORM's RESET before the next row block
                 add(CMP["RESET"])
             causal = int(rng.random() < 0.4)
+            mask = int(rng.random() < 0.4)      # mask_keys, with a key limit 0..R (or beyond)
+            state["kl"] = int(rng.choice([0, 1, R - 1, R, int(rng.integers(0, R + 1)), R + 1,
+                                          255, 256, 511]))
             nu = R if rng.random() < 0.7 else int(rng.integers(1, 2 * R + 4))
             pool = [score_value(rng, va, ve) for _ in range(3)]
             for _ in range(nu):
                 s = pool[int(rng.integers(3))] if rng.random() < 0.15 else score_value(rng, va, ve)
-                add(CMP["UPDATE"], causal, s)
+                add(CMP["UPDATE"], causal, s, mask)
             tail = ([CMP["PROP_MAX"], CMP["PROP_MAX_DIFF"]] + [CMP["PROP_EXP2_INTERCEPTS"]] * P
                     + [CMP["PROP_ZERO"]])
             if rng.random() < 0.2:
@@ -328,6 +333,7 @@ def cmp_sequence(cfg, n: int, seed: int) -> Seq:
                 add(CMP["PROP_EXP2_INTERCEPTS"])
         else:
             state["col"] = int(rng.integers(0, 8))
+            state["kl"] = int(rng.integers(0, 512))
             for _ in range(int(rng.integers(1, 9))):
                 add(int(rng.integers(0, 7)), s_in=score_value(rng, va, ve))
     return seq
@@ -341,15 +347,27 @@ def acc_sequence(cfg, n: int, seed: int) -> Seq:
     va = Values(rng, a)
     from rtl import fsa_acc
     window = fsa_acc.reciprocal_cycles(a, cfg.div_bits_per_cycle)
-    seq = Seq(("rst", "cmd", "sa", "sram"))
+    seq = Seq(("rst", "cmd", "sa", "sram", "scale_a"))
     resets = _reset_slots(rng, n)
+    # the scale_a register: the reset value, a user scale's (fsa.config.scale_bits
+    # of a log-uniform s), or any bit pattern (specials included)
+    state = {"scale_a": cfg.attention_scale_bits(a)}
+
+    def new_scale_a() -> int:
+        u = rng.random()
+        if u < 0.25:
+            return cfg.attention_scale_bits(a)
+        if u < 0.7:
+            return fconfig.scale_bits(cfg, float(10 ** rng.uniform(-2.5, 2.5)))[1]
+        return va.get()
 
     def add(cmd: int, sa: "int | None" = None, sram: "int | None" = None,
             pulse_ok: bool = True) -> None:
         if pulse_ok and len(seq) in resets:
-            seq.add("RESET-PULSE", rst=1, cmd=int(rng.integers(0, 7)), sa=va.get(), sram=va.get())
+            seq.add("RESET-PULSE", rst=1, cmd=int(rng.integers(0, 7)), sa=va.get(), sram=va.get(),
+                    scale_a=state["scale_a"])
         seq.add(ACC_CMDS[cmd], cmd=cmd, sa=va.get() if sa is None else sa,
-                sram=va.get() if sram is None else sram)
+                sram=va.get() if sram is None else sram, scale_a=state["scale_a"])
 
     def max_diff() -> int:
         u = rng.random()
@@ -373,6 +391,7 @@ def acc_sequence(cfg, n: int, seed: int) -> Seq:
         kind = rng.choice(["tail", "value", "norm", "recip", "exp2", "random"],
                           p=[0.25, 0.15, 0.15, 0.1, 0.1, 0.25])
         if kind == "tail":
+            state["scale_a"] = new_scale_a()
             add(ACC["EXP_S1"], sa=max_diff())
             add(ACC["EXP_S2"])
             for _ in range(P - 1 if rng.random() < 0.7 else int(rng.integers(0, 3))):
@@ -404,13 +423,14 @@ def acc_sequence(cfg, n: int, seed: int) -> Seq:
 UNIT_SPEC = {
     # unit: (regs, combs)
     "pe": (("r_out", "d_out", "u_out", "ctrl_out", "sreg"), ()),
-    "cmp": (("out", "cmd_out", "causal_out", "new_max", "old_max"), ()),
+    "cmp": (("out", "cmd_out", "causal_out", "mask_out", "new_max", "old_max"), ()),
     "acc": (("scale",), ("wb",)),
 }
 
 
 #: model input name -> the unit's port name, where they differ
-PORT_NAMES = {"pe": {"ctrl": "ctrl_in"}, "cmp": {"cmd": "cmd_in", "causal": "causal_in"},
+PORT_NAMES = {"pe": {"ctrl": "ctrl_in"},
+              "cmp": {"cmd": "cmd_in", "causal": "causal_in", "mask": "mask_in"},
               "acc": {}}
 
 
@@ -446,6 +466,7 @@ def make_case(unit: str, cfg, n: int, seed: int) -> dict:
     width = {"rst": 1, "ctrl": 9, "ctrl_out": 9, "l_in": fe.width, "r_out": fe.width,
              "sreg": fe.width, "u_in": fa.width, "d_in": fa.width, "d_out": fa.width,
              "u_out": fa.width, "cmd": 3, "cmd_out": 3, "causal": 1, "causal_out": 1,
+             "mask": 1, "mask_out": 1, "key_limit": 9, "scale_a": fa.width,
              "s_in": fa.width, "col": 8, "out": fa.width, "new_max": fa.width,
              "old_max": fa.width, "sa": fa.width, "sram": fa.width, "wb": fa.width,
              "scale": fa.width}
@@ -543,6 +564,19 @@ def test_sequences_cover_everything(config):
                for t in range(len(a) - win - 2))
     for s in (pe, cm, ac):
         assert sum(s.cols["rst"]) >= 1
+    # key-limit masking: full score blocks with mask_keys and a limit inside
+    # the block (some keys kept, some masked), with and without causal
+    kl = cm.cols["key_limit"]
+    inside = [t for t in starts if cm.cols["mask"][t] and 0 < kl[t] < R]
+    assert any(cm.cols["causal"][t] for t in inside) and any(not cm.cols["causal"][t] for t in inside)
+    assert any(cm.cols["mask"][t] and kl[t] == 0 for t in starts)
+    # EXP_S1 (then EXP_S2) with scale_a values other than the reset one:
+    # user scales and arbitrary patterns (specials and negative included)
+    sc = {ac.cols["scale_a"][t] for t in range(len(a) - 1)
+          if a[t] == ACC["EXP_S1"] and a[t + 1] == ACC["EXP_S2"]}
+    fa = cfg.a_fmt
+    assert len(sc) > 20 and cfg.attention_scale_bits(cfg.a_type) in sc
+    assert any(v & fa.sign_mask for v in sc) and any((v & fa.pos_inf) == fa.pos_inf for v in sc)
 
 
 def test_model_pe_basics():

@@ -169,10 +169,15 @@ def encoded_intercepts(e_type: str, a_type: str, pieces: int) -> tuple[int, ...]
 class CMPModel:
     """The comparator unit CMP(c) of docs/array.md (format A).
 
-    Inputs: ``cmd`` (code of :data:`CMP_CMDS`), ``causal``, ``s_in`` (A),
-    ``col`` (this unit's column; the constructor's value when absent).
+    Inputs: ``cmd`` (code of :data:`CMP_CMDS`), ``causal``, ``mask`` (the
+    instruction's mask_keys flag, 0 when absent), ``key_limit`` (the register;
+    the constructor's value when absent), ``s_in`` (A), ``col`` (this unit's
+    column; the constructor's value when absent).
     Outputs after the edge: ``out``, ``cmd_out``, ``causal_out``,
-    ``new_max``, ``old_max``.
+    ``mask_out``, ``new_max``, ``old_max``.
+
+    An UPDATE's score is masked (-inf) when ``causal`` and ``k > col`` or
+    when ``mask`` and ``k >= key_limit``.
 
     The causal counter ``k`` is the number of UPDATE commands immediately
     before this one without any other command (NOP included) in between: an
@@ -182,10 +187,11 @@ class CMPModel:
     """
 
     def __init__(self, e_type: str = "fp16", a_type: str = "fp32", pieces: int = 8,
-                 col: int = 0, strict: bool = True):
+                 col: int = 0, strict: bool = True, key_limit: int = 256):
         self.e, self.a, self.P = e_type, a_type, pieces
         self.fe, self.fa = get_format(e_type), get_format(a_type)
         self.col = col
+        self.key_limit = key_limit
         self.strict = strict
         self.icpts = encoded_intercepts(e_type, a_type, pieces)
         self.a_ninf = self.fa.sign_mask | self.fa.pos_inf
@@ -194,14 +200,14 @@ class CMPModel:
 
     def reset(self) -> dict:
         self.new_max = self.old_max = self.a_ninf
-        self.out = self.cmd_out = self.causal_out = 0
+        self.out = self.cmd_out = self.causal_out = self.mask_out = 0
         self.cnt = 0          # consecutive UPDATEs before this cycle
         self.k = 0            # consecutive PROP_EXP2_INTERCEPTS before this cycle
         return self.state()
 
     def state(self) -> dict:
         return dict(out=self.out, cmd_out=self.cmd_out, causal_out=self.causal_out,
-                    new_max=self.new_max, old_max=self.old_max)
+                    mask_out=self.mask_out, new_max=self.new_max, old_max=self.old_max)
 
     def _isnan(self, bits: int) -> bool:
         f = self.fa
@@ -210,6 +216,8 @@ class CMPModel:
     def step(self, inputs: Mapping[str, int]) -> dict:
         cmd = _get(inputs, "cmd")
         causal = _get(inputs, "causal")
+        mask = _get(inputs, "mask")
+        key_limit = int(inputs.get("key_limit", self.key_limit))
         s_in = _get(inputs, "s_in")
         col = int(inputs.get("col", self.col))
         if self.strict and not 0 <= cmd < len(CMP_CMDS):
@@ -217,7 +225,7 @@ class CMPModel:
         a, e = self.a, self.e
         if cmd == _CMP["UPDATE"]:
             s_e = int(nm.convert(s_in, a, e))
-            if causal and self.cnt > col:
+            if (causal and self.cnt > col) or (mask and self.cnt >= key_limit):
                 s_e = self.e_ninf
             self.new_max = int(nm.maximum(self.new_max, nm.convert(s_e, e, a), a))
             self.out = s_e
@@ -237,7 +245,7 @@ class CMPModel:
             self.new_max = self.old_max = self.a_ninf
         self.cnt = self.cnt + 1 if cmd == _CMP["UPDATE"] else 0
         self.k = (self.k + 1) % self.P if cmd == _CMP["PROP_EXP2_INTERCEPTS"] else 0
-        self.cmd_out, self.causal_out = cmd, causal
+        self.cmd_out, self.causal_out, self.mask_out = cmd, causal, mask
         return self.state()
 
 
@@ -247,7 +255,9 @@ class CMPModel:
 class ACCModel:
     """The accumulator unit ACC(c) of docs/array.md (format A).
 
-    Inputs: ``cmd`` (code of :data:`ACC_CMDS`), ``sa`` (A), ``sram`` (A).
+    Inputs: ``cmd`` (code of :data:`ACC_CMDS`), ``sa`` (A), ``sram`` (A),
+    ``scale_a`` (A, the register: EXP_S1's factor; log2(e)/sqrt(sa_rows)
+    rounded to A when absent).
     ``step`` returns ``wb`` (combinational, this cycle; ``None`` unless the
     command is ACC_SA or ACC) and ``scale`` after the edge.
 
@@ -297,7 +307,8 @@ class ACCModel:
         wb = None
         new_scale = self.scale
         if cmd == _ACC["EXP_S1"]:
-            new_scale = int(nm.fma(sa, self.scale_a, 0, a, a, out="acc"))
+            scale_a = int(inputs.get("scale_a", self.scale_a))
+            new_scale = int(nm.fma(sa, scale_a, 0, a, a, out="acc"))
         elif cmd == _ACC["EXP_S2"]:
             new_scale = int(nm.exp2_pwl(self.scale, a, self.P, a, out="acc"))
         elif cmd == _ACC["ACC_SA"]:

@@ -20,7 +20,7 @@ def verilog(tmp_path_factory):
     return {
         "pe": fsa_pe.convert(out, "fp16", "fp32", 8).read_text(),
         "cmp": fsa_cmp.convert(out, "fp16", "fp32", 8).read_text(),
-        "acc": fsa_acc.convert(out, "fp32", 8, 4, 2).read_text(),
+        "acc": fsa_acc.convert(out, "fp32", 8, 2).read_text(),
         "array": fsa_array.convert(out, cfg).read_text(),
     }
 

@@ -32,7 +32,7 @@ DOC = {
              "spad_addr": [(1, 31, 12)], "spad_stride": [(1, 11, 7)],
              "rev_input": [(1, 6, 6)], "rev_output": [(1, 5, 5)], "delay_output": [(1, 4, 4)],
              "acc_addr": [(2, 31, 12)], "acc_stride": [(2, 11, 7)],
-             "zero": [(2, 6, 6)], "causal": [(2, 5, 5)]},
+             "zero": [(2, 6, 6)], "causal": [(2, 5, 5)], "mask_keys": [(2, 4, 4)]},
     Dma: {**SEM,
           "func": [(0, 15, 12)], "repeat": [(0, 11, 3)],
           "sram_addr": [(1, 31, 12)], "sram_stride": [(1, 11, 7)], "is_accum": [(1, 6, 6)],
@@ -54,7 +54,7 @@ RANGES = {
 }
 FUNC_RANGE = {Matrix: range(9), Dma: range(2)}      # matrix 5..8: the UD functions
 #: Reserved bits per word (everything not covered by DOC nor the type field).
-RESERVED = {Fence: [0x03FF_FFFF], Matrix: [0xFF, 0xF, 0x1F], Dma: [0x7, 0, 0, 0]}
+RESERVED = {Fence: [0x03FF_FFFF], Matrix: [0xFF, 0xF, 0xF], Dma: [0x7, 0, 0, 0]}
 
 
 def seg_width(segs):

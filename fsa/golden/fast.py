@@ -9,10 +9,12 @@ the hardware's operation order with every rounding point of
 ``tile.score`` / ``tile.value`` / ``tile.lse_norm_scale`` / ``tile.lse_norm``:
 
 1. ``S``: ``s <- RNE_A(q[r] k[r] + s)`` for ``r = R-1 .. 0``, from +0;
-2. CMP: ``S`` rounded to E, masked (causal, diagonal block), running max
+2. CMP: ``S`` rounded to E, masked (causal, diagonal block; keys
+   ``>= key_limit`` of the last key block when ``key_limit`` is given), running max
    over the previous max then keys ``0 .. R-1`` (NaN sticky and canonical,
    ties keep the first operand, so a zero's sign is the first zero's);
-3. PE: ``x1 = RNE_E(s_e - m)``, ``x = RNE_E(x1 sc_E + 0)``, ``p = exp2(x)``;
+3. PE: ``x1 = RNE_E(s_e - m)``, ``x = RNE_E(x1 sc_E + 0)``, ``p = exp2(x)``
+   (``sc_E``, ``sc_A``: the scale registers, ``scale_bits``);
 4. row sum ``RNE_A(p_j + rs)`` for keys ``R-1 .. 0``;
 5. ``scale = exp2(RNE_A(RNE_A(m_old - m) sc_A + 0))``,
    ``l = RNE_A(scale l + rs)``;
@@ -96,7 +98,8 @@ def _running_max(prev: np.ndarray, bm: np.ndarray) -> np.ndarray:
 
 
 def attention(cfg: FSAConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray,
-              causal: bool = False, progress=None) -> np.ndarray:
+              causal: bool = False, progress=None, scale_bits: "tuple[int, int] | None" = None,
+              key_limit: "int | None" = None) -> np.ndarray:
     """FlashAttention forward as the attention kernel computes it, bit for bit.
 
     Args:
@@ -109,6 +112,13 @@ def attention(cfg: FSAConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray,
             differ: query block i sees key blocks 0 .. min(i, n_kb - 1)).
         progress: optional ``progress(done, total)`` (key-block steps of all
             heads, see :func:`key_block_steps`), called about every 5 seconds.
+        scale_bits: ``(scale_e, scale_a)``, the scale registers
+            (``fsa.config.scale_bits(cfg, s)`` for a softmax scale ``s``);
+            None: their reset values (log2(e)/sqrt(R)).
+        key_limit: None, or the ``key_limit`` register (0..R) of a kernel
+            that sets ``mask_keys`` on the last key block (padded keys): the
+            keys ``>= key_limit`` of that block are masked for every query
+            (together with the causal mask where both apply).
 
     Returns:
         O: (seq_q, R) A bits, or (H, seq_q, R).
@@ -130,13 +140,20 @@ def attention(cfg: FSAConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray,
                          f"got {sq}, {skv}")
     if causal and R != C:
         raise ValueError("causal attention needs a square array (R == C)")
+    from fsa.hw.regs import check_setting
+    if scale_bits is None:
+        scale_bits = (cfg.attention_scale_bits(cfg.e_type), cfg.attention_scale_bits(cfg.a_type))
+    scale_bits = (check_setting(cfg, "scale_e", scale_bits[0]),
+                  check_setting(cfg, "scale_a", scale_bits[1]))
+    if key_limit is not None:
+        key_limit = check_setting(cfg, "key_limit", key_limit)
     with np.errstate(invalid="ignore", over="ignore"):   # inf - inf, inf * 0: NaN, as modelled
-        o = _attention(cfg, q, k, v, bool(causal), progress)
+        o = _attention(cfg, q, k, v, bool(causal), progress, scale_bits, key_limit)
     return o[0] if one else o
 
 
 def _attention(cfg: FSAConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool,
-               progress) -> np.ndarray:
+               progress, scale_bits: tuple[int, int], key_limit: "int | None") -> np.ndarray:
     R, C, P = cfg.sa_rows, cfg.sa_cols, cfg.exp2_pieces
     e, a = cfg.e_type, cfg.a_type
     E = cfg.e_fmt
@@ -146,9 +163,10 @@ def _attention(cfg: FSAConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray, caus
     qt = np.ascontiguousarray(qv.transpose(2, 0, 1))  # qt[r] = element r of every query
     kv = nx.to_float64(k.astype(_u(e), copy=False), e)
     vv = nx.to_float64(v.astype(_u(e), copy=False), e)
-    sc_e = float(nx.to_float64(cfg.attention_scale_bits(e), e))
-    sc_a = float(nx.to_float64(cfg.attention_scale_bits(a), a))
-    table = _pe_table(e, a, P, cfg.attention_scale_bits(e)) if E.width == 16 else None
+    sc_e_bits, sc_a_bits = scale_bits
+    sc_e = float(nx.to_float64(sc_e_bits, e))
+    sc_a = float(nx.to_float64(sc_a_bits, a))
+    table = _pe_table(e, a, P, sc_e_bits) if E.width == 16 else None
     # products of two E values accumulated in A: at most A's precision each (no
     # double-rounding trap, fsa.numerics.fast); A x A products are checked
     prod_ok = 2 * E.precision <= cfg.a_fmt.precision
@@ -178,6 +196,8 @@ def _attention(cfg: FSAConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray, caus
         s_e = (nf.round_values(s, e) if e != a else s).reshape(H, n, G, R)
         if causal:
             s_e[:, :C, 0][:, mask] = -np.inf
+        if key_limit is not None and j + G == n_kb:     # the last key block: padded keys
+            s_e[:, :, G - 1, key_limit:] = -np.inf
         bm = _block_maxima(s_e)
         om, nm = np.empty((H, n, G)), np.empty((H, n, G))
         m = new_max[:, lo:]

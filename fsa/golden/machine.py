@@ -28,6 +28,13 @@ is a fresh program as after a start (semaphores 0, index 0, counters 0);
 memory, SRAMs, PE registers, CMP maxima and ACC scale are kept, and
 :meth:`Machine.abort` models the abort register (a CMP RESET).
 
+The host settings (``fsa.hw.regs.SETTINGS``: ``scale_e``, ``scale_a``,
+``key_limit``) are :attr:`Machine.settings`, reset values at construction,
+changed with :meth:`Machine.write_setting` between programs (the device
+refuses the write while a program runs) and kept across runs and aborts.
+ATTENTION_SCORE uses the two scales, and ``key_limit`` when its
+``mask_keys`` flag is set.
+
 Input-delayer flags: each matrix function is modelled for the flags the
 array's schedule is built for (docs/architecture.md section 7): LOAD_STATIONARY
 without delay, ATTENTION_SCORE with rev_input + rev_output + delay_output,
@@ -47,6 +54,7 @@ from fsa.isa import (SIZES, Dma, DmaFunc, Fence, IllegalInstruction, Matrix, MxF
 from fsa.golden import tile
 from fsa.golden import ud          # the UD dataflow's functions (codes 5..8)
 from fsa.hw.isa import SEM_IDS, TYPE_FIELD
+from fsa.hw.regs import check_setting, setting_defaults
 
 #: instruction type code -> words
 SIZES_BY_CODE = {int(t): n for t, n in SIZES.items()}
@@ -131,6 +139,7 @@ class Machine:
         spad: (spad_rows, R) E bits.  acc: (acc_rows, C) A bits.
         pe: (R, C) E bits, the PE registers.  mem: the memory window.
         sem: 32 semaphore values.  counters: instruction counts.
+        settings: the setting registers (name -> value, fsa/hw/regs.py).
     """
 
     def __init__(self, cfg: FSAConfig, mem: Memory | None = None):
@@ -145,6 +154,18 @@ class Machine:
         self.sem = [0] * SEM_IDS
         self.held = [False] * SEM_IDS
         self.counters = {"matrix": 0, "dma": 0, "fence": 0}
+        self.settings: dict[str, int] = setting_defaults(cfg)
+
+    def write_setting(self, name: str, value: int) -> None:
+        """A host write of setting register `name` (between programs).
+
+        Raises:
+            KeyError: not a setting.  ValueError: a value the device refuses
+                (outside ``fsa.hw.regs.setting_range``).
+        """
+        if name not in self.settings:
+            raise KeyError(f"{name!r} is not a setting; settings: {', '.join(self.settings)}")
+        self.settings[name] = check_setting(self.cfg, name, value)
 
     # ------------------------------------------------------------ helpers
     def _rows(self, addr: int, stride: int, n: int, limit: int, what: str, index: int,
@@ -181,8 +202,11 @@ class Machine:
             rows = self._rows(ins.spad_addr, ins.spad_stride, R, cfg.spad_rows, "spad", index)
             lrow = self._rows(ins.acc_addr, 0, 1, cfg.acc_rows, "acc", index)[0]
             st.l = self.acc[lrow].copy()
+            cs = self.settings
             tr = tile.score(st, self.pe.T.copy(), self.spad[rows], zero=ins.zero,
-                            causal=ins.causal)
+                            causal=ins.causal,
+                            key_limit=cs["key_limit"] if ins.mask_keys else None,
+                            scale_bits=(cs["scale_e"], cs["scale_a"]))
             self.acc[lrow] = st.l
             self.pe = tr.p[:, ::-1].T.copy()           # PE(r, c) = p[c][R-1-r]
         elif f == MxFunc.ATTENTION_VALUE:
@@ -246,7 +270,8 @@ class Machine:
     # ------------------------------------------------------------ programs
     def abort(self) -> None:
         """The abort register's effect on the modelled state (fsa/hw/regs.py):
-        semaphores 0 and the CMP RESET (maxima -inf); the rest is kept."""
+        semaphores 0 and the CMP RESET (maxima -inf); the rest (settings
+        included) is kept."""
         self.sem = [0] * SEM_IDS
         self.held = [False] * SEM_IDS
         fresh = tile.TileState(self.cfg)

@@ -81,8 +81,23 @@ def causal_mask(R: int, C: int, offset: int = 0) -> np.ndarray:
     return np.arange(R)[None, :] > (np.arange(C)[:, None] + offset)
 
 
+def key_mask(R: int, C: int, key_limit: int) -> np.ndarray:
+    """(C, R) bool: key k masked (every column) when k >= key_limit (the
+    ``mask_keys`` flag with the ``key_limit`` register)."""
+    return np.broadcast_to(np.arange(R)[None, :] >= key_limit, (C, R))
+
+
+def _scales(cfg: FSAConfig, scale_bits) -> tuple[int, int]:
+    """(E bits, A bits) of the scale: `scale_bits` or the reset values."""
+    if scale_bits is None:
+        return cfg.attention_scale_bits(cfg.e_type), cfg.attention_scale_bits(cfg.a_type)
+    se, sa = scale_bits
+    return int(se), int(sa)
+
+
 def score(state: TileState, q: np.ndarray, k: np.ndarray, *, zero: bool = False,
-          causal: bool = False) -> ScoreTrace:
+          causal: bool = False, key_limit: "int | None" = None,
+          scale_bits: "tuple[int, int] | None" = None) -> ScoreTrace:
     """ATTENTION_SCORE of one key block; updates the state (max, scale, l).
 
     Args:
@@ -90,6 +105,10 @@ def score(state: TileState, q: np.ndarray, k: np.ndarray, *, zero: bool = False,
         q: (C, R) E bits; k: (R, R) E bits.
         zero: the acc field's zero bit (first key block: l_old reads 0).
         causal: mask key k > query c (the diagonal block, R == C).
+        key_limit: None, or mask every key k >= key_limit (the ``mask_keys``
+            flag with the ``key_limit`` register); with `causal`, both masks.
+        scale_bits: (E bits, A bits) of the scale registers ``scale_e`` and
+            ``scale_a`` (fsa/hw/regs.py); None: their reset values.
     """
     cfg = state.cfg
     R, C, P = cfg.sa_rows, cfg.sa_cols, cfg.exp2_pieces
@@ -107,8 +126,13 @@ def score(state: TileState, q: np.ndarray, k: np.ndarray, *, zero: bool = False,
         s = nx.fma(q[:, r][:, None], k[:, r][None, :], s, mul=e, acc=a)
     # 2. CMP: round to E, mask, running max over E values in arrival order
     s_e = nx.convert(s, a, e) if e != a else s.copy()
+    masked = np.zeros((C, R), bool)
     if causal:
-        s_e = np.where(causal_mask(R, C), ue(E.sign_mask | E.pos_inf), s_e).astype(ue)
+        masked |= causal_mask(R, C)
+    if key_limit is not None:
+        masked |= key_mask(R, C, key_limit)
+    if masked.any():
+        s_e = np.where(masked, ue(E.sign_mask | E.pos_inf), s_e).astype(ue)
     s_e_a = nx.convert(s_e, e, a) if e != a else s_e
     new_max = state.new_max.copy()
     for j in range(R):
@@ -118,7 +142,8 @@ def score(state: TileState, q: np.ndarray, k: np.ndarray, *, zero: bool = False,
     # 3. PE: reg*1 - m (to E), reg*scale + 0 (to E), exp2
     one_e = ue(E.one)
     x1 = nx.fma(s_e, one_e, neg_m[:, None], mul=e, acc=a, out="elem")
-    sc_e = ue(cfg.attention_scale_bits(e))
+    sc_e_bits, sc_a_bits = _scales(cfg, scale_bits)
+    sc_e = ue(sc_e_bits)
     x = nx.fma(x1, sc_e, ua(0), mul=e, acc=a, out="elem")
     p = nx.exp2_pwl(x, e, P, a, out="elem")
     # 4. row sum, top row first: keys R-1 .. 0
@@ -128,7 +153,7 @@ def score(state: TileState, q: np.ndarray, k: np.ndarray, *, zero: bool = False,
     # 5. CMP max difference; ACC scale and l
     max_diff = nx.sub(state.old_max, new_max, a)
     state.old_max = new_max.copy()
-    s1 = nx.fma(max_diff, ua(cfg.attention_scale_bits(a)), ua(0), mul=a, acc=a)
+    s1 = nx.fma(max_diff, ua(sc_a_bits), ua(0), mul=a, acc=a)
     state.scale = nx.exp2_pwl(s1, a, P, a, out="acc")
     l_old = np.zeros(C, ua) if zero else state.l
     state.l = nx.fma(state.scale, l_old, rs, mul=a, acc=a)
@@ -182,13 +207,18 @@ def _is_nan(bits: np.ndarray, f) -> np.ndarray:
 
 
 def attention(cfg: FSAConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray,
-              causal: bool = False) -> np.ndarray:
+              causal: bool = False, scale_bits: "tuple[int, int] | None" = None,
+              key_limit: "int | None" = None) -> np.ndarray:
     """FlashAttention forward with the tile model (the reference kernel's loop).
 
     Args:
         q: (seq_q, d) E bits; k, v: (seq_kv, d) E bits; d = R; seq_q a multiple
             of C, seq_kv a multiple of R.
         causal: causal mask (needs R == C and seq_q == seq_kv).
+        scale_bits: (scale_e, scale_a) register values; None: the reset ones.
+        key_limit: None, or the ``key_limit`` register for a kernel that sets
+            ``mask_keys`` on the last key block (padded keys): its keys
+            ``>= key_limit`` are masked, for every query block.
 
     Returns:
         O: (seq_q, d) A bits.
@@ -210,7 +240,9 @@ def attention(cfg: FSAConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray,
         last = i if causal else skv // R - 1
         for j in range(last + 1):
             kj, vj = k[j * R:(j + 1) * R], v[j * R:(j + 1) * R]
-            tr = score(st, qi, kj, zero=(j == 0), causal=(causal and j == i))
+            kl = key_limit if j == skv // R - 1 else None
+            tr = score(st, qi, kj, zero=(j == 0), causal=(causal and j == i), key_limit=kl,
+                       scale_bits=scale_bits)
             value(st, tr.p, vj, zero=(j == 0))
         lse_norm_scale(st)
         lse_norm(st)

@@ -140,13 +140,13 @@ def _pv_part(m, st: UdState, ins: Matrix, rows: list[int], index: int) -> None:
     s_e, neg_m = st.lifo, st.neg_m
     one_e = ue(cfg.e_fmt.one)
     x1 = nx.fma(s_e, one_e, neg_m[:, None], mul=e, acc=a, out="elem")
-    x = nx.fma(x1, ue(cfg.attention_scale_bits(e)), ua(0), mul=e, acc=a, out="elem")
+    x = nx.fma(x1, ue(m.settings["scale_e"]), ua(0), mul=e, acc=a, out="elem")   # the registers
     p = nx.exp2_pwl(x, e, P, a, out="elem")
     rs = np.zeros(C, ua)
     for j in range(R - 1, -1, -1):         # row 0 holds key R-1: it adds first
         rs = nx.fma(p[:, j], one_e, rs, mul=e, acc=a)
     ts = m.state
-    s1 = nx.fma(st.diff, ua(cfg.attention_scale_bits(a)), ua(0), mul=a, acc=a)
+    s1 = nx.fma(st.diff, ua(m.settings["scale_a"]), ua(0), mul=a, acc=a)
     ts.scale = nx.exp2_pwl(s1, a, P, a, out="acc")
     acc_rows = m._rows(ins.acc_addr, ins.acc_stride, R + 1, cfg.acc_rows, "acc", index)
     l_old = np.zeros(C, ua) if ins.zero else m.acc[acc_rows[0]]

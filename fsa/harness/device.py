@@ -23,6 +23,8 @@ API for device-level tests (all coroutines on :class:`Device`):
   device is IDLE; returns the cycles the abort took (DeviceTimeout if not).
 * ``status()``: state, error name, error_index, ``wait`` (semaphore id, the
   value waited for and the value held, after DEADLOCK), q_free, counters.
+* ``write_settings(values)``: the setting registers (fsa/hw/regs.py), each
+  write checked (OKAY, read back).
 * ``push(words)``, ``start()``, ``read(name)``, ``write(name, value)``,
   ``write_mem``/``read_mem``; :func:`poison` injects AXI error responses.
 
@@ -169,6 +171,24 @@ class Device:
             raise DeviceTimeout(f"AXI4-Lite write of {name} (0x{REGS[name]:02x}) got no response "
                                 f"within {self.write_limit} cycles: {st}")
         return int(task.result().resp)
+
+    async def write_settings(self, values: dict) -> dict:
+        """Write setting registers (name -> value) and read each back.
+
+        Returns:
+            name -> the value read back.
+
+        Raises:
+            AssertionError: a write answered SLVERR or a read-back differing.
+        """
+        out = {}
+        for name, value in values.items():
+            resp = await self.write(name, int(value))
+            out[name] = await self.read(name)
+            if resp != 0 or out[name] != int(value):
+                raise AssertionError(f"setting {name} = {int(value)}: response {resp}, read back "
+                                     f"{out[name]} (state {await self.read('state')})")
+        return out
 
     def write_mem(self, addr: int, data: bytes) -> None:
         self.mem.write(addr, data)

@@ -14,9 +14,12 @@ then an abort, the way out of ERROR, before the next program); ``memory``,
 ``overfill``, ``reset_midway`` / ``abort_midway`` (cycles after the first
 start: reset, or abort, in the middle of the first program, then reload the
 memory and run the programs; ``midway`` records the status then, and for an
-abort ``abort_cycles``), ``fetch`` (a byte address, or absent/None: where
-the programs are placed in memory and fetched by the device, instead of
-pushed; see fsa.simdev.program_address).
+abort ``abort_cycles``); ``settings`` (setting registers written after
+the reset and the memory load, before the programs; each write must be
+answered OKAY and read back, else the test fails);
+``fetch`` (a byte address, or absent/None: where the programs are placed in
+memory and fetched by the device, instead of pushed; see
+fsa.simdev.program_address).
 
 Used by tb/test_top.py (device tests), fsa.engines.SimEngine (fsa run /
 fsa exec) and tb/test_attention.py (the regression).
@@ -47,6 +50,7 @@ async def run_program(dut):
     for addr, data in case["memory"]:
         dev.write_mem(int(addr), bytes.fromhex(data))
     result = {"identity": ident, "runs": []}
+    result["settings"] = await dev.write_settings(case.get("settings", {}))
     max_cycles = case["max_cycles"]
     if case.get("overfill"):
         # more words than the queue holds while idle: the extra pushes are refused

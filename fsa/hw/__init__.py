@@ -5,8 +5,8 @@
   execution plans of a configuration (what the matrix controller runs).
 * :mod:`fsa.hw.isa`: the instruction field table (word, bit range,
   signedness and range of every field), reserved bits, the semaphore count.
-* :mod:`fsa.hw.regs`: the device states, the counters and the AXI4-Lite
-  register map.
+* :mod:`fsa.hw.regs`: the device states, the counters, the AXI4-Lite
+  register map and the setting registers (run-time scale, key limit).
 * :mod:`fsa.hw.errors`: the error codes.
 * :mod:`fsa.hw.verilog`: how software obtains the generated Verilog (by
   running the generator, since ``fsa/`` never imports ``rtl/``).

@@ -35,6 +35,7 @@ matrix          func                0 [15:11]       0..4 (fsa.isa.MxFunc); 5..8 
                 acc_stride          2 [11:7]        -16..15
                 zero                2 [6]           flag
                 causal              2 [5]           flag
+                mask_keys           2 [4]           flag: key-limit mask (ATTENTION_SCORE)
 DMA             func                0 [15:12]       0..1 (fsa.isa.DmaFunc)
                 repeat              0 [11:3]        1..511 rows
                 sram_addr           1 [31:12]       0..2^20-1
@@ -59,6 +60,11 @@ the UD functions (``reset_max``: the K part's bottom-row RESET in KSTEP and
 STEP; ``early_release``: the semaphore release takes effect the cycle after
 the instruction's last scratchpad read, :attr:`fsa.plan.Plan.read_release`,
 instead of after its last action); the reference functions ignore them.
+
+``mask_keys`` (ATTENTION_SCORE): mask (to -inf, like ``causal``) every score
+whose key index within the block (the k-th key row the instruction reads) is
+``>= key_limit``, the run-time register of ``fsa.hw.regs``; combined with
+the causal mask when both are set.  Other functions ignore it.
 
 ``fsa/isa.py`` encodes and decodes with this table; the hardware decoder
 (``rtl/fsa_decode.py``, ``rtl/fsa_dispatch.py``) slices the words with it.
@@ -180,7 +186,7 @@ FIELDS: dict[str, tuple[Field, ...]] = {
         _f("spad_addr", 1, 31, 12), _f("spad_stride", 1, 11, 7, signed=True),
         _f("rev_input", 1, 6), _f("rev_output", 1, 5), _f("delay_output", 1, 4),
         _f("acc_addr", 2, 31, 12), _f("acc_stride", 2, 11, 7, signed=True),
-        _f("zero", 2, 6), _f("causal", 2, 5)),
+        _f("zero", 2, 6), _f("causal", 2, 5), _f("mask_keys", 2, 4)),
     "DMA": _SEM + (
         _f("func", 0, 15, 12, hi_val=len(DMA_FUNCS) - 1), _f("repeat", 0, 11, 3, lo_val=1),
         _f("sram_addr", 1, 31, 12), _f("sram_stride", 1, 11, 7, signed=True),

@@ -86,6 +86,12 @@ Register map (:data:`REGS`; only address bits [7:0] are decoded)::
     0x54    wait        R       after DEADLOCK: [4:0] semaphore id, [7:5] the value
                                 the blocked instruction waits for, [10:8] the value
                                 the semaphore holds (0 otherwise)
+    0x58    scale_e     RW      softmax scale times log2(e), E-format bits: the PEs'
+                                `scale` constant (reset: log2(e)/sqrt(R) in E)
+    0x5C    scale_a     RW      the same in A format: the ACC's EXP_S1 factor
+                                (reset: log2(e)/sqrt(R) in A)
+    0x60    key_limit   RW      0..R (reset R): an ATTENTION_SCORE with `mask_keys`
+                                masks the scores of keys k >= key_limit of its block
     0x64    fetch_lo    RW      program fetch: byte address bits [31:0]
     0x68    fetch_hi    RW      program fetch: byte address bits [38:32] (in [6:0])
     0x6C    fetch_words RW      program fetch: length in 32-bit words
@@ -93,17 +99,37 @@ Register map (:data:`REGS`; only address bits [7:0] are decoded)::
     0x74    fetched     R       words the fetch unit put into the queue (this program)
 
 Unmapped offsets, writes to read-only registers and reads of write-only ones
-answer SLVERR; RW registers read back what was written (reset: 0).  The counters 0x0C..0x30 are 32 bits, in :data:`COUNTERS`
+answer SLVERR; the fetch registers (0x64-0x6C) read back what was written
+(reset: 0) and may be written in any state (they act at ``fetch_start``).
+
+Settings (:data:`SETTINGS`: ``scale_e``, ``scale_a``, ``key_limit``): read
+and write registers the host sets before a start.  Reset (``rst`` only) gives
+:func:`setting_defaults` (today's constants and no key mask, so a program that
+never writes them computes what it always did); start and abort keep them.
+A write while the state reads ACTIVE (running, or an abort draining) is
+refused with SLVERR and the register keeps its value (a running program sees
+constant settings); so is a value outside :func:`setting_range` (scale bits
+wider than the format, ``key_limit > R``).  For a user softmax scale ``s``
+the values are ``fsa.config.scale_bits(cfg, s)``: ``s * log2(e)`` in float64
+rounded (RNE) to E and to A.  A key-limit mask works like the causal mask:
+the score becomes -inf and contributes exactly 0 when the query's running
+max is finite; a query column whose every key so far is masked (its max is
+still -inf: every key of its first key block masked) gets NaN (-inf - -inf),
+so a kernel masks only blocks after a block with a valid key, or a block
+keeping at least one key (key_limit >= 1).  The counters 0x0C..0x30 are 32 bits, in :data:`COUNTERS`
 order.
 """
 from __future__ import annotations
 
 import enum
+import operator
 from dataclasses import dataclass
 
 __all__ = ["State", "STATE_BITS", "COUNTERS", "COUNTER_BITS", "Reg", "REGS", "OFFSETS",
            "READ_OFFSETS", "MAGIC", "VERSION", "FMT_CODE", "ADDR_DECODE_BITS", "identity",
-           "ERR_INDEX_BITS", "ERR_INDEX_LSB", "WAIT_FIELDS", "decode_wait", "FETCH_HI_BITS"]
+           "ERR_INDEX_BITS", "ERR_INDEX_LSB", "WAIT_FIELDS", "decode_wait", "SETTINGS",
+           "setting_defaults", "setting_range", "check_setting",
+           "FETCH_HI_BITS"]
 
 
 class State(enum.IntEnum):
@@ -163,6 +189,9 @@ REGS: tuple[Reg, ...] = (
     Reg(0x4C, "queue", "R", "instruction queue size (words)"),
     Reg(0x50, "abort", "W", "abort / soft reset: drain, empty the queue, IDLE"),
     Reg(0x54, "wait", "R", "DEADLOCK: [4:0] semaphore, [7:5] value waited for, [10:8] its value"),
+    Reg(0x58, "scale_e", "RW", "softmax scale * log2(e), E bits (the PEs' scale constant)"),
+    Reg(0x5C, "scale_a", "RW", "softmax scale * log2(e), A bits (the ACC's EXP_S1 factor)"),
+    Reg(0x60, "key_limit", "RW", "0..R: mask_keys masks the keys k >= key_limit of a block"),
     # program fetch (rtl/fsa_fetch.py)
     Reg(0x64, "fetch_lo", "RW", "program fetch: byte address bits [31:0]"),
     Reg(0x68, "fetch_hi", "RW", "program fetch: byte address bits [38:32]"),
@@ -170,6 +199,8 @@ REGS: tuple[Reg, ...] = (
     Reg(0x70, "fetch_start", "W", "start a fresh program in fetch mode"),
     Reg(0x74, "fetched", "R", "words the fetch unit put into the queue (this program)"),
 )
+#: The host settings (read/write registers kept across start and abort).
+SETTINGS: tuple[str, ...] = ("scale_e", "scale_a", "key_limit")
 #: name -> offset
 OFFSETS: dict[str, int] = {r.name: r.offset for r in REGS}
 #: offsets of the readable registers
@@ -191,3 +222,38 @@ def identity(cfg) -> int:
 def decode_wait(word: int) -> dict:
     """The wait register's fields: {"sem_id", "want", "have"}."""
     return {k: (word >> lo) & ((1 << n) - 1) for k, (lo, n) in WAIT_FIELDS.items()}
+
+
+def setting_defaults(cfg) -> dict[str, int]:
+    """The settings after ``rst``: the scale log2(e)/sqrt(R) in E and in A
+    (``cfg.attention_scale_bits``) and ``key_limit = R`` (no key masked)."""
+    return {"scale_e": int(cfg.attention_scale_bits(cfg.e_type)),
+            "scale_a": int(cfg.attention_scale_bits(cfg.a_type)),
+            "key_limit": int(cfg.sa_rows)}
+
+
+def setting_range(cfg, name: str) -> tuple[int, int]:
+    """(min, max) value the register `name` accepts: any bit pattern of its
+    format for the scales, 0..R for key_limit."""
+    if name == "scale_e":
+        return 0, (1 << cfg.e_fmt.width) - 1
+    if name == "scale_a":
+        return 0, (1 << cfg.a_fmt.width) - 1
+    if name == "key_limit":
+        return 0, int(cfg.sa_rows)
+    raise KeyError(f"{name!r} is not a setting; settings: {', '.join(SETTINGS)}")
+
+
+def check_setting(cfg, name: str, value) -> int:
+    """`value` as an int if register `name` accepts it (what the device
+    writes without SLVERR), else ValueError naming the register and range."""
+    lo, hi = setting_range(cfg, name)
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        v = operator.index(value)
+    except TypeError:
+        raise ValueError(f"setting {name}: must be an integer in {lo}..{hi}, got {value!r}") from None
+    if not lo <= v <= hi:
+        raise ValueError(f"setting {name}: must be in {lo}..{hi}, got {v}")
+    return v

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 
 
 def _cmd_configs(args: argparse.Namespace) -> int:
@@ -63,6 +62,18 @@ GOLDEN_SECONDS_PER_STEP = 0.004
 GOLDEN_MAX_SECONDS = 3600
 
 
+def _positive_float(text: str) -> float:
+    """argparse type: a finite number > 0."""
+    import math
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}") from None
+    if not (math.isfinite(v) and v > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text!r}")
+    return v
+
+
 def _nonnegative_int(text: str) -> int:
     """argparse type: an integer >= 0."""
     try:
@@ -96,11 +107,12 @@ def _available_memory() -> int | None:
     return None
 
 
-def golden_estimate(cfg, seq_q: int, seq_kv: int, causal: bool) -> dict:
-    """Rough memory (bytes) and time (seconds) of a golden-model attention run."""
-    steps = _key_block_steps(cfg, seq_q, seq_kv, causal)
+def golden_estimate(cfg, seq_q: int, seq_kv: int, causal: bool, heads: int = 1) -> dict:
+    """Rough memory (bytes) and time (seconds) of a golden-model attention run
+    (`heads` heads of seq_q x seq_kv)."""
+    steps = heads * _key_block_steps(cfg, seq_q, seq_kv, causal)
     scale = max(1.0, cfg.sa_rows * cfg.sa_cols / 256)
-    data = 8 * 6 * (seq_q + 2 * seq_kv) * cfg.sa_rows     # inputs, images, outputs, torch
+    data = 8 * 6 * heads * (seq_q + 2 * seq_kv) * cfg.sa_rows   # inputs, images, outputs, torch
     return {"steps": steps, "bytes": steps * GOLDEN_BYTES_PER_STEP + data,
             "seconds": steps * GOLDEN_SECONDS_PER_STEP * scale}
 
@@ -123,10 +135,11 @@ def _fmt_seconds(t: float) -> str:
     return f"{t / 86400:.0f} days"
 
 
-def _check_golden_fits(cfg, seq_q: int, seq_kv: int, causal: bool, force: bool) -> None:
+def _check_golden_fits(cfg, seq_q: int, seq_kv: int, causal: bool, force: bool,
+                       heads: int = 1) -> None:
     """Refuse (ValueError with the figures) a golden run that would not fit in
     memory or would take more than an hour, unless `force`."""
-    est = golden_estimate(cfg, seq_q, seq_kv, causal)
+    est = golden_estimate(cfg, seq_q, seq_kv, causal, heads)
     avail = _available_memory()
     figures = (f"{est['steps']:,} key-block steps, about {_fmt_bytes(est['bytes'])} of memory and "
                f"{_fmt_seconds(est['seconds'])} for the golden model"
@@ -134,7 +147,8 @@ def _check_golden_fits(cfg, seq_q: int, seq_kv: int, causal: bool, force: bool) 
     too_big = avail is not None and est["bytes"] > 0.8 * avail
     too_long = est["seconds"] > GOLDEN_MAX_SECONDS
     if (too_big or too_long) and not force:
-        raise ValueError(f"attention {seq_q} x {seq_kv} on {cfg.name}: {figures}. "
+        many = f"{heads} heads of " if heads > 1 else ""
+        raise ValueError(f"attention {many}{seq_q} x {seq_kv} on {cfg.name}: {figures}. "
                          f"{'It would not fit in memory. ' if too_big else ''}"
                          f"{'It would take more than an hour. ' if too_long else ''}"
                          "Use shorter sequences, or --force to run anyway")
@@ -182,133 +196,9 @@ def _load_inputs(args, cfg):
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    import json
+    from fsa.cli_run import cmd_run     # (its own module: the longest command)
 
-    import numpy as np
-
-    from fsa import config, kernels, numerics
-    from fsa.engines import DeviceError, GoldenEngine, SimEngine
-    from fsa.report import (bit_diff, bound_scale, bounds_verdict, conversion_overflow,
-                            error_stats, torch_reference)
-
-    cfg = config.get(args.config)
-    t0 = time.perf_counter()
-    q, k, v = _load_inputs(args, cfg)
-    kernels.check_attention_shape(cfg, q.shape[0], k.shape[0], args.causal)
-    _check_golden_fits(cfg, q.shape[0], k.shape[0], args.causal, args.force)
-    prog = kernels.attention(cfg, q.shape[0], k.shape[0], causal=args.causal, kernel=args.kernel)
-    if args.sim != "golden" and cfg.dataflow == "ud":
-        raise ValueError(f"{cfg.name}: the UD dataflow has no RTL yet (issue 15, stage 2); "
-                         f"use --sim golden")
-    inputs, conv = {}, {}
-    for n, x in (("Q", q), ("K", k), ("V", v)):
-        conv[n] = conversion_overflow(x, cfg.e_type)
-        inputs[n] = numerics.from_float64(x, cfg.e_type)
-        if conv[n]["overflow"]:
-            _say(f"warning: {conv[n]['overflow']} finite values of {n} overflow {cfg.e_type} "
-                 f"and became +-inf")
-        if conv[n]["non_finite"]:
-            _say(f"note: {conv[n]['non_finite']} values of {n} are +-inf or NaN")
-    _say(f"{cfg.name}: attention seq_q={q.shape[0]} seq_kv={k.shape[0]} d={cfg.sa_rows}"
-         f"{' causal' if args.causal else ''}; {len(prog.words())} instruction words")
-    _say("running the golden model")
-    gold = GoldenEngine(cfg, progress=_say).run(prog, inputs)
-    report = {"config": cfg.name, "seq_q": int(q.shape[0]), "seq_kv": int(k.shape[0]),
-              "d": cfg.sa_rows, "causal": bool(args.causal), "engine": args.sim,
-              "inputs": conv}
-    res = gold
-    if args.sim == "golden":
-        # the golden model is untimed: the cycles are the cycle model's
-        import dataclasses
-
-        from fsa import cyclemodel as cm
-
-        fetch = None if args.push else cm.FetchTiming(_prog_addr(cfg, prog))
-        res = dataclasses.replace(gold, cycles=cm.simulate(cfg, prog.instructions,
-                                                           fetch=fetch).cycles)
-        report["cycles_from"] = "cycle model (fsa/cyclemodel.py)"
-        if args.push and len(prog.words()) > cfg.inst_queue_size:
-            report["cycles_note"] = (f"the program ({len(prog.words())} words) is longer than the "
-                                     f"{cfg.inst_queue_size}-word queue; the model assumes the host "
-                                     f"keeps it full, the device may wait for the host's pushes")
-        _say(f"cycle model: {res.cycles} cycles")
-    else:
-        report["cycles_from"] = "device exec counter"
-        eng = SimEngine(cfg, sim=args.sim, progress=_say, waves=bool(args.waves),
-                        max_cycles=args.max_cycles, push=args.push)
-        try:
-            res = eng.run(prog, inputs)
-        except DeviceError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 1
-        run_dir = eng.last_run["run_dir"]
-        _say(f"simulated {res.cycles} cycles" + (f"; run folder {run_dir}" if args.keep else ""))
-        if args.waves:
-            import glob
-            import shutil
-            found = sorted(glob.glob(f"{eng.last_run['run_dir']}/*.fst") +
-                           glob.glob(f"{eng.last_run['run_dir']}/*.vcd"))   # (VCD: other setups)
-            if found:
-                shutil.copy(found[0], args.waves)
-                _say(f"waveform written to {args.waves}")
-        diff = bit_diff(res.outputs["Ot"], gold.outputs["Ot"])
-        report["rtl_vs_golden"] = diff
-        report["run_dir"] = run_dir
-    _say("comparing with torch.nn.functional.scaled_dot_product_attention")
-    qe, ke, ve = (numerics.to_float64(inputs[n], cfg.e_type) for n in ("Q", "K", "V"))
-    ref = torch_reference(qe, ke, ve, args.causal)
-    stats = error_stats(res.o, ref)
-    s = bound_scale(ve)
-    within, why = bounds_verdict(stats, s, cfg.e_type)
-    report["vs_torch"] = dict(stats, bound_scale=s, within_bounds=within, verdict=why)
-    report["counters"] = res.counters
-    report["flops"] = res.flops
-    report["cycles"] = res.cycles
-    report["utilisation"] = res.utilisation
-    report["cycles_per_key_block"] = res.cycles_per_key_block
-    report["seconds"] = round(time.perf_counter() - t0, 2)
-
-    print()
-    print(f"FSA {cfg.name} ({cfg.sa_rows}x{cfg.sa_cols}, {cfg.e_type} x {cfg.e_type} + {cfg.a_type}) "
-          f"on {args.sim}: attention {q.shape[0]} x {k.shape[0]}, d = {cfg.sa_rows}"
-          f"{', causal' if args.causal else ''}")
-    print(f"  vs torch SDPA:  MAE {stats['mae']:.3e}  RMSE {stats['rmse']:.3e}  max abs "
-          f"{stats['max_abs']:.3e}  mean rel {stats['mean_rel']:.3e}  max rel {stats['max_rel']:.3e}"
-          f"  ({why if within else 'OUTSIDE the bounds: ' + why}, s = {s:.2f})")
-    if stats["non_finite"] or stats["non_finite_mismatch"]:
-        print(f"  non-finite outputs: {stats['non_finite']} ({stats['non_finite_agree']} the same "
-              f"special value as torch); {stats['non_finite_mismatch']} positions disagree in "
-              f"finiteness; statistics over the {stats['compared']} finite pairs")
-    if "rtl_vs_golden" in report:
-        d = report["rtl_vs_golden"]
-        verdict = "bit-exact" if d["differ"] == 0 else f"{d['differ']} values differ"
-        print(f"  RTL vs golden model: {verdict} ({res.outputs['Ot'].size} values)")
-        for f in d["first"]:
-            print(f"    {f}")
-    if res.cycles:
-        print(f"  cycles {res.cycles}{' (cycle model)' if args.sim == 'golden' else ''}, "
-              f"utilisation {100 * res.utilisation:.1f}%, "
-              f"{res.cycles_per_key_block:.1f} cycles per key block")
-        if "cycles_note" in report:
-            print(f"    ({report['cycles_note']})")
-    if res.counters:
-        print("  counters: " + ", ".join(f"{k} {v}" for k, v in res.counters.items()))
-    if args.out:
-        np.save(args.out, res.o)
-        _say(f"output O [{q.shape[0]}, {cfg.sa_rows}] saved to {args.out}")
-    ok = report["vs_torch"]["within_bounds"] and report.get("rtl_vs_golden", {}).get("differ", 0) == 0
-    if args.sim != "golden":
-        report["run_dir_kept"] = bool(args.keep or not ok)
-        if not report["run_dir_kept"]:
-            import shutil
-            shutil.rmtree(run_dir, ignore_errors=True)
-        elif not args.keep:
-            _say(f"run folder kept for inspection: {run_dir}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(_json_safe(report), f, indent=2)
-        _say(f"report written to {args.json}")
-    return 0 if ok else 1
+    return cmd_run(args)
 
 
 def _json_safe(x):
@@ -333,12 +223,6 @@ def _parse_load(spec: str) -> tuple[str, int | None]:
 PUSH_HELP = ("push the instruction words over the control port (the reference's way) "
              "instead of program fetch (the default: the program is placed at the top of the "
              "memory window and the device reads it)")
-
-
-def _prog_addr(cfg, prog) -> int:
-    """Where program fetch places `prog` (fsa.simdev.program_address)."""
-    from fsa.simdev import program_address
-    return program_address(cfg, len(prog.words()))
 
 
 def _fetch_addr(cfg, programs, memory, dumps) -> int:
@@ -593,12 +477,22 @@ def main(argv: "list[str] | None" = None) -> int:
     p.add_argument("--sim", default="verilator", choices=["verilator", "icarus", "golden"])
     p.add_argument("--seq-q", type=_positive_int, default=64)
     p.add_argument("--seq-kv", type=_positive_int, default=64)
-    p.add_argument("--q", help="Q as a .npy file [seq_q, d]")
-    p.add_argument("--k", help="K as a .npy file [seq_kv, d]")
-    p.add_argument("--v", help="V as a .npy file [seq_kv, d]")
+    p.add_argument("--batch", type=_positive_int,
+                   help="generated inputs: a leading batch dimension of this size")
+    p.add_argument("--heads", type=_positive_int,
+                   help="generated inputs: a heads dimension of this size")
+    p.add_argument("--q", help="Q as a .npy file [..., seq_q, d] (d <= R, leading dims: "
+                   "batches and heads)")
+    p.add_argument("--k", help="K as a .npy file [..., seq_kv, d]")
+    p.add_argument("--v", help="V as a .npy file [..., seq_kv, d_v]")
     p.add_argument("--causal", action="store_true")
+    p.add_argument("--scale", type=_positive_float,
+                   help="softmax scale (default 1/sqrt(d), as torch)")
+    p.add_argument("--gqa", action="store_true",
+                   help="grouped-query attention (torch's enable_gqa): K/V heads (dim -3) "
+                        "may divide Q's")
     p.add_argument("--seed", type=_nonnegative_int, default=0)
-    p.add_argument("--out", help="save the output O as .npy")
+    p.add_argument("--out", help="save the output O [..., seq_q, d_v] as .npy")
     p.add_argument("--json", help="write the report as JSON")
     p.add_argument("--waves", help="dump an FST waveform of the run to this file")
     p.add_argument("--force", action="store_true",
@@ -693,7 +587,7 @@ def main(argv: "list[str] | None" = None) -> int:
     from fsa.simrun import SimulationError
     try:
         return args.func(args)
-    except ValueError as e:
+    except (ValueError, NotImplementedError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except SimulationError as e:

@@ -8,8 +8,9 @@ memory image, and reads the outputs back. A subclass implements only
 run, and return an :class:`Execution` (a memory reader, counters, cycles).
 
 * :class:`GoldenEngine` -- the bit-exact golden model: attention programs
-  built by :func:`fsa.kernels.attention` (``meta["kind"] == "attention"``)
-  run on the vectorised model :func:`fsa.golden.fast.attention`, anything
+  built by :func:`fsa.kernels.attention` (``meta["kind"] == "attention"``,
+  one head or several) run on the vectorised model
+  :func:`fsa.golden.fast.attention` (all heads at once, on its heads axis), anything
   else (or with ``machine=True``) on the instruction-level model
   (:class:`fsa.golden.machine.Machine`); both give the same bits and apply
   the program's ``settings`` (the setting registers) as the host would. No cycle
@@ -122,12 +123,13 @@ class Result:
     @property
     def flops(self) -> int | None:
         """Useful attention FLOPs (:func:`fsa.kernels.attention_flops`:
-        ``4 seq_q seq_kv d``, only the unmasked pairs when causal); None for a
-        program that is not attention."""
+        ``4 seq_q seq_kv d``, only the unmasked pairs when causal, times the
+        program's heads); None for a program that is not attention."""
         m = self.program.meta
         if m.get("kind") != "attention":
             return None
-        return kernels.attention_flops(m["seq_q"], m["seq_kv"], m["d"], m["causal"])
+        return m.get("heads", 1) * kernels.attention_flops(m["seq_q"], m["seq_kv"], m["d"],
+                                                           m["causal"])
 
     @property
     def utilisation(self) -> float | None:
@@ -140,7 +142,7 @@ class Result:
 
     @property
     def cycles_per_key_block(self) -> float | None:
-        """Cycles per (query block, key block) step of the kernel."""
+        """Cycles per (query block, key block) step of the kernel (all heads)."""
         n = self.program.meta.get("key_blocks")
         if self.cycles is None or not n:
             return None
@@ -230,21 +232,25 @@ class GoldenEngine(Engine):
     @staticmethod
     def fast_path_applies(program: Program) -> bool:
         """True for a program of :func:`fsa.kernels.attention` (its meta kind
-        and tensors), which :func:`fsa.golden.fast.attention` models."""
-        m, t = program.meta, program.tensors
-        return (m.get("kind") == "attention" and all(n in t for n in ("Q", "K", "Vt", "Ot"))
-                and t["Q"].shape == (m.get("seq_q"), program.cfg.sa_rows)
-                and t["K"].shape == (m.get("seq_kv"), program.cfg.sa_rows)
-                and t["Vt"].shape == (program.cfg.sa_rows, m.get("seq_kv"))
-                and t["Ot"].shape == (program.cfg.sa_rows, m.get("seq_q"))
+        and tensors, one head or several), which :func:`fsa.golden.fast.attention`
+        models."""
+        m, t, R = program.meta, program.tensors, program.cfg.sa_rows
+        if m.get("kind") != "attention" or not all(n in t for n in ("Q", "K", "Vt", "Ot")):
+            return False
+        sq, skv, h = m.get("seq_q"), m.get("seq_kv"), m.get("heads", 1)
+        kv_map = tuple(m.get("kv_map", range(h)))
+        g = m.get("kv_heads", h)
+        return (len(kv_map) == h and all(0 <= x < g for x in kv_map)
+                and t["Q"].shape == (h * sq, R) and t["K"].shape == (g * skv, R)
+                and t["Vt"].shape == (R, g * skv) and t["Ot"].shape == (R, h * sq)
                 and GoldenEngine._mask_keys_on_last_blocks(program))
 
     @staticmethod
     def _mask_keys_on_last_blocks(program: Program) -> bool:
         """The fast model masks keys (``mask_keys``) exactly on the scores of
         the last key block: True if the program's ATTENTION_SCOREs (in the
-        kernel's (query block, key block) order) set the flag there and only
-        there, or nowhere."""
+        kernel's (query block, key block) order, head after head) set the
+        flag there and only there, or nowhere."""
         from fsa.isa import MxFunc
 
         flags = [i.mask_keys for i in program.instructions
@@ -255,6 +261,7 @@ class GoldenEngine(Engine):
         n_qb, n_kb = m["seq_q"] // cfg.sa_cols, m["seq_kv"] // cfg.sa_rows
         js = [j for i in range(n_qb)
               for j in range((min(i, n_kb - 1) if m.get("causal") else n_kb - 1) + 1)]
+        js *= m.get("heads", 1)
         return len(js) == len(flags) and all(f == (j == n_kb - 1) for f, j in zip(flags, js))
 
     def execute(self, program: Program, words: list[int],
@@ -295,11 +302,19 @@ class GoldenEngine(Engine):
             lambda done, total: say(f"golden model: {done}/{total} key-block steps "
                                     f"({100 * done / max(total, 1):.0f}%)"))
         m = program.meta
+        R, sq, skv, h = self.cfg.sa_rows, m["seq_q"], m["seq_kv"], m.get("heads", 1)
+        kv_map = list(m.get("kv_map", range(h)))
+        # heads on a leading axis (each computed exactly as alone); query head
+        # i reads kv head kv_map[i], as the program's DMA addresses do
+        q = tensor("Q").reshape(h, sq, R)
+        k = tensor("K").reshape(-1, skv, R)[kv_map]
+        v = tensor("Vt").T.reshape(-1, skv, R)[kv_map]
         st = dict(setting_defaults(self.cfg), **program.settings)
         masks = any(isinstance(i, Matrix) and i.mask_keys for i in program.instructions)
-        o = fast.attention(self.cfg, tensor("Q"), tensor("K"), tensor("Vt").T, causal=m["causal"],
-                           progress=tick, scale_bits=(st["scale_e"], st["scale_a"]),
+        o = fast.attention(self.cfg, q, k, v, causal=m["causal"], progress=tick,
+                           scale_bits=(st["scale_e"], st["scale_a"]),
                            key_limit=st["key_limit"] if masks else None)
+        o = o.reshape(h * sq, R)
         t = program.tensors["Ot"]
         buf = np.zeros((t.shape[0], t.row_stride), np.uint8)
         buf[:, :t.row_bytes] = np.ascontiguousarray(o.T).view(np.uint8).reshape(t.shape[0], -1)

@@ -1,11 +1,33 @@
 """Kernels written in the kernel language (:mod:`fsa.kernel`).
 
 :func:`attention` builds the FlashAttention forward pass (docs/architecture.md
-section 6) for one head: ``Q [seq_q, d]``, ``K [seq_kv, d]``, ``V`` stored
-transposed ``Vt [d, seq_kv]`` (element format), output ``Ot [d, seq_q]``
-(accumulate format), with ``d = R``. The program's views let callers use the
-natural orientation: inputs may be given as ``V [seq_kv, d]`` and outputs read
-as ``O [seq_q, d]``.
+section 6): ``Q [seq_q, d]``, ``K [seq_kv, d]``, ``V`` stored transposed
+``Vt [d, seq_kv]`` (element format), output ``Ot [d, seq_q]`` (accumulate
+format), with ``d = R``. The program's views let callers use the natural
+orientation: inputs may be given as ``V [seq_kv, d]`` and outputs read as
+``O [seq_q, d]``.
+
+Several heads (``heads=H``: any (batch, head) pairs, flattened) are one
+program: the heads are stacked in memory, ``Q [H seq_q, d]``, ``Ot [d, H
+seq_q]`` (view ``O [H seq_q, d]``), and the ``G`` key/value heads ``K [G
+seq_kv, d]``, ``Vt [d, G seq_kv]`` (view ``V [G seq_kv, d]``); head ``h``
+occupies rows (columns for the transposed tensors) ``h seq .. (h+1) seq - 1``.
+The kernel runs the query blocks of head 0, then of head 1 ..., each with
+its own DMA addresses: query head ``h`` reads kv head ``kv_map[h]``
+(grouped-query attention and broadcast batches read one stored kv head from
+several query heads, without copies). The block pipeline below does not
+care where a head ends: the loads of head ``h + 1`` overlap the last steps
+of head ``h`` exactly as the loads of the next query block do. One head is
+the single-head program, instruction for instruction.
+
+Scale and padded keys: ``scale=`` puts the softmax scale in the program's
+``settings`` (the ``scale_e`` / ``scale_a`` registers the host writes before
+the start, :func:`fsa.config.scale_bits`), and ``key_limit=`` sets
+``mask_keys`` on the scores of each head's last key block with the
+``key_limit`` register: its keys ``>= key_limit`` (padding) get -inf and
+contribute exactly 0 (with the causal mask too where both apply). Without
+them the program is the one of earlier versions, instruction for
+instruction.
 
 Buffers (reference scratchpad ``2C + 4R`` rows): Q in 2 buffers of C rows, K
 and Vt in 2 buffers of R rows each; with a smaller scratchpad the kernel
@@ -51,11 +73,15 @@ peak ``2 R C`` FLOPs per cycle.
 """
 from __future__ import annotations
 
+from typing import Sequence
+
+import numpy as np
+
 from fsa import config as fconfig
 from fsa.config import FSAConfig
 from fsa.kernel import Input, KernelBuilder, MemTile, Program, kernel
 
-__all__ = ["attention", "flash_attention", "buffer_plan", "check_attention_shape",
+__all__ = ["attention", "flash_attention", "buffer_plan", "check_attention_shape", "head_map",
            "attention_flops", "utilisation"]
 
 
@@ -77,18 +103,27 @@ def buffer_plan(cfg: FSAConfig) -> dict[str, int]:
 
 @kernel
 def flash_attention(k: KernelBuilder, Q: MemTile, K: MemTile, Vt: MemTile, *,
-                    causal: bool = False) -> MemTile:
-    """FlashAttention forward: returns ``Ot [d, seq_q]`` (see the module docstring)."""
+                    causal: bool = False, seq_q: int | None = None, seq_kv: int | None = None,
+                    kv_map: "tuple[int, ...] | None" = None, mask_last: bool = False,
+                    settings: "dict[str, int] | None" = None) -> MemTile:
+    """FlashAttention forward of one or more heads: returns ``Ot [R, H seq_q]``
+    (see the module docstring; one head when `seq_q` / `seq_kv` / `kv_map`
+    are left out). `mask_last`: ``mask_keys`` on the scores of each head's
+    last key block (the ``key_limit`` register says which keys); `settings`:
+    the program's setting registers."""
     cfg = k.cfg
     R, C = k.R, k.C
-    seq_q, seq_kv = Q.rows, K.rows
-    Ot = k.alloc_mem((R, seq_q), cfg.a_type, "Ot", role="output")
+    seq_q = Q.rows if seq_q is None else seq_q
+    seq_kv = K.rows if seq_kv is None else seq_kv
+    heads = Q.rows // seq_q
+    kv_map = tuple(range(heads)) if kv_map is None else tuple(kv_map)
+    Ot = k.alloc_mem((R, heads * seq_q), cfg.a_type, "Ot", role="output")
     k.view("V", Vt)
     k.view("O", Ot)
-    q_blocks = Q.split(C, axis=0)           # [C, d]
-    k_blocks = K.split(R, axis=0)           # [R, d]
-    v_blocks = Vt.split(R, axis=1)          # [d, R]
-    o_blocks = Ot.split(C, axis=1)          # [d, C]
+    q_blocks = Q.split(C, axis=0)           # [C, d], head h's from h * seq_q / C on
+    k_blocks = K.split(R, axis=0)           # [R, d], kv head g's from g * seq_kv / R on
+    v_blocks = Vt.split(R, axis=1)          # [d, R], likewise
+    o_blocks = Ot.split(C, axis=1)          # [d, C], like q_blocks
     plan = buffer_plan(cfg)
     nq, nkv, nacc = plan["q"], plan["kv"], plan["acc"]
     q_sp = [k.alloc_spad((C, R), f"Q{b}") for b in range(nq)]
@@ -101,23 +136,31 @@ def flash_attention(k: KernelBuilder, Q: MemTile, K: MemTile, Vt: MemTile, *,
     sem_v = [k.semaphore(4 + b, 4) for b in range(nkv)]
     sem_o = [k.semaphore(6 + a, 4) for a in range(max(nacc, 1))]
 
-    n_qb, n_kb = len(q_blocks), len(k_blocks)
+    n_qh, n_kb = seq_q // C, seq_kv // R    # query blocks of one head, key blocks of one kv head
+    n_qb = heads * n_qh                     # query blocks of the whole program, head after head
 
     def last(i: int) -> int:
-        return min(i, n_kb - 1) if causal else n_kb - 1
+        """The last key block query block i (of the program) sees."""
+        return min(i % n_qh, n_kb - 1) if causal else n_kb - 1
+
+    def kv_block(i: int, j: int) -> int:
+        """Index in k_blocks / v_blocks of key block j of query block i's kv head."""
+        return kv_map[i // n_qh] * n_kb + j
 
     steps = [(i, j) for i in range(n_qb) for j in range(last(i) + 1)]
     k.meta.update(kind="attention", seq_q=seq_q, seq_kv=seq_kv, d=R, causal=bool(causal),
+                  heads=heads, kv_heads=K.rows // seq_kv, kv_map=kv_map,
                   key_blocks=len(steps), buffers=plan)
+    k.settings.update(settings or {})
 
     def load_q(i: int) -> None:
         k.load_tile(q_sp[i % nq], q_blocks[i], sem_q[i % nq])
 
     def load_k(t: int) -> None:
-        k.load_tile(k_sp[t % nkv], k_blocks[steps[t][1]], sem_k[t % nkv])
+        k.load_tile(k_sp[t % nkv], k_blocks[kv_block(*steps[t])], sem_k[t % nkv])
 
     def load_v(t: int) -> None:
-        k.load_tile(v_sp[t % nkv], v_blocks[steps[t][1]], sem_v[t % nkv])
+        k.load_tile(v_sp[t % nkv], v_blocks[kv_block(*steps[t])], sem_v[t % nkv])
 
     store_sem = {}                          # query block -> semaphore its STORE uses
     load_q(0)
@@ -131,7 +174,7 @@ def flash_attention(k: KernelBuilder, Q: MemTile, K: MemTile, Vt: MemTile, *,
         if nkv == 2 and more:
             load_k(t + 1)
         k.mx_attn_score(k_sp[kvb], l_acc[ab], accumulate=j > 0, sem=sem_k[kvb],
-                        causal=causal and i == j)
+                        causal=causal and i % n_qh == j, mask_keys=mask_last and j == n_kb - 1)
         if j == 0 and i > 0:
             k.store_tile(o_blocks[i - 1], o_acc[(i - 1) % nacc], store_sem[i - 1])
         if nkv == 1 and more:
@@ -158,39 +201,124 @@ def flash_attention(k: KernelBuilder, Q: MemTile, K: MemTile, Vt: MemTile, *,
 
 
 def attention(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = False,
-              check: bool = True, kernel: "str | None" = None) -> Program:
-    """Build the FlashAttention forward program.
+              check: bool = True, kernel: "str | None" = None, *, heads: int = 1,
+              kv_heads: int | None = None, kv_map: "Sequence[int] | None" = None,
+              scale: float | None = None, key_limit: int | None = None) -> Program:
+    """Build the FlashAttention forward program for `heads` heads.
 
     Args:
         cfg: config (or preset name); d = R.
-        seq_q: queries, a positive multiple of C.
-        seq_kv: keys/values, a positive multiple of R.
+        seq_q: queries per head, a positive multiple of C.
+        seq_kv: keys/values per kv head, a positive multiple of R.
         causal: causal mask (query q sees keys <= q, top-left aligned like
             torch's ``is_causal``); needs R == C.
         check: run :func:`fsa.kernel.check_dispatch` (deadlocks and semaphore races in
             the cycle model: six runs, two dispatch modes x three DMA timings).
         kernel: "reference" (this module's kernel) or "ud" (:mod:`fsa.kernels_ud`);
             None picks "ud" on a config with ``dataflow = "ud"``, else "reference".
+            The UD kernel runs one head (`heads` = 1, no `kv_map`), without
+            the key mask.
+        heads: query heads (any number of (batch, head) pairs, flattened),
+            run one after another in one program.
+        kv_heads: key/value heads stored (default `heads`, or one more than
+            the largest entry of `kv_map`).
+        kv_map: the kv head each query head reads (default: head ``h`` reads
+            ``h // (heads // kv_heads)``, torch's grouped-query attention; with
+            ``kv_heads == heads`` its own). A kv head read by several query
+            heads is stored once: the DMA reads it again from the same
+            addresses.
+        scale: the softmax scale (scores times `scale`, as torch's); the
+            program's ``settings`` hold its ``scale_e`` / ``scale_a``
+            registers (:func:`fsa.config.scale_bits`). None: no setting (the
+            registers' reset values, ``1/sqrt(R)``).
+        key_limit: 1..R: each head's last key block keeps only its keys
+            ``0 .. key_limit - 1`` (the others are padding): ``mask_keys`` on
+            those scores and the ``key_limit`` register in ``settings``.
+            None (or R): no key masked.
 
     Returns:
-        A :class:`~fsa.kernel.Program` with inputs ``Q``, ``K``, ``Vt`` (view
-        ``V``) and output ``Ot`` (view ``O``).
+        A :class:`~fsa.kernel.Program` with inputs ``Q [heads seq_q, R]``,
+        ``K [kv_heads seq_kv, R]``, ``Vt [R, kv_heads seq_kv]`` (view ``V``
+        ``[kv_heads seq_kv, R]``) and output ``Ot [R, heads seq_q]`` (view
+        ``O [heads seq_q, R]``): the heads stacked, head ``h`` at rows (or
+        columns) ``h seq .. (h + 1) seq - 1``. With one head this is the
+        single-head program, instruction for instruction.
 
     Raises:
         ValueError: sequence lengths that are not multiples of the blocks,
-            causal on a non-square array.
+            causal on a non-square array, bad head counts or map.
     """
     cfg = fconfig.get(cfg)
     if (kernel or ("ud" if cfg.dataflow == "ud" else "reference")) == "ud":   # issue 15
         from fsa import kernels_ud
-        return kernels_ud.attention(cfg, seq_q, seq_kv, causal, check)
+        if head_map(heads, kv_heads, kv_map) != ((0,), 1):
+            raise ValueError(f"attention: the UD kernel runs one head; {cfg.name} cannot run "
+                             f"heads={heads} in one program (run one head at a time, or use "
+                             f"the reference kernel on a reference config)")
+        if key_limit is not None and key_limit != cfg.sa_rows:
+            raise ValueError(f"attention: the UD kernel has no key mask yet: {cfg.name} needs "
+                             f"sequences of whole key blocks ({cfg.sa_rows} keys; or causal "
+                             f"with S_q <= S_kv)")
+        prog = kernels_ud.attention(cfg, seq_q, seq_kv, causal, check)
+        if scale is None:
+            return prog
+        e_bits, a_bits = fconfig.scale_bits(cfg, scale)
+        return Program(prog.cfg, prog.name, prog.instructions, prog.tensors, prog.views,
+                       prog.meta, prog.spad_rows, prog.acc_rows, prog.semaphores,
+                       dict(prog.settings, scale_e=e_bits, scale_a=a_bits))
     if kernel not in (None, "reference"):
         raise ValueError(f"attention: kernel must be 'reference' or 'ud', got {kernel!r}")
     check_attention_shape(cfg, seq_q, seq_kv, causal)
+    kv_map, kv_heads = head_map(heads, kv_heads, kv_map)
     R = cfg.sa_rows
     e = cfg.e_type
-    return flash_attention.build(cfg, Input((seq_q, R), e), Input((seq_kv, R), e),
-                                 Input((R, seq_kv), e), causal=bool(causal), check=check)
+    settings: dict[str, int] = {}
+    if scale is not None:
+        settings["scale_e"], settings["scale_a"] = fconfig.scale_bits(cfg, scale)
+    if key_limit is not None:
+        if isinstance(key_limit, bool) or not isinstance(key_limit, (int, np.integer)) \
+                or not 1 <= key_limit <= R:
+            raise ValueError(f"attention: key_limit must be an int in 1..R = {R} (keys kept in "
+                             f"the last key block; 0 would leave a query without keys), got "
+                             f"{key_limit!r}")
+        key_limit = int(key_limit)
+    mask = key_limit is not None and key_limit < R
+    if mask:
+        settings["key_limit"] = key_limit
+    return flash_attention.build(cfg, Input((heads * seq_q, R), e),
+                                 Input((kv_heads * seq_kv, R), e), Input((R, kv_heads * seq_kv), e),
+                                 causal=bool(causal), seq_q=seq_q, seq_kv=seq_kv, kv_map=kv_map,
+                                 mask_last=mask, settings=settings, check=check)
+
+
+def head_map(heads: int, kv_heads: int | None = None,
+             kv_map: "Sequence[int] | None" = None) -> tuple[tuple[int, ...], int]:
+    """Check the head arguments of :func:`attention`; returns ``(kv_map, kv_heads)``."""
+    def count(name: str, v) -> int:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0:
+            raise ValueError(f"attention: {name} must be a positive int, got {v!r}")
+        return int(v)
+
+    heads = count("heads", heads)
+    if kv_map is None:
+        kv_heads = heads if kv_heads is None else count("kv_heads", kv_heads)
+        if heads % kv_heads:
+            raise ValueError(f"attention: heads = {heads} is not a multiple of kv_heads = "
+                             f"{kv_heads} (grouped-query attention shares each kv head among "
+                             f"heads // kv_heads query heads); give kv_map for another sharing")
+        group = heads // kv_heads
+        return tuple(h // group for h in range(heads)), kv_heads
+    m = tuple(kv_map)
+    if len(m) != heads or any(isinstance(g, bool) or not isinstance(g, (int, np.integer))
+                              for g in m):
+        raise ValueError(f"attention: kv_map must hold one int per query head ({heads}), got "
+                         f"{kv_map!r}")
+    m = tuple(int(g) for g in m)
+    kv_heads = max(m) + 1 if kv_heads is None else count("kv_heads", kv_heads)
+    if min(m) < 0 or max(m) >= kv_heads:
+        raise ValueError(f"attention: kv_map entries must be kv heads 0..{kv_heads - 1}, got "
+                         f"{list(m)}")
+    return m, kv_heads
 
 
 def check_attention_shape(cfg, seq_q, seq_kv, causal: bool = False) -> None:

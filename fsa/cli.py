@@ -220,6 +220,18 @@ def _parse_load(spec: str) -> tuple[str, int | None]:
     return spec, None
 
 
+PUSH_HELP = ("push the instruction words over the control port (the reference's way) "
+             "instead of program fetch (the default: the program is placed at the top of the "
+             "memory window and the device reads it)")
+
+
+def _fetch_addr(cfg, programs, memory, dumps) -> int:
+    """The program fetch address for `fsa exec` (checked against the data)."""
+    from fsa.simdev import program_address
+    return program_address(cfg, max(len(w) for _, w, _ in programs),
+                           [(a, len(b)) for a, b in memory] + [(a, n) for _, a, n in dumps])
+
+
 def _cmd_exec(args: argparse.Namespace) -> int:
     """Run one or more raw programs (``--program`` repeated) one after another
     on one device without a reset (each start is a fresh program, from DONE;
@@ -282,11 +294,16 @@ def _cmd_exec(args: argparse.Namespace) -> int:
         m = Machine(cfg)
         for a, b in memory:
             m.mem.write(a, b)
-        for path, _, prog in programs:       # (the golden model has no cycles)
+        at = None if args.push else _fetch_addr(cfg, programs, memory, dumps)
+        for path, words, prog in programs:       # (the golden model has no cycles)
             e = dict(program=path, state="done", error="NONE", error_index=0, wait=None,
                      counters=None, cycles=None)
             try:
-                e["counters"] = m.run(prog)
+                if at is None:
+                    e["counters"] = m.run(prog)
+                else:                            # program fetch: the words in memory
+                    m.mem.write(at, b"".join(w.to_bytes(4, "little") for w in words))
+                    e["counters"] = m.fetch(at, len(words))
             except MachineError as err:
                 e.update(state="error", error=err.code, error_index=err.index, message=str(err),
                          counters=dict(m.counters))
@@ -299,7 +316,7 @@ def _cmd_exec(args: argparse.Namespace) -> int:
         from fsa.simdev import run_on_device
         res = run_on_device(cfg, programs[0][1], memory, [(a, n) for _, a, n in dumps],
                             sim=args.sim, max_cycles=args.max_cycles, progress=_say,
-                            programs=[w for _, w, _ in programs])
+                            programs=[w for _, w, _ in programs], fetch=not args.push)
         for (path, _, _), run in zip(programs, res["runs"]):
             entries.append({"program": path, "state": run["state"], "error": run["error"],
                             "error_index": run["error_index"], "wait": run.get("wait"),
@@ -483,6 +500,7 @@ def main(argv: "list[str] | None" = None) -> int:
     p.add_argument("--max-cycles", type=_positive_int, default=20_000_000)
     p.add_argument("--keep", action="store_true",
                    help="keep the simulator's run folder (log, results) after a successful run")
+    p.add_argument("--push", action="store_true", help=PUSH_HELP)
     p.add_argument("--kernel", choices=["reference", "ud"],
                    help="attention kernel (default: ud on a UD config, else reference)")
     p.set_defaults(func=_cmd_run)
@@ -516,6 +534,7 @@ def main(argv: "list[str] | None" = None) -> int:
     p.add_argument("--max-cycles", type=_positive_int, default=20_000_000)
     p.add_argument("--keep", action="store_true",
                    help="keep the simulator's run folder (log, results) after a successful run")
+    p.add_argument("--push", action="store_true", help=PUSH_HELP)
     p.set_defaults(func=_cmd_exec)
 
     p = sub.add_parser("plan", help="execution plans")

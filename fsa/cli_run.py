@@ -137,9 +137,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         from fsa import cyclemodel as cm
 
-        res = dataclasses.replace(gold, cycles=cm.simulate(cfg, prog.instructions).cycles)
+        from fsa.simdev import program_address
+
+        # program fetch (the default) from the top of the memory window, as SimEngine
+        fetch = None if args.push else cm.FetchTiming(program_address(cfg, len(prog.words())))
+        res = dataclasses.replace(gold, cycles=cm.simulate(cfg, prog.instructions,
+                                                           fetch=fetch).cycles)
         report["cycles_from"] = "cycle model (fsa/cyclemodel.py)"
-        if len(prog.words()) > cfg.inst_queue_size:
+        if args.push and len(prog.words()) > cfg.inst_queue_size:
             report["cycles_note"] = (f"the program ({len(prog.words())} words) is longer than the "
                                      f"{cfg.inst_queue_size}-word queue; the model assumes the host "
                                      f"keeps it full, the device may wait for the host's pushes")
@@ -147,7 +152,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         report["cycles_from"] = "device exec counter"
         eng = SimEngine(cfg, sim=args.sim, progress=_say, waves=bool(args.waves),
-                        max_cycles=args.max_cycles)
+                        max_cycles=args.max_cycles, push=args.push)
         try:
             res = eng.run(prog, inputs)
         except DeviceError as e:

@@ -31,9 +31,13 @@ stretches:
   ``AxiRam`` answers at one beat per cycle; a real memory would need its own
   figures).
 
-Not modelled: AXI pauses, bursts split at 4 KiB boundaries, errors; a
-host other than a :class:`HostPush` (without one, programs longer than the
-queue are predicted as if it were deep enough).
+* program fetch (``fetch=``, :mod:`fsa.cyclefetch`): the words reach the
+  queue as the fetch unit reads them, and DMA LOADs take turns with its
+  bursts, exactly as the RTL does.
+
+Not modelled: AXI pauses, DMA bursts split at 4 KiB boundaries, errors; a
+host other than a :class:`HostPush` or program fetch (without one, programs
+longer than the queue are predicted as if it were deep enough).
 
 The same model is the kernel language's dispatch check
 (:func:`fsa.program.check_dispatch`): :func:`simulate` with ``races=True``
@@ -55,12 +59,13 @@ from typing import Sequence
 from fsa import isa
 from fsa import plan as fplan
 from fsa.config import FSAConfig
+from fsa.cyclefetch import Fetch, FetchTiming
 from fsa.hw.isa import SEM_IDS
 
 __all__ = ["DmaTiming", "ModelResult", "DispatchError", "DISPATCH_MODES", "simulate",
            "check_timings", "steady_state", "predict_cycles", "block_counts",
            "attention_steps", "DEFAULT_DMA", "IDEAL_DMA", "reference_period",
-           "HostPush", "HARNESS_HOST"]
+           "HostPush", "HARNESS_HOST", "FetchTiming"]
 
 
 @dataclass(frozen=True)
@@ -170,12 +175,15 @@ class ModelResult:
         counters: predicted ``bubble``, ``mx_active``, ``dma_active``, ``mx``, ``dma``.
         mx_starts: cycle 0 of every matrix instruction (program order).
         dma_spans: (accept cycle, done cycle) of every DMA instruction.
+        fetch_bursts: with program fetch, (decision cycle, beats, last beat's
+            cycle) of every fetch burst.
     """
 
     cycles: int
     counters: dict = field(default_factory=dict)
     mx_starts: list = field(default_factory=list)
     dma_spans: list = field(default_factory=list)
+    fetch_bursts: list = field(default_factory=list)
 
 
 def _plans(cfg: FSAConfig) -> list[fplan.Plan]:
@@ -240,7 +248,8 @@ DISPATCH_MODES = ("hardware", "golden")
 
 def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DMA,
              max_cycles: int = 10**9, dispatch: str = "hardware",
-             races: bool = False, host: "HostPush | None" = None) -> ModelResult:
+             races: bool = False, host: "HostPush | None" = None,
+             fetch: "FetchTiming | None" = None) -> ModelResult:
     """Predict the cycles of `instructions` on `cfg`'s device.
 
     Args:
@@ -255,6 +264,8 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
             them gets it would depend on timing).
         host: how the words beyond the queue's depth arrive (:class:`HostPush`);
             None: every word is in the queue at ``start``.
+        fetch: the program is fetched from memory (:class:`fsa.cyclefetch.FetchTiming`,
+            started by ``fetch_start``; not with `host`).
 
     Raises:
         DispatchError: the program deadlocks (or races, with `races`).
@@ -264,6 +275,8 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
         raise ValueError(f"simulate: dispatch must be one of {DISPATCH_MODES}, got {dispatch!r}")
     golden = dispatch == "golden"
     plans = _plans(cfg)
+    if host is not None and fetch is not None:
+        raise ValueError("simulate: host and fetch exclude each other")
     feed = _Feed(host, cfg.inst_queue_size) if host is not None else None
     CF = [p.conflict_free for p in plans]
     RET = [p.retire for p in plans]
@@ -283,6 +296,8 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
             for x in ins]
     kind = ["f" if isinstance(x, isa.Fence) else "m" if isinstance(x, isa.Matrix) else "d"
             for x in ins]
+    fe = Fetch(fetch, cfg, sum(size)) if fetch is not None else None
+    LOAD = isa.DmaFunc.LOAD
 
     val = [0] * SEM_IDS
     held = [False] * SEM_IDS
@@ -367,6 +382,15 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
         # DMA issue (the engine is ready once done has pulsed; the core's
         # in-flight flag clears the cycle after)
         dm_issue = bool(dmq) and not inflight and acq_ok(ins[dmq[0]])
+        if fe is not None:
+            # a DMA LOAD waits while a fetch burst is in flight; a fetch burst
+            # waits while a LOAD runs or is accepted (rtl/fsa_rdarb.py)
+            if dm_issue and ins[dmq[0]].func == LOAD and fe.locked(c):
+                dm_issue = False
+            loading = (dm is not None and ins[dm["idx"]].func == LOAD) or \
+                (dm_issue and ins[dmq[0]].func == LOAD)
+            if fe.try_issue(c, loading):
+                changed = True
         # DMA beats: one SRAM narrow-port access per cycle, lost to the array port
         if inflight and dm["done"] is None:
             changed = True
@@ -391,7 +415,8 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
                 rel.append((x.sem_id, x.release_value))
         # decoder
         stop = False
-        pop = (not dec_full) and pc < n and not golden and (feed is None or feed.available(c))
+        pop = (not dec_full) and pc < n and not golden and (feed is None or feed.available(c)) \
+            and (fe is None or fe.available(fe.pops, c))
         take_n = 0        # instructions the decoder dispatches at the end of cycle c
         if golden:        # everything up to a fence that must wait, at once
             new_m = new_d = False
@@ -427,7 +452,8 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
         if inflight:
             cnt["dma_active"] += 1
         if stop:
-            return ModelResult(c + 1, cnt, mx_starts, dma_spans)
+            return ModelResult(c + 1, cnt, mx_starts, dma_spans,
+                               fe.bursts if fe is not None else [])
         # ---------------- next state
         if mx_accept:
             take = (1 - last) if (fr[0] and fr[1]) else (1 if fr[1] else 0)
@@ -481,6 +507,8 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
         elif pop:
             if feed is not None:
                 feed.pops.append(c)
+            if fe is not None:
+                fe.pops += 1
             have += 1
             if have == size[pc]:
                 dec_full = True
@@ -500,6 +528,8 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
             cand.append(dm["done"])
         if feed is not None and not dec_full and pc < n:
             cand.append(feed.arrival())          # the next word reaches the queue
+        if fe is not None and fe.next_event(c) is not None:
+            cand.append(fe.next_event(c))        # a beat or a word arrives, a burst ends
         cand = [t for t in cand if t > c]
         if not cand:
             waits = [waiting(q, w) for q, w in ((mxq, "matrix"), (dmq, "DMA")) if q]

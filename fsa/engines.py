@@ -18,8 +18,10 @@ run, and return an :class:`Execution` (a memory reader, counters, cycles).
 * :class:`SimEngine` -- the RTL (``fsa_top``) in Verilator or Icarus, driven
   over AXI by cocotb (:func:`fsa.simdev.run_on_device`, ``fsa/harness/tb_top.py``):
   ``execute`` loads the image into the AXI RAM, writes the program's
-  ``settings`` registers, pushes the words into the instruction queue (what
-  does not fit, during the run), starts the device,
+  ``settings`` registers, places the program in memory and starts the device
+  in fetch mode (it reads the words itself; with ``push=True`` the words are
+  pushed into the instruction queue instead, what does not fit during the
+  run),
   waits for done (or error: :class:`DeviceError`), dumps the program's output
   regions and returns them with the device counters (``exec`` = cycles,
   ``bubble``, ``mx_active`` ...).
@@ -334,7 +336,8 @@ class DeviceError(RuntimeError):
 class SimEngine(Engine):
     """The RTL device (``fsa_top``) in an HDL simulator, driven over AXI by
     cocotb (``fsa/harness/tb_top.py``): the memory image goes into the AXI RAM, the
-    words through the control port; the outputs are read back from memory.
+    program too (program fetch; or, with `push`, the words go through the
+    control port); the outputs are read back from memory.
 
     Args:
         cfg: the config (Verilog generated and the simulator built on first
@@ -344,18 +347,23 @@ class SimEngine(Engine):
         pauses: probability of random pauses on every AXI channel.
         progress: callable(str) for progress messages (default: none).
         waves: dump waveforms (FST / VCD) into the run folder.
+        push: push the words over the control port (the reference's way)
+            instead of program fetch (the default: the program is placed at
+            :func:`fsa.simdev.program_address` and the device reads it).
     """
 
     name = "sim"
     SIMS = ("verilator", "icarus")
 
     def __init__(self, cfg: "FSAConfig | str", sim: str = "verilator", max_cycles: int = 5_000_000,
-                 pauses: float = 0.0, progress=None, waves: bool = False, seed: int = 1):
+                 pauses: float = 0.0, progress=None, waves: bool = False, seed: int = 1,
+                 push: bool = False):
         super().__init__(cfg)
         if sim not in self.SIMS:
             raise ValueError(f"SimEngine: sim must be one of {self.SIMS}, got {sim!r}")
         self.sim, self.max_cycles, self.pauses = sim, max_cycles, pauses
         self.progress, self.waves, self.seed = progress, waves, seed
+        self.push = push
         self.last_run: dict | None = None
 
     def execute(self, program: Program, words: list[int],
@@ -370,7 +378,8 @@ class SimEngine(Engine):
             regions = program.output_regions()
             res = run_on_device(self.cfg, words, image, regions, sim=self.sim,
                                 max_cycles=self.max_cycles, pauses=self.pauses, seed=self.seed,
-                                progress=self.progress, settings=program.settings)
+                                progress=self.progress, settings=program.settings,
+                                fetch=not self.push)
         finally:
             if self.waves:
                 if old is None:

@@ -12,6 +12,38 @@ from pathlib import Path
 from fsa import simrun
 from fsa.config import FSAConfig
 
+__all__ = ["run_on_device", "program_address", "PROGRAM_ALIGN"]
+
+#: alignment of the program region (a 4 KiB page: a multiple of every beat size)
+PROGRAM_ALIGN = 4096
+
+
+def program_address(cfg: FSAConfig, n_words: int,
+                    regions: "list[tuple[int, int]]" = ()) -> int:
+    """Where the harness places a program of `n_words` words for program
+    fetch: the top of the memory window, ``mem_base + mem_size`` minus the
+    program's bytes rounded up to PROGRAM_ALIGN.
+
+    Args:
+        regions: (address, size) ranges the program uses (its memory image,
+            the regions read back): the program region must not overlap them.
+
+    Raises:
+        ValueError: the program does not fit in the window, or overlaps a region.
+    """
+    size = -(-4 * max(1, n_words) // PROGRAM_ALIGN) * PROGRAM_ALIGN
+    top = cfg.mem_base + cfg.mem_size
+    addr = top - size
+    if addr < cfg.mem_base:
+        raise ValueError(f"program fetch: {n_words} words do not fit in the memory window "
+                         f"[0x{cfg.mem_base:x}, 0x{top:x})")
+    for a, n in regions:
+        if n and a < top and addr < a + n:
+            raise ValueError(f"program fetch: the program region [0x{addr:x}, 0x{top:x}) overlaps "
+                             f"the data at [0x{a:x}, 0x{a + n:x}); run it with push=True "
+                             f"(fsa exec --push, push=True)")
+    return addr
+
 
 def run_on_device(cfg: FSAConfig, words: list[int], memory: list[tuple[int, bytes]],
                   dumps: list[tuple[int, int]], *, sim: str | None = None,
@@ -19,7 +51,8 @@ def run_on_device(cfg: FSAConfig, words: list[int], memory: list[tuple[int, byte
                   inject: dict | None = None, reset_midway: int = 0, overfill: int = 0,
                   timeout_s: float = 1800, name: str | None = None,
                   progress=None, programs: list[list[int]] | None = None,
-                  abort_midway: int = 0, settings: dict[str, int] | None = None) -> dict:
+                  abort_midway: int = 0, settings: dict[str, int] | None = None,
+                  fetch: "bool | int" = False) -> dict:
     """Run `words` (or several `programs` one after another, without a
     reset) on the device with `memory` preloaded; dump `dumps` after the last.
 
@@ -33,6 +66,12 @@ def run_on_device(cfg: FSAConfig, words: list[int], memory: list[tuple[int, byte
         abort_midway: abort the first program this many cycles after its
             start (fsa/hw/regs.py abort), reload the memory, then run the
             program(s) on the same device.
+        fetch: program fetch: place the words at :func:`program_address`
+            and start in fetch mode (the device reads them itself); default:
+            push them over the control port (the reference's way).
+            ``fsa.engines.SimEngine`` and the CLI fetch by default.  An int
+            (not a bool) is the address to place and fetch the program at,
+            unchecked (the device checks it: FETCH_RANGE).
         memory: (address, bytes) segments written before the run.
         dumps: (address, size) regions read back after the run.
         sim: "verilator" or "icarus" (default $SIM or verilator).
@@ -60,12 +99,15 @@ def run_on_device(cfg: FSAConfig, words: list[int], memory: list[tuple[int, byte
     out = generate(cfg, quiet=True)
     tmp = Path(tempfile.mkdtemp(prefix="fsa-case-"))
     progs = [[int(w) & 0xFFFFFFFF for w in p] for p in (programs if programs else [words])]
+    fetch_at = None if fetch is False else int(fetch) if fetch is not True else program_address(
+        cfg, max(len(p) for p in progs),
+        [(int(a), len(b)) for a, b in memory] + [(int(a), int(n)) for a, n in dumps])
     case = {"config": cfg.to_dict(), "words": progs[0], "programs": progs,
             "abort_midway": int(abort_midway),
             "memory": [[int(a), bytes(b).hex()] for a, b in memory],
             "dumps": [[int(a), int(n)] for a, n in dumps], "max_cycles": int(max_cycles),
             "pauses": pauses, "seed": seed, "inject": inject or {}, "reset_midway": reset_midway,
-            "overfill": int(overfill), "settings": dict(settings or {})}
+            "overfill": int(overfill), "settings": dict(settings or {}), "fetch": fetch_at}
     (tmp / "case.json").write_text(json.dumps(case))
     say(f"building and running the {simrun.get_sim(sim)} simulation")
     tdir = simrun.run("fsa_top", verilog_files(out), "fsa.harness.tb_top", sim=sim, name=name,

@@ -30,6 +30,9 @@ Ports::
                                       from fsa_regs): the `scale` constant the
                                       input delayer broadcasts, the ACCs'
                                       EXP_S1 factor, the CMPs' key limit
+    fetch_more, fetch_end, fetch_busy,  the fetch unit's state for fsa_status
+    fetch_err, fetch_err_code         (rtl/fsa_fetch.py)
+    fetch_flush                       empty the queue (a fetch-mode program is over)
 
 Units (each its own Verilog module, instantiated here):
 
@@ -95,7 +98,8 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, abort_req, abor
              sp_n_valid, sp_n_ready, sp_n_we, sp_n_addr, sp_n_lane, sp_n_wdata, sp_n_rvalid,
              sp_n_rdata,
              ac_n_valid, ac_n_ready, ac_n_we, ac_n_addr, ac_n_lane, ac_n_wdata, ac_n_rvalid,
-             ac_n_rdata, scale_e, scale_a, key_limit, cfg=None):
+             ac_n_rdata, scale_e, scale_a, key_limit, fetch_more, fetch_end, fetch_busy,
+             fetch_err, fetch_err_code, fetch_flush, cfg=None):
     """The matrix engine; see the module docstring."""
     R = cfg.sa_rows
     EW = cfg.e_fmt.width
@@ -117,7 +121,9 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, abort_req, abor
                  dma_func=dma_func, dma_repeat=dma_repeat, dma_sram_addr=dma_sram_addr,
                  dma_sram_stride=dma_sram_stride, dma_is_accum=dma_is_accum,
                  dma_mem_addr=dma_mem_addr, dma_mem_stride=dma_mem_stride, dma_size=dma_size,
-                 dma_done=dma_done, dma_busy=dma_busy, dma_err=dma_err, dma_err_code=dma_err_code)
+                 dma_done=dma_done, dma_busy=dma_busy, dma_err=dma_err, dma_err_code=dma_err_code,
+                 fetch_more=fetch_more, fetch_end=fetch_end, fetch_busy=fetch_busy,
+                 fetch_err=fetch_err, fetch_err_code=fetch_err_code)
     cs.update(outer)
     # the matrix controller's semaphore release (to fsa_sem's mx_rel_*)
     mx_rel_v, mx_rel_id, mx_rel_val = sig(1), sig(len(cs["in_rel_id"])), sig(len(cs["in_rel_value"]))
@@ -127,7 +133,15 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, abort_req, abor
         return {p: (rename[p] if p in rename else cs[p]) for p in mod.ports(cfg)}
 
     # the control units (module, instance, port renames, takes cfg)
-    units = ((fsa_queue, "u_queue", {}, True), (fsa_decode, "u_decode", {}, False),
+    # the queue is emptied by an abort's clear and by the end of a fetch-mode program
+    q_clear = sig(1)
+    st_clear = cs["clear"]
+
+    @always_comb
+    def queue_clear():
+        q_clear.next = st_clear or fetch_flush
+    insts.append(queue_clear)
+    units = ((fsa_queue, "u_queue", dict(clear=q_clear), True), (fsa_decode, "u_decode", {}, False),
              (fsa_dispatch, "u_dispatch", {}, True),
              (fsa_sem, "u_sem", dict(mx_rel_valid=mx_rel_v, mx_rel_id=mx_rel_id,
                                      mx_rel_value=mx_rel_val), False),
@@ -289,6 +303,8 @@ def ports(cfg) -> dict:
         p[f"cnt_{c}"] = sig(COUNTER_BITS)
     p.update(fsa_dispatch.dma_ports())
     p.update(dma_err=sig(1), dma_err_code=sig(fsa_status.DMA_ERR_BITS))
+    p.update(fetch_more=sig(1), fetch_end=sig(1), fetch_busy=sig(1), fetch_err=sig(1),
+             fetch_err_code=sig(1), fetch_flush=sig(1))
     for pre, rows, lane, bits in (("sp", sp_rows, sp_lane, sp_bits), ("ac", ac_rows, ac_lane, ac_bits)):
         lanes = bits // lane
         p.update({f"{pre}_n_valid": sig(1), f"{pre}_n_ready": sig(1), f"{pre}_n_we": sig(1),

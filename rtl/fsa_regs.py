@@ -40,16 +40,25 @@ offset      access  meaning
 0x58        RW      scale_e: softmax scale * log2(e), E bits (output ``scale_e``)
 0x5C        RW      scale_a: the same in A bits (output ``scale_a``)
 0x60        RW      key_limit: 0..R (output ``key_limit``)
+0x64        RW      program fetch: byte address bits [31:0]
+0x68        RW      program fetch: byte address bits [38:32] (in [6:0])
+0x6C        RW      program fetch: length in 32-bit words
+0x70        W       fetch_start: a start (as 0x04) in fetch mode (rtl/fsa_fetch.py)
+0x74        R       words the fetch unit put into the queue since the last start
 ==========  ======  ==========================================================
 
 The settings 0x58-0x60 (fsa/hw/regs.py): reset (``rst``) to
 ``fsa.hw.regs.setting_defaults``, kept across start and abort; a write while
 ``state`` reads ACTIVE (running or aborting), or of a value outside the
 register's range (bits above the format's width, key_limit > R), is refused
-with SLVERR and the register keeps its value.
+with SLVERR and the register keeps its value.  The fetch registers
+0x64-0x6C may be written in any state (they act at fetch_start).
 
-While an abort drains (``aborting``), writes to push and start are held (no
-B response) until it is over; then they act on the IDLE device.
+While an abort drains (``aborting``), and while a fetch-mode program that
+has ended waits for its fetch burst to drain (``fmode`` and not ACTIVE),
+writes to push, start and fetch_start are held (no B response) until it is
+over; then they act on the IDLE (or DONE, ERROR) device.  In fetch mode a
+push answers SLVERR (the word is dropped: the fetch unit owns the queue).
 
 Unmapped offsets, writes to read-only registers and reads of write-only ones
 answer SLVERR. Only address bits [7:0] are decoded (the device occupies a
@@ -84,7 +93,7 @@ def fsa_regs(clk, rst,
              s_axil_araddr, s_axil_arprot, s_axil_arvalid, s_axil_arready,
              s_axil_rdata, s_axil_rresp, s_axil_rvalid, s_axil_rready,
              inst_valid, inst_ready, inst_word, start, abort_req, aborting, state, err_code,
-             err_index, err_wait, q_free,
+             err_index, err_wait, q_free, fstart, prog_addr, prog_words, fmode, fetched,
              cnt_exec, cnt_bubble, cnt_mx_active, cnt_dma_active, cnt_words, cnt_mx, cnt_dma,
              cnt_fence, cnt_enq, cnt_deq, scale_e, scale_a, key_limit, cfg=None):
     """The register block; see the module docstring."""
@@ -103,6 +112,20 @@ def fsa_regs(clk, rst,
     DB = hwregs.ADDR_DECODE_BITS
     A_PUSH, A_START = hwregs.OFFSETS["push"], hwregs.OFFSETS["start"]
     A_ABORT = hwregs.OFFSETS["abort"]
+    A_FLO, A_FHI = hwregs.OFFSETS["fetch_lo"], hwregs.OFFSETS["fetch_hi"]
+    A_FWORDS, A_FSTART = hwregs.OFFSETS["fetch_words"], hwregs.OFFSETS["fetch_start"]
+    FHB = hwregs.FETCH_HI_BITS
+    f_lo, f_words = sig(32), sig(32)
+    f_hi = sig(FHB)
+    hold = sig(1)
+    prog_cat = ConcatSignal(f_hi, f_lo)
+
+    @always_comb
+    def fetch_regs():
+        prog_addr.next = prog_cat
+        prog_words.next = f_words
+        # push/start/fetch_start wait while an abort drains or a fetch-mode program drains
+        hold.next = aborting or (fmode and state != STATE_ACTIVE)
 
     # ---- write channel: capture AW and W, then act, then B
     w_have_a, w_have_d = sig(1), sig(1)
@@ -130,9 +153,10 @@ def fsa_regs(clk, rst,
         s_axil_bvalid.next = b_pend
         s_axil_bresp.next = b_resp
         go = w_have_a and w_have_d and not b_pend
-        inst_valid.next = go and w_addr == A_PUSH and not aborting
+        inst_valid.next = go and w_addr == A_PUSH and not hold and not fmode
         inst_word.next = w_data
-        start.next = go and w_addr == A_START and not aborting
+        start.next = go and w_addr == A_START and not hold
+        fstart.next = go and w_addr == A_FSTART and not hold
         abort_req.next = go and w_addr == A_ABORT
         scale_e.next = r_scale_e
         scale_a.next = r_scale_a
@@ -157,10 +181,15 @@ def fsa_regs(clk, rst,
         if s_axil_wvalid and not w_have_d and not b_pend:
             w_have_d.next = True
             w_data.next = s_axil_wdata
-        # (push and start are held while an abort_req drains)
+        # (push, start and fetch_start are held while `hold`)
         if w_have_a and w_have_d and not b_pend and not (
-                aborting and (w_addr == A_PUSH or w_addr == A_START)):
-            if w_addr == A_PUSH:
+                hold and (w_addr == A_PUSH or w_addr == A_START or w_addr == A_FSTART)):
+            if w_addr == A_PUSH and fmode:     # the fetch unit owns the queue: refuse
+                w_have_a.next = False
+                w_have_d.next = False
+                b_pend.next = True
+                b_resp.next = SLVERR
+            elif w_addr == A_PUSH:
                 if inst_ready:
                     w_have_a.next = False
                     w_have_d.next = False
@@ -176,7 +205,14 @@ def fsa_regs(clk, rst,
                 w_have_a.next = False
                 w_have_d.next = False
                 b_pend.next = True
-                if w_addr == A_START or w_addr == A_ABORT:
+                if w_addr == A_FLO:
+                    f_lo.next = w_data
+                elif w_addr == A_FHI:
+                    f_hi.next = w_data[FHB:0]
+                elif w_addr == A_FWORDS:
+                    f_words.next = w_data
+                if (w_addr == A_START or w_addr == A_ABORT or w_addr == A_FSTART
+                        or w_addr == A_FLO or w_addr == A_FHI or w_addr == A_FWORDS):
                     b_resp.next = OKAY
                 elif (w_addr == A_SCE or w_addr == A_SCA or w_addr == A_KL) and set_ok:
                     b_resp.next = OKAY
@@ -203,12 +239,13 @@ def fsa_regs(clk, rst,
     O = hwregs.OFFSETS
     mux_names = ("state",) + hwregs.COUNTERS + ("error", "q_free", "identity", "magic",
                                                 "spad_rows", "acc_rows", "queue", "wait") \
-        + hwregs.SETTINGS
+        + hwregs.SETTINGS + ("fetch_lo", "fetch_hi", "fetch_words", "fetched")
     if tuple(O[n] for n in mux_names) != READ_REGS:
         raise AssertionError("fsa_regs: the read mux does not match fsa/hw/regs.py REGS")
     A_STATE, A_ERROR, A_QFREE, A_IDENT, A_MAGIC = (O[n] for n in ("state", "error", "q_free",
                                                                   "identity", "magic"))
     A_SPR, A_ACR, A_QUEUE, A_WAIT = O["spad_rows"], O["acc_rows"], O["queue"], O["wait"]
+    A_FETCHED = O["fetched"]
     (A_EXEC, A_BUBBLE, A_MXA, A_DMAA, A_WORDS, A_MX, A_DMA, A_FENCE, A_ENQ,
      A_DEQ) = (O[c] for c in hwregs.COUNTERS)
     ra = s_axil_araddr(DB, 0)
@@ -217,6 +254,7 @@ def fsa_regs(clk, rst,
     err32 = ConcatSignal(err_index, intbv(0)[hwregs.ERR_INDEX_LSB - ERR_BITS:], err_code)
     qfree32 = ConcatSignal(intbv(0)[32 - len(q_free):], q_free)
     wait32 = ConcatSignal(intbv(0)[32 - len(err_wait):], err_wait)
+    fhi32 = ConcatSignal(intbv(0)[32 - FHB:], f_hi)
     sce32 = ConcatSignal(intbv(0)[32 - EW:], r_scale_e) if EW < 32 else r_scale_e
     sca32 = ConcatSignal(intbv(0)[32 - AW:], r_scale_a) if AW < 32 else r_scale_a
     kl32 = ConcatSignal(intbv(0)[32 - KLB:], r_key_limit)
@@ -268,6 +306,14 @@ def fsa_regs(clk, rst,
             rd.next = sca32
         elif ra == A_KL:
             rd.next = kl32
+        elif ra == A_FLO:
+            rd.next = f_lo
+        elif ra == A_FHI:
+            rd.next = fhi32
+        elif ra == A_FWORDS:
+            rd.next = f_words
+        elif ra == A_FETCHED:
+            rd.next = fetched
         else:
             rd.next = 0
             rd_ok.next = False
@@ -291,7 +337,7 @@ def fsa_regs(clk, rst,
         elif r_pend and s_axil_rready:
             r_pend.next = False
 
-    return (unused_sink, write_comb, *fit_checks, settings_check, write_seq, read_mux, read_comb,
+    return (unused_sink, fetch_regs, write_comb, *fit_checks, settings_check, write_seq, read_mux, read_comb,
             read_seq)
 
 
@@ -316,7 +362,9 @@ def ports(cfg, addr_bits: int = 16) -> dict:
              s_axil_rready=sig(1), inst_valid=sig(1), inst_ready=sig(1), inst_word=sig(32),
              start=sig(1), abort_req=sig(1), aborting=sig(1), state=sig(hwregs.STATE_BITS),
              err_code=sig(ERR_BITS), err_index=sig(hwregs.ERR_INDEX_BITS),
-             err_wait=sig(WAIT_BITS), q_free=sig(QB + 1))
+             err_wait=sig(WAIT_BITS), q_free=sig(QB + 1), fstart=sig(1),
+             prog_addr=sig(32 + hwregs.FETCH_HI_BITS), prog_words=sig(32), fmode=sig(1),
+             fetched=sig(32))
     for c in hwregs.COUNTERS:
         p[f"cnt_{c}"] = sig(hwregs.COUNTER_BITS)
     p.update(setting_ports(cfg))

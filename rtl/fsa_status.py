@@ -29,11 +29,14 @@ condition                              state   code, index
                                                instruction's index
 ``dma_err``                            ERROR   DMA_CODE_BASE + ``dma_err_code``,
                                                the DMA instruction in flight
+``fetch_err``                          ERROR   FETCH_RD_ERR (``fetch_err_code``
+                                               0) or FETCH_RANGE (1), the
+                                               decoder's index
 ``stop_go``                            DONE    (unchanged)
 blocked for DEADLOCK_CYCLES            ERROR   DEADLOCK, the oldest pending
                                                instruction; ``wait`` its semaphore
-dry for IDLE_CYCLES                    ERROR   DEADLOCK as above if an instruction
-                                               is pending, else NO_STOP with the
+dry for IDLE_CYCLES, or dry and        ERROR   DEADLOCK as above if an instruction
+``fetch_end``                                  is pending, else NO_STOP with the
                                                decoder's index
 =====================================  ======  ==================================
 
@@ -42,8 +45,11 @@ instruction's acquire fails.  ``blocked``: quiet and either the decoder
 holds a complete instruction it does not hand on this cycle, or both engines'
 pending registers are full (no later instruction can reach an engine to
 release their semaphores, whatever the host pushes).  ``dry``: quiet, the
-decoder holds no complete instruction, the queue is empty and nothing is
-pushed.  Each has its own counter of consecutive cycles (reset when the
+decoder holds no complete instruction, the queue is empty, nothing is
+pushed and the fetch unit has no words still to deliver (``fetch_more``; with
+``fetch_end`` every word of a fetched program is in, so a dry program can
+never get its stop: it ends at once).  ``drained`` (the end of an abort) also
+waits for the fetch unit's burst in flight (``fetch_busy``).  Each has its own counter of consecutive cycles (reset when the
 condition drops, and while not running).
 """
 from __future__ import annotations
@@ -68,12 +74,14 @@ def fsa_status(clk, rst, start, abort_req, dec_full, illegal_type, bad_func, mx_
                dma_err_code, stop_go, inst_idx, mx_idx, dm_fidx, state, err_code, err_index,
                run, aborting, restart, clear, fresh, err_wait, take, nonempty, push, mx_busy,
                dma_busy, dm_inflight, mx_pend, dm_pend, dm_idx, mx_acq_ok, dm_acq_ok,
-               mx_sem_id, mx_acq_value, mx_sem_cur, dm_sem_id, dm_acq_value, dm_sem_cur):
+               mx_sem_id, mx_acq_value, mx_sem_cur, dm_sem_id, dm_acq_value, dm_sem_cur,
+               fetch_more, fetch_end, fetch_busy, fetch_err, fetch_err_code):
     """The state machine and error register; see the module docstring."""
     IDLE, ACTIVE, DONE, ERROR = (int(s) for s in (State.IDLE, State.ACTIVE, State.DONE,
                                                    State.ERROR))
     E_TYPE, E_FUNC, E_RANGE = CODES["ILLEGAL_TYPE"], CODES["ILLEGAL_FUNC"], CODES["SRAM_RANGE"]
     E_DEAD, E_NOSTOP = CODES["DEADLOCK"], CODES["NO_STOP"]
+    E_FRD, E_FRANGE = CODES["FETCH_RD_ERR"], CODES["FETCH_RANGE"]
     BASE = DMA_CODE_BASE
     DL_LAST, IDLE_LAST = DEADLOCK_CYCLES - 1, IDLE_CYCLES - 1
     dl_cnt = sig(max(1, DL_LAST.bit_length()))
@@ -86,14 +94,14 @@ def fsa_status(clk, rst, start, abort_req, dec_full, illegal_type, bad_func, mx_
         run.next = state == ACTIVE and not abort_r
         aborting.next = abort_r
         restart.next = start and (state == IDLE or state == DONE) and not abort_r
-        d = not mx_busy and not dma_busy and not dm_inflight
+        d = not mx_busy and not dma_busy and not dm_inflight and not fetch_busy
         drained.next = d
         clear.next = abort_r and d
         fresh.next = (abort_r and d) or (start and (state == IDLE or state == DONE)
                                          and not abort_r)
         q = d and (not mx_pend or not mx_acq_ok) and (not dm_pend or not dm_acq_ok)
         blocked.next = q and ((dec_full and not take) or (mx_pend and dm_pend))
-        dry.next = q and not dec_full and not nonempty and not push
+        dry.next = q and not dec_full and not nonempty and not push and not fetch_more
         mx_oldest.next = mx_pend and (not dm_pend or mx_idx < dm_idx)
 
     @always_seq(clk.posedge, reset=rst)
@@ -141,9 +149,17 @@ def fsa_status(clk, rst, start, abort_req, dec_full, illegal_type, bad_func, mx_
                 state.next = ERROR
                 err_code.next = BASE + dma_err_code
                 err_index.next = dm_fidx
+            elif fetch_err:
+                state.next = ERROR
+                if fetch_err_code:
+                    err_code.next = E_FRANGE
+                else:
+                    err_code.next = E_FRD
+                err_index.next = inst_idx
             elif stop_go:
                 state.next = DONE
-            elif (blocked and dl_cnt == DL_LAST) or (dry and idle_cnt == IDLE_LAST):
+            elif ((blocked and dl_cnt == DL_LAST) or (dry and idle_cnt == IDLE_LAST)
+                  or (dry and fetch_end)):
                 state.next = ERROR
                 if mx_pend or dm_pend:
                     err_code.next = E_DEAD
@@ -173,7 +189,8 @@ def ports(cfg=None) -> dict:
                 mx_acq_ok=sig(1), dm_acq_ok=sig(1), mx_sem_id=sig(ID_BITS),
                 mx_acq_value=sig(SEM_VALUE_BITS), mx_sem_cur=sig(SEM_VALUE_BITS),
                 dm_sem_id=sig(ID_BITS), dm_acq_value=sig(SEM_VALUE_BITS),
-                dm_sem_cur=sig(SEM_VALUE_BITS))
+                dm_sem_cur=sig(SEM_VALUE_BITS), fetch_more=sig(1), fetch_end=sig(1),
+                fetch_busy=sig(1), fetch_err=sig(1), fetch_err_code=sig(1))
 
 
 OUTPUTS = {"state", "err_code", "err_index", "run", "aborting", "restart", "clear", "fresh",

@@ -67,7 +67,8 @@ class Unit:
 def units_for(cfg) -> list[Unit]:
     """The modules a configuration needs, leaves first."""
     from rtl import (fsa_acc, fsa_array, fsa_cmp, fsa_core, fsa_counters, fsa_decode,
-                     fsa_delay, fsa_dispatch, fsa_dma, fsa_dma_port, fsa_mxctrl, fsa_pe,
+                     fsa_delay, fsa_dispatch, fsa_dma, fsa_dma_port, fsa_fetch, fsa_mxctrl,
+                     fsa_pe, fsa_rdarb,
                      fsa_queue, fsa_regs, fsa_sem, fsa_sram, fsa_status, fsa_top)
     from rtl.fp import fsa_cvt, fsa_div, fsa_fcmp, fsa_fma
 
@@ -123,6 +124,9 @@ def units_for(cfg) -> list[Unit]:
     add_fixed(fsa_dma_port.MODULE, lambda d: fsa_dma_port.convert(d, cfg),
               f"DMA AXI4 master port (x{cfg.mem_ports})")
     add_fixed(fsa_dma.MODULE, lambda d: fsa_dma.convert(d, cfg), f"DMA engine ({cfg.mem_ports} AXI4 port(s))")
+    add_fixed(fsa_fetch.MODULE, lambda d: fsa_fetch.convert(d, cfg), "program fetch")
+    add_fixed(fsa_rdarb.MODULE, lambda d: fsa_rdarb.convert(d, cfg),
+              "memory port 0 read arbiter (DMA, program fetch)")
     add_fixed(fsa_regs.MODULE, lambda d: fsa_regs.convert(d, cfg), "AXI4-Lite control registers")
     add_fixed(fsa_top.MODULE, lambda d: fsa_top.convert(d, cfg), "the device")
     return list(out.values())

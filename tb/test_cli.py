@@ -16,6 +16,7 @@ from fsa import cyclemodel as cm
 from fsa import isa, kernels, numerics as nx
 from fsa.elf import write_elf
 from fsa.report import fa3_inputs
+from fsa.simdev import program_address
 from fsa.simrun import get_sim
 
 pytestmark = pytest.mark.sim
@@ -52,9 +53,11 @@ def test_fsa_run_rtl_equals_golden_with_user_inputs(tmp_path, name, causal):
     area = 2 * cfg.sa_rows * cfg.sa_cols
     assert rep["flops"] == flops and rep["cycles_from"] == "device exec counter"
     assert rep["utilisation"] == pytest.approx(flops / (rep["cycles"] * area))
-    # --sim golden: the cycle model's cycles (equal to the RTL's: the program fits the queue)
+    # --sim golden: the cycle model's cycles (equal to the RTL's; both fetch the program)
     g = json.loads((tmp_path / "g.json").read_text())
-    model = cm.simulate(cfg, kernels.attention(cfg, n, n, causal=causal).instructions).cycles
+    prog = kernels.attention(cfg, n, n, causal=causal)
+    fetch = cm.FetchTiming(program_address(cfg, len(prog.words())))
+    model = cm.simulate(cfg, prog.instructions, fetch=fetch).cycles
     assert g["flops"] == flops and g["cycles"] == model == rep["cycles"], (g, rep["cycles"])
     assert g["cycles_from"].startswith("cycle model") and "cycles_note" not in g
     assert g["utilisation"] == pytest.approx(flops / (model * area))
@@ -124,7 +127,7 @@ def test_fsa_run_cycle_limit_is_a_clean_error(seq):
     the timeout, how far the host got with the program, and the log; no
     Python traceback."""
     r = fsa("run", "--config", "FSA4X4Fp16Config", "--sim", get_sim(), "--seq-q", seq,
-            "--seq-kv", seq, "--max-cycles", 150, check=False)
+            "--seq-kv", seq, "--max-cycles", 150, "--push", check=False)
     assert r.returncode == 1, (r.returncode, r.stderr[-2000:])
     assert "Traceback" not in r.stderr, r.stderr[-3000:]
     err = r.stderr.strip().splitlines()

@@ -15,6 +15,7 @@ from fsa import config as fconfig
 from fsa import cyclemodel as cm
 from fsa import simrun
 from fsa.engines import GoldenEngine, SimEngine
+from fsa.simdev import program_address
 from fsa.hw.verilog import generate, verilog_files
 from fsa.isa import Fence, Matrix, MxFunc, encode
 from tests.test_settings import inputs, masked_program
@@ -63,7 +64,9 @@ def test_attention_with_scale_and_key_limit_bit_exact(name, sq, skv, causal, sca
     plain = GoldenEngine(cfg).run(masked_program(cfg, sq, skv, causal), ins).outputs["Ot"]
     assert not np.array_equal(plain, want)
     # timing: the cycle model (which ignores the flag and the settings) predicts the device
-    m = cm.simulate(cfg, prog.instructions, cm.DEFAULT_DMA, host=cm.HARNESS_HOST)
+    # (SimEngine fetches the program from the top of the memory window)
+    fetch = cm.FetchTiming(program_address(cfg, len(prog.words())))
+    m = cm.simulate(cfg, prog.instructions, cm.DEFAULT_DMA, fetch=fetch)
     assert m.cycles == res.cycles, (m.cycles, res.cycles)
     for c in ("bubble", "mx_active", "dma_active"):
         assert m.counters[c] == res.counters[c], (c, m.counters, res.counters)

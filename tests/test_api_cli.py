@@ -115,6 +115,9 @@ def test_one_head_run_is_the_single_head_program(tmp_path, capsys):
     prog = kernels.attention(cfg, 8, 12)
     res = GoldenEngine(cfg).run(prog, {"Q": q, "K": k, "V": v})
     assert code == 0 and np.array_equal(np.load(tmp_path / "o.npy"), res.o)
-    assert rep["cycles"] == cm.simulate(cfg, prog.instructions).cycles
+    # (fsa run's cycles: the program-fetch model, the device's default mode)
+    from fsa.simdev import program_address
+    fetch = cm.FetchTiming(program_address(cfg, len(prog.words())))
+    assert rep["cycles"] == cm.simulate(cfg, prog.instructions, fetch=fetch).cycles
     assert rep["flops"] == attention_flops(8, 12, 4) and rep["d"] == 4
     assert f"{len(prog.words())} instruction words" in out and "heads" not in out

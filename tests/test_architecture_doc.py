@@ -39,9 +39,11 @@ def test_register_offsets_match_the_register_block():
     offsets = {int(r[0], 16): r[1] for r in rows}
     assert {o for o, acc in offsets.items() if "R" in acc} == set(fsa_regs.READ_REGS)
     assert {o for o, acc in offsets.items() if acc == "RW"} == \
-        {hwregs.OFFSETS[n] for n in hwregs.SETTINGS}
+        {hwregs.OFFSETS[n] for n in hwregs.SETTINGS + ("fetch_lo", "fetch_hi", "fetch_words")}
     assert {o for o, acc in offsets.items() if acc == "W"} == \
-        {r.offset for r in hwregs.REGS if r.access == "W"} == {0x00, 0x04, 0x50}
+        {r.offset for r in hwregs.REGS if r.access == "W"} == {0x00, 0x04, 0x50, 0x70}
+    assert {o for o, acc in offsets.items() if acc == "RW"} == \
+        {r.offset for r in hwregs.REGS if r.access == "RW"}
     assert f"0x{fsa_regs.MAGIC:08X}" in _section("9. Control registers")
 
 

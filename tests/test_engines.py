@@ -281,7 +281,10 @@ def test_fsa_run_and_fsa_predict_report_the_same_utilisation(tmp_path, capsys):
 
     cfg = config.get("FSA8X8Fp16Config")
     args = ["--config", cfg.name, "--seq-q", "64", "--seq-kv", "64", "--causal"]
-    assert cli(["run", "--sim", "golden", "--json", str(tmp_path / "r.json")] + args) == 0
+    # --push: the cycle model with the queue kept full, as fsa predict (without
+    # it, the program-fetch model: test_fsa_run_golden_cycles_model_program_fetch)
+    assert cli(["run", "--sim", "golden", "--push", "--json", str(tmp_path / "r.json")]
+               + args) == 0
     rep = json.loads((tmp_path / "r.json").read_text())
     flops = 4 * 8 * unmasked_pairs(64, 64)
     cycles = cm.simulate(cfg, attention(cfg, 64, 64, causal=True).instructions).cycles
@@ -378,3 +381,24 @@ def test_execution_from_dumped_output_regions():
     r = Dumping(cfg).run(prog, {"Q": np.zeros((8, 4)), "K": np.zeros((8, 4)), "V": np.ones((8, 4))})
     assert r.cycles == 123 and np.allclose(r.o, 1.0)
     assert prog.output_regions() == [(prog.tensors["Ot"].addr, 4 * 8 * 4)]
+
+
+def test_fsa_run_golden_cycles_model_program_fetch(tmp_path):
+    """`fsa run --sim golden` (program fetch, the default) takes its cycles
+    from the cycle model with the program fetched from the top of the memory
+    window, as the device runs it; slower than a queue kept full."""
+    import json
+
+    from fsa import cyclemodel as cm
+    from fsa.cli import main as cli
+    from fsa.simdev import program_address
+
+    cfg = config.get("FSA4X4Fp16Config")
+    assert cli(["run", "--sim", "golden", "--config", cfg.name, "--seq-q", "32", "--seq-kv", "32",
+                "--json", str(tmp_path / "r.json")]) == 0
+    rep = json.loads((tmp_path / "r.json").read_text())
+    prog = attention(cfg, 32, 32)
+    fetch = cm.FetchTiming(program_address(cfg, len(prog.words())))
+    assert rep["cycles"] == cm.simulate(cfg, prog.instructions, fetch=fetch).cycles
+    assert rep["cycles"] > cm.simulate(cfg, prog.instructions).cycles
+    assert "cycles_note" not in rep

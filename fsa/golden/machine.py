@@ -19,7 +19,11 @@ here too, with the same report: :class:`Deadlock` (code DEADLOCK) names the
 oldest blocked pending instruction, its semaphore, the value it waits for
 and the value held; a program that ends without a stop fence (the empty
 program too) raises ``MachineError("NO_STOP")`` with the index of the
-missing next instruction (``fsa/hw/errors.py``).  Each :meth:`Machine.run`
+missing next instruction (``fsa/hw/errors.py``).  :meth:`Machine.fetch` runs
+a program read from the model's memory, as the device's program fetch does
+(``fsa/hw/regs.py``): the same errors, and FETCH_RANGE (index 0) for an
+address that is not a multiple of the AXI beat size or a program outside the
+memory window.  Each :meth:`Machine.run`
 is a fresh program as after a start (semaphores 0, index 0, counters 0);
 memory, SRAMs, PE registers, CMP maxima and ACC scale are kept, and
 :meth:`Machine.abort` models the abort register (a CMP RESET).
@@ -272,6 +276,25 @@ class Machine:
         self.held = [False] * SEM_IDS
         fresh = tile.TileState(self.cfg)
         self.state.new_max, self.state.old_max = fresh.new_max, fresh.old_max
+
+    def fetch(self, addr: int, n_words: int, **kw) -> dict:
+        """Run the `n_words`-word program at byte address `addr` of the
+        model's memory (program fetch, fetch_start); as :meth:`run`.
+
+        Raises:
+            MachineError: FETCH_RANGE (index 0) for a misaligned address or a
+                program outside the memory window; the errors of :meth:`run`.
+        """
+        beat = self.cfg.axi_data_bits // 8
+        lo, hi = self.cfg.mem_base, self.cfg.mem_base + self.cfg.mem_size
+        if addr % beat or addr < lo or addr + 4 * n_words > hi:
+            self.counters = {"matrix": 0, "dma": 0, "fence": 0}
+            raise MachineError("FETCH_RANGE", f"program fetch: 0x{addr:x} + {4 * n_words} bytes "
+                               f"is misaligned (beat {beat} bytes) or outside "
+                               f"[0x{lo:x}, 0x{hi:x})", 0)
+        raw = self.mem.read(addr, 4 * n_words) if n_words else b""
+        words = [int.from_bytes(raw[4 * i:4 * i + 4], "little") for i in range(n_words)]
+        return self.run(words, **kw)
 
     @staticmethod
     def _stream(program):

@@ -16,6 +16,9 @@ API for device-level tests (all coroutines on :class:`Device`):
   :meth:`status` plus ``waited`` (cycles) and ``push_refused``.  Calling it
   again runs the next program on the same device without a reset (a start
   from DONE, or from IDLE after an abort: a fresh program, fsa/hw/regs.py).
+  ``run(words, max_cycles, fetch_addr=a)`` instead writes the words to
+  memory at ``a`` and starts in fetch mode (registers fetch_lo, fetch_hi,
+  fetch_words, fetch_start: the device reads the program itself).
 * ``abort(max_cycles)``: write the abort register (0x50) and wait until the
   device is IDLE; returns the cycles the abort took (DeviceTimeout if not).
 * ``status()``: state, error name, error_index, ``wait`` (semaphore id, the
@@ -252,11 +255,22 @@ class Device:
                                     f"{await self.status()}")
         return int((cocotb.utils.get_sim_time("ns") - t0) // 10)
 
-    async def run(self, words, max_cycles: int) -> dict:
-        """Push, start, wait for irq; return the status (state, error, counters)."""
+    async def start_fetch(self, words, addr: int) -> None:
+        """Write `words` to memory at `addr` and start them in fetch mode."""
+        self.write_mem(addr, b"".join(int(w).to_bytes(4, "little") for w in words))
+        await self.write("fetch_lo", addr & 0xFFFFFFFF)
+        await self.write("fetch_hi", addr >> 32)
+        await self.write("fetch_words", len(words))
+        await self.write("fetch_start", 1)
+
+    async def run(self, words, max_cycles: int, fetch_addr: "int | None" = None) -> dict:
+        """Push (or, with `fetch_addr`, place in memory and fetch), start,
+        wait for irq; return the status (state, error, counters)."""
         self.write_limit = max(1000, max_cycles)
         self.pushed = self.refused = 0
-        if len(words) <= self.cfg.inst_queue_size:
+        if fetch_addr is not None:
+            await self.start_fetch(words, fetch_addr)
+        elif len(words) <= self.cfg.inst_queue_size:
             await self.push(words)
             await self.start()
         else:
@@ -287,6 +301,7 @@ class Device:
         st = await self.status()
         st["waited"] = waited
         st["push_refused"] = self.refused
+        st["fetched"] = await self.read("fetched")
         return st
 
 

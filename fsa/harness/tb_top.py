@@ -16,7 +16,10 @@ start: reset, or abort, in the middle of the first program, then reload the
 memory and run the programs; ``midway`` records the status then, and for an
 abort ``abort_cycles``); ``settings`` (setting registers written after
 the reset and the memory load, before the programs; each write must be
-answered OKAY and read back, else the test fails).
+answered OKAY and read back, else the test fails);
+``fetch`` (a byte address, or absent/None: where the programs are placed in
+memory and fetched by the device, instead of pushed; see
+fsa.simdev.program_address).
 
 Used by tb/test_top.py (device tests), fsa.engines.SimEngine (fsa run /
 fsa exec) and tb/test_attention.py (the regression).
@@ -60,8 +63,11 @@ async def run_program(dut):
     if case.get("abort_midway"):
         # start the first program, abort it in the middle (AXI bursts may be in
         # flight), then run the programs on the same device (no reset)
-        await dev.push(programs[0][:cfg.inst_queue_size])
-        await dev.start()
+        if case.get("fetch") is not None:
+            await dev.start_fetch(programs[0], case["fetch"])
+        else:
+            await dev.push(programs[0][:cfg.inst_queue_size])
+            await dev.start()
         await ClockCycles(dut.clk, case["abort_midway"])
         result["midway"] = await dev.status()
         result["abort_cycles"] = await dev.abort(max_cycles)
@@ -85,7 +91,7 @@ async def run_program(dut):
             await dev.start()
             result["runs"][-1]["start_in_error"] = (await dev.status())["state"]
             result["runs"][-1]["abort_cycles"] = await dev.abort(max_cycles)
-        st = await dev.run(prog, max_cycles)
+        st = await dev.run(prog, max_cycles, fetch_addr=case.get("fetch"))
         st["dumps"] = [dev.read_mem(int(a), int(n)).hex() for a, n in case.get("dumps", [])]
         result["runs"].append(st)
     result["dumps"] = [dev.read_mem(int(a), int(n)).hex() for a, n in case.get("dumps", [])]

@@ -51,8 +51,12 @@ ERRORS: dict[int, tuple[str, str]] = {
     10: ("DEADLOCK", "every engine waits on a semaphore (or a fence on them) and nothing is in "
                      "flight; index: the oldest blocked instruction, register 0x54: its semaphore"),
     11: ("NO_STOP", "the program ran dry without a stop fence: the queue stayed empty, nothing "
-                    "pushed, nothing pending or running, for IDLE_CYCLES; index: the next "
-                    "instruction's"),
+                    "pushed, nothing pending or running, for IDLE_CYCLES (in fetch mode: at once "
+                    "once every word was fetched); index: the next instruction's"),
+    12: ("FETCH_RD_ERR", "program fetch: SLVERR/DECERR (or a wrong RLAST) on a fetch read; "
+                         "index: the next instruction's"),
+    13: ("FETCH_RANGE", "program fetch: the address is not a multiple of the AXI beat size or "
+                        "the program is not inside the memory window; index 0"),
 }
 CODES: dict[str, int] = {n: code for code, (n, _) in ERRORS.items()}
 #: the core reports a DMA engine error code c as DMA_CODE_BASE + c

@@ -35,6 +35,27 @@ are kept until the next start.
 Deadlock and a program that runs dry end in ERROR with DEADLOCK or NO_STOP
 (``fsa.hw.errors``: DEADLOCK_CYCLES, IDLE_CYCLES).
 
+Program fetch (``rtl/fsa_fetch.py``, docs/architecture.md "Program fetch").
+The host writes a program's byte address (``fetch_lo`` bits [31:0],
+``fetch_hi`` bits [38:32]) and its length in 32-bit words (``fetch_words``),
+then ``fetch_start``: a start exactly like ``start`` (same states, same fresh
+program) that also puts the device in *fetch mode*: the fetch unit reads the
+words over memory port 0 (AXI ID all ones, INCR bursts) into the queue as
+space frees.  Words already in the queue (pushed before) run first.  The
+address must be a multiple of the AXI beat size and ``[addr, addr + 4 *
+words)`` inside the memory window, else the program ends at once in ERROR
+FETCH_RANGE.  A read error response ends it in FETCH_RD_ERR.  Once every
+word is in the queue and the program runs dry (the ``dry`` rule of
+``fsa.hw.errors``), it ends at once with NO_STOP (or DEADLOCK), without
+waiting IDLE_CYCLES.  While in fetch mode, ``push`` answers SLVERR (the word
+is dropped).  When a fetch-mode program ends (DONE or ERROR) the fetch unit
+drains its burst in flight, then the queue is emptied (words prefetched past
+the stop are dropped) and fetch mode ends; until then writes to ``push``,
+``start`` and ``fetch_start`` are held, as during an abort.  ``enq`` counts
+the prefetched words too.  An abort drains the fetch unit's burst like the
+DMA's.  The three registers keep their values across programs (a program
+is re-run by writing ``fetch_start`` again).
+
 Register map (:data:`REGS`; only address bits [7:0] are decoded)::
 
     offset  name        access  meaning
@@ -71,9 +92,15 @@ Register map (:data:`REGS`; only address bits [7:0] are decoded)::
                                 (reset: log2(e)/sqrt(R) in A)
     0x60    key_limit   RW      0..R (reset R): an ATTENTION_SCORE with `mask_keys`
                                 masks the scores of keys k >= key_limit of its block
+    0x64    fetch_lo    RW      program fetch: byte address bits [31:0]
+    0x68    fetch_hi    RW      program fetch: byte address bits [38:32] (in [6:0])
+    0x6C    fetch_words RW      program fetch: length in 32-bit words
+    0x70    fetch_start W       start in fetch mode (any data; above)
+    0x74    fetched     R       words the fetch unit put into the queue (this program)
 
 Unmapped offsets, writes to read-only registers and reads of write-only ones
-answer SLVERR.
+answer SLVERR; the fetch registers (0x64-0x6C) read back what was written
+(reset: 0) and may be written in any state (they act at ``fetch_start``).
 
 Settings (:data:`SETTINGS`: ``scale_e``, ``scale_a``, ``key_limit``): read
 and write registers the host sets before a start.  Reset (``rst`` only) gives
@@ -101,7 +128,8 @@ from dataclasses import dataclass
 __all__ = ["State", "STATE_BITS", "COUNTERS", "COUNTER_BITS", "Reg", "REGS", "OFFSETS",
            "READ_OFFSETS", "MAGIC", "VERSION", "FMT_CODE", "ADDR_DECODE_BITS", "identity",
            "ERR_INDEX_BITS", "ERR_INDEX_LSB", "WAIT_FIELDS", "decode_wait", "SETTINGS",
-           "setting_defaults", "setting_range", "check_setting"]
+           "setting_defaults", "setting_range", "check_setting",
+           "FETCH_HI_BITS"]
 
 
 class State(enum.IntEnum):
@@ -164,6 +192,12 @@ REGS: tuple[Reg, ...] = (
     Reg(0x58, "scale_e", "RW", "softmax scale * log2(e), E bits (the PEs' scale constant)"),
     Reg(0x5C, "scale_a", "RW", "softmax scale * log2(e), A bits (the ACC's EXP_S1 factor)"),
     Reg(0x60, "key_limit", "RW", "0..R: mask_keys masks the keys k >= key_limit of a block"),
+    # program fetch (rtl/fsa_fetch.py)
+    Reg(0x64, "fetch_lo", "RW", "program fetch: byte address bits [31:0]"),
+    Reg(0x68, "fetch_hi", "RW", "program fetch: byte address bits [38:32]"),
+    Reg(0x6C, "fetch_words", "RW", "program fetch: length in 32-bit words"),
+    Reg(0x70, "fetch_start", "W", "start a fresh program in fetch mode"),
+    Reg(0x74, "fetched", "R", "words the fetch unit put into the queue (this program)"),
 )
 #: The host settings (read/write registers kept across start and abort).
 SETTINGS: tuple[str, ...] = ("scale_e", "scale_a", "key_limit")
@@ -171,6 +205,8 @@ SETTINGS: tuple[str, ...] = ("scale_e", "scale_a", "key_limit")
 OFFSETS: dict[str, int] = {r.name: r.offset for r in REGS}
 #: offsets of the readable registers
 READ_OFFSETS: tuple[int, ...] = tuple(r.offset for r in REGS if "R" in r.access)
+#: fetch_hi's width: the ISA's 39-bit addresses
+FETCH_HI_BITS = 7
 
 
 def identity(cfg) -> int:

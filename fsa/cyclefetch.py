@@ -1,0 +1,137 @@
+"""Program fetch in the cycle model (:func:`fsa.cyclemodel.simulate` with
+``fetch=``): when each instruction word reaches the queue, and when DMA
+LOADs must wait for a fetch burst, exactly as ``rtl/fsa_fetch.py`` and
+``rtl/fsa_rdarb.py`` build it.
+
+The fetch unit issues one INCR burst at a time (``L`` = at most
+:func:`burst_beats` beats, the beats left, the beats to the next 4 KiB
+boundary) in a cycle ``i`` when, at the start of that cycle:
+
+* the previous burst's last beat has arrived (before ``i``);
+* no DMA LOAD runs (accepted and not yet done) and none is accepted in ``i``;
+* the beat FIFO has room: ``beats arrived - beats emptied + L <= burst_beats``;
+* the queue has room for the words held in the FIFO and the burst's:
+  ``free words - held >= L * W`` (``W`` words per beat; ``Q`` instead of
+  ``L * W`` where ``burst_beats * W > Q``).
+
+Beat ``j`` of the burst arrives in ``i + first + j`` (:attr:`FetchTiming.first`,
+calibrated on cocotbext-axi's AxiRam); word ``w`` is pushed into the queue in
+``p_w = max(p_(w-1) + 1, arrival of its beat + 1)`` and the decoder may pop it
+from ``p_w + 1``.  A DMA LOAD is not accepted from ``i + 1`` to the burst's
+last beat.  Cycle 0 is the first ACTIVE cycle (the fetch unit is loaded by
+``fetch_start``).  Not modelled: words pushed by the host before
+``fetch_start``, AXI pauses, errors.
+"""
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+__all__ = ["FetchTiming", "FETCH_FIRST", "BURST_MAX", "burst_beats", "Fetch"]
+
+#: the largest fetch burst in beats
+BURST_MAX = 16
+
+#: cycles from a burst's decision to its first beat with cocotbext-axi's
+#: AxiRam (the registered ARVALID, the AR handshake, the slave's latency),
+#: measured on the RTL (tests/test_cyclemodel.py, tb/test_fetch.py check it)
+FETCH_FIRST = 3
+
+
+def burst_beats(cfg) -> int:
+    """The fetch unit's longest burst (and beat FIFO depth, at least 2) for
+    `cfg` (rtl/fsa_fetch.py): at most BURST_MAX beats and half the queue's words."""
+    w = cfg.axi_data_bits // 32
+    return max(1, min(BURST_MAX, cfg.inst_queue_size // (2 * w)))
+
+
+@dataclass(frozen=True)
+class FetchTiming:
+    """A program fetched from memory.
+
+    Attributes:
+        addr: the program's byte address (4 KiB boundaries split bursts).
+        first: cycles from a burst's decision to its first beat.
+    """
+
+    addr: int
+    first: int = FETCH_FIRST
+
+
+class Fetch:
+    """The fetch unit's state in the model (one program of `n` words)."""
+
+    def __init__(self, timing: FetchTiming, cfg, n: int):
+        self.t, self.n = timing, n
+        self.W = cfg.axi_data_bits // 32
+        self.BB = cfg.axi_data_bits // 8
+        self.BM = burst_beats(cfg)
+        self.D = max(2, self.BM)
+        self.Q = cfg.inst_queue_size
+        self.beats = -(-n // self.W)
+        self.issued = 0               # beats requested
+        self.addr = timing.addr
+        self.beat_t: list[int] = []   # arrival cycle of each beat
+        self.push_t: list[int] = []   # push cycle of each word
+        self.beat_out: list[int] = [] # cycle each beat leaves the FIFO (its last word's push)
+        self.lock_end = -1            # last beat of the current burst
+        self.pops = 0                 # words popped by the decoder (before the current cycle)
+        self.events: list[int] = []   # heap of cycles at which the fetch state changes
+        self.bursts: list[tuple[int, int, int]] = []   # (decision, beats, last beat)
+
+    def available(self, w: int, c: int) -> bool:
+        """Word `w` may be popped in cycle `c`."""
+        return w < len(self.push_t) and c >= self.push_t[w] + 1
+
+    def locked(self, c: int) -> bool:
+        """A fetch burst is in flight in cycle `c` (a DMA LOAD waits)."""
+        return c <= self.lock_end
+
+    def _count(self, times: list[int], c: int) -> int:
+        """How many of the (sorted) `times` are before `c`."""
+        import bisect
+        return bisect.bisect_left(times, c)
+
+    def try_issue(self, c: int, load_blocked: bool) -> bool:
+        """Issue the next burst in cycle `c` if the RTL would; True if it did."""
+        if self.issued >= self.beats or c <= self.lock_end or load_blocked:
+            return False
+        to4k = (4096 - self.addr % 4096) // self.BB
+        L = min(self.BM, self.beats - self.issued, to4k)
+        arrived = self._count(self.beat_t, c)
+        if arrived - self._count(self.beat_out, c) + L > self.D:
+            return False
+        need = self.Q if self.BM * self.W > self.Q else L * self.W
+        if self._room(c) < need:
+            return False
+        first = c + self.t.first
+        for j in range(L):
+            self.beat_t.append(first + j)
+            heapq.heappush(self.events, first + j + 1)
+        self.issued += L
+        self.addr += L * self.BB
+        self.lock_end = first + L - 1
+        self.bursts.append((c, L, self.lock_end))
+        heapq.heappush(self.events, self.lock_end + 1)
+        last_word = min(self.n, self.issued * self.W)
+        for w in range(len(self.push_t), last_word):
+            p = self.beat_t[w // self.W] + 1
+            if self.push_t:
+                p = max(p, self.push_t[-1] + 1)
+            self.push_t.append(p)
+            heapq.heappush(self.events, p + 1)
+            if (w + 1) % self.W == 0 or w + 1 == self.n:
+                self.beat_out.append(p)
+        return True
+
+    def _room(self, c: int) -> int:
+        """Free queue words minus the words held (qf16 - held)."""
+        pushed = self._count(self.push_t, c)
+        arrived = self._count(self.beat_t, c)
+        return (self.Q - (pushed - self.pops)) - (self.W * arrived - pushed)
+
+    def next_event(self, c: int) -> "int | None":
+        """The first cycle after `c` at which the fetch state changes by itself."""
+        while self.events and self.events[0] <= c:
+            heapq.heappop(self.events)
+        return self.events[0] if self.events else None

@@ -22,7 +22,8 @@ from typing import Any
 
 from .formats import FORMATS, FPFormat, get_format
 
-__all__ = ["FSAConfig", "PRESETS", "get", "names", "DEFAULT", "with_axi_bits"]
+__all__ = ["FSAConfig", "PRESETS", "get", "names", "DEFAULT", "with_axi_bits", "memory_system",
+           "dma_demand"]
 
 #: (element, accumulate) format pairs the hardware supports.
 FORMAT_PAIRS = {("fp16", "fp32"), ("bf16", "fp32"), ("fp32", "fp32"),
@@ -48,7 +49,10 @@ class FSAConfig:
         spad_banks, acc_banks: SRAM banks (power of two).
         inst_queue_size: instruction queue depth in 32-bit words.
         mem_ports: number of AXI4 memory master ports.
-        axi_data_bits: AXI4 data width (a beat) in bits.
+        axi_data_bits: AXI4 data width (a beat) in bits (the dataclass default
+            is 64; the presets take :func:`memory_system`'s width, one beat
+            per scratchpad row up to 512 bits, and ``...Axi64Config`` keeps
+            the narrow bus).
         axi_addr_bits: AXI4 address width in bits.
         mem_base, mem_size: the memory window the DMA may touch (bytes).
         exp2_pieces: P, pieces of the exp2 piecewise-linear approximation.
@@ -314,6 +318,64 @@ def attention_scale_bits(sa_rows: int, fmt: str) -> int:
 _SUFFIX = {"Fp16": ("fp16", "fp32"), "Bf16": ("bf16", "fp32"), "Fp32": ("fp32", "fp32"),
            "Fp16Only": ("fp16", "fp16"), "Bf16Only": ("bf16", "bf16")}
 
+#: the widest AXI data bus a preset gets (the widest the config allows)
+MAX_PRESET_AXI_BITS = 512
+
+
+def memory_system(sa_rows: int, sa_cols: int, e_type: str, a_type: str) -> dict[str, int]:
+    """The memory system the presets give an array: ``axi_data_bits`` and
+    ``spad_banks`` (keyword arguments of :class:`FSAConfig`).
+
+    * ``axi_data_bits``: one AXI beat per scratchpad row (``R x e_type``
+      bits) up to 512 bits, so that a K or V tile of R rows is R beats
+      (``2R x ceil(R e / W)`` beats per key block, see :func:`dma_demand`);
+      also a divisor of the accumulator row (``C x a_type``), as the DMA needs.
+    * ``spad_banks``: 2 when the bus is wider than 64 bits (row-interleaved
+      banks: the DMA writes the next K/V tile into rows of one bank while the
+      array reads the other's, instead of taking turns on one bank), else 1
+      (the 64-bit presets, 4x4 fp16/bf16, keep the single bank they always had).
+
+    Several AXI ports (``mem_ports``) do not add bandwidth into the SRAM: the
+    ports share the scratchpad's one narrow port (one beat per cycle), so
+    above 512-bit rows (64x64 fp16 and larger) the narrow port, not the bus,
+    is the limit; the presets keep one port.
+    """
+    spad = sa_rows * get_format(e_type).width
+    acc = sa_cols * get_format(a_type).width
+    bits = 64
+    for w in (32, 64, 128, 256, 512):
+        if w <= min(spad, MAX_PRESET_AXI_BITS) and spad % w == 0 and acc % w == 0:
+            bits = w
+    return {"axi_data_bits": bits, "spad_banks": 2 if bits > 64 else 1}
+
+
+def dma_demand(cfg: "FSAConfig") -> dict[str, float]:
+    """What the attention kernel asks of the DMA per key block in the steady
+    state (d = R; the kernel of :mod:`fsa.kernels` loads one K and one V tile
+    of R rows per key block; Q and O move once per query block):
+
+    * ``bytes``  = ``2 R^2 e``  (e = bytes per element),
+    * ``beats``  = ``2 R ceil(R e / W)`` (W = AXI bytes per beat; each beat is
+      one cycle of the scratchpad's narrow port, shared by all AXI ports),
+    * ``period`` = the reference schedule's key-block period
+      (:func:`fsa.cyclemodel.reference_period`, ``4R + C + P + 5`` for R = C),
+    * ``occupancy`` = ``beats / period``, the share of the narrow port (and,
+      with one port, of the bus) the K/V stream needs; ``ud_occupancy`` =
+      twice that, the UD dataflow's demand (two R-row tiles every
+      ``2R + P + 3`` cycles). The DMA is not the limit while ``occupancy``
+      (or ``ud_occupancy``) is below 1 with room for its per-instruction
+      latency (about 6 cycles a LOAD, :data:`fsa.cyclemodel.DEFAULT_DMA`).
+    """
+    from .cyclemodel import reference_period
+
+    R, C = cfg.sa_rows, cfg.sa_cols
+    e = cfg.e_fmt.bytes
+    beat = cfg.axi_data_bits // 8
+    beats = 2 * R * math.ceil(R * e / beat)
+    period = reference_period(R, C, cfg.exp2_pieces)
+    return {"bytes": 2 * R * R * e, "beats": beats, "period": period,
+            "occupancy": beats / period, "ud_occupancy": 2 * beats / period}
+
 
 def _build_presets() -> dict[str, FSAConfig]:
     out: dict[str, FSAConfig] = {}
@@ -321,20 +383,27 @@ def _build_presets() -> dict[str, FSAConfig]:
     def add(cfg: FSAConfig) -> None:
         out[cfg.name] = cfg
 
+    def preset(name: str, r: int, c: int, e: str = "fp16", a: str = "fp32", **kw: Any) -> FSAConfig:
+        return FSAConfig(name, r, c, e, a, **{**memory_system(r, c, e, a), **kw})
+
     for n in (4, 8, 16, 32, 64, 128):
         for suf in ("Fp16", "Bf16", "Fp32"):
             e, a = _SUFFIX[suf]
-            add(FSAConfig(f"FSA{n}X{n}{suf}Config", n, n, e, a))
+            add(preset(f"FSA{n}X{n}{suf}Config", n, n, e, a))
     for n in (4, 8):
         for suf in ("Fp16Only", "Bf16Only"):
             e, a = _SUFFIX[suf]
-            add(FSAConfig(f"FSA{n}X{n}{suf}Config", n, n, e, a))
+            add(preset(f"FSA{n}X{n}{suf}Config", n, n, e, a))
     # non-square arrays
     for r, c in ((16, 8), (8, 16), (8, 4), (4, 8)):
-        add(FSAConfig(f"FSA{r}X{c}Fp16Config", r, c))
+        add(preset(f"FSA{r}X{c}Fp16Config", r, c))
     # two AXI memory ports
-    add(FSAConfig("FSA4X4Fp16TwoPortConfig", 4, 4, mem_ports=2))
-    add(FSAConfig("FSA8X8Fp16TwoPortConfig", 8, 8, mem_ports=2))
+    add(preset("FSA4X4Fp16TwoPortConfig", 4, 4, mem_ports=2))
+    add(preset("FSA8X8Fp16TwoPortConfig", 8, 8, mem_ports=2))
+    # narrow-bus variants for small SoCs: the 64-bit AXI and single scratchpad
+    # bank every preset had before (the DMA sets the pace from 8x8 up)
+    for n in (8, 16, 32, 64, 128):
+        add(FSAConfig(f"FSA{n}X{n}Fp16Axi64Config", n, n))
     return out
 
 

@@ -74,11 +74,21 @@ class DmaTiming:
     ``done`` pulses ``base - first + 1`` cycles after the last beat's access,
     so without conflicts ``done = c + base + beats``.
 
+    A STORE whose rows are one beat each (one-beat write bursts) runs at
+    ``store_single_group`` beats per ``store_single_group + 1`` cycles once
+    that many are out: beat ``k`` may use the port from
+    ``c + first + k + k // store_single_group``.  Measured on the RTL against
+    cocotbext-axi's ``AxiRam`` (FSA4X4Fp16Config, 1..24 one-beat rows: one
+    cycle lost per four bursts after the first four; two-beat rows lose
+    nothing); the loss stays with a 16-deep burst FIFO or an 8-deep W FIFO
+    in the DMA port, so it is the memory's write path, not the DMA's.
+
     Attributes:
         load_base, store_base: fixed cycles (calibrated on DMA-only programs).
         load_first, store_first: the first beat's earliest SRAM cycle (LOAD:
             ``load_base - 1``, the RTL's "done two cycles after the last beat
             is written"; STORE: 3, the first burst's SRAM read in c3).
+        store_single_group: see above (0: no such loss).
     """
 
     load_base: int = 6
@@ -86,6 +96,14 @@ class DmaTiming:
     load_first: int = 5
     store_first: int = 3
     ideal: bool = False     # every DMA done the cycle after it is accepted (no beats)
+    store_single_group: int = 4
+
+    def lag(self, ins: isa.Dma, per_row: int, k: int) -> int:
+        """Extra cycles before beat `k` of `ins` (rows of `per_row` beats) may go."""
+        g = self.store_single_group
+        if ins.func == isa.DmaFunc.STORE and per_row == 1 and g:
+            return k // g
+        return 0
 
     def base(self, ins: isa.Dma) -> int:
         return self.load_base if ins.func == isa.DmaFunc.LOAD else self.store_base
@@ -367,7 +385,8 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
         if inflight and dm["done"] is None:
             changed = True
             k = dm["k"]
-            if c >= dm["c0"] + dm["first"] + k and not port_busy(c, dm["mem"], dm["bank"][k]):
+            if c >= dm["c0"] + dm["first"] + k + dm["lag"][k] and \
+                    not port_busy(c, dm["mem"], dm["bank"][k]):
                 dm["k"] = k + 1
                 if dm["k"] == len(dm["bank"]):
                     dm["done"] = c + dm["tail"]
@@ -446,6 +465,7 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
                     for _ in range(per_row)]
             first, base = dma.first(x), dma.base(x)
             dm = {"idx": dmq[0], "c0": c, "mem": mem, "bank": bank, "k": 0, "first": first,
+                  "lag": [dma.lag(x, per_row, k) for k in range(len(bank))],
                   "tail": base - first + 1, "done": None}
             if dma.ideal:
                 dm["done"] = c + 1

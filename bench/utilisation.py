@@ -213,7 +213,8 @@ def main(argv: "list[str] | None" = None) -> int:
     out = write_json("utilisation", {
         "quick": args.quick, "sim": args.sim,
         "dma_timing": {"load_base": dma.load_base, "store_base": dma.store_base,
-                       "load_first": dma.load_first, "store_first": dma.store_first},
+                       "load_first": dma.load_first, "store_first": dma.store_first,
+                       "store_single_group": dma.store_single_group},
         "calibration": cal_rows, "calibration_slopes": slopes,
         "runs": runs, "steady": steady, "queue_effect": qe,
         "prediction_fits": fits, "predictions": preds,

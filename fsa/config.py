@@ -22,8 +22,7 @@ from typing import Any
 
 from .formats import FORMATS, FPFormat, get_format
 
-__all__ = ["FSAConfig", "PRESETS", "get", "names", "DEFAULT", "with_axi_bits", "memory_system",
-           "dma_demand"]
+__all__ = ["FSAConfig", "PRESETS", "get", "names", "DEFAULT", "with_axi_bits", "memory_system"]
 
 #: (element, accumulate) format pairs the hardware supports.
 FORMAT_PAIRS = {("fp16", "fp32"), ("bf16", "fp32"), ("fp32", "fp32"),
@@ -54,6 +53,12 @@ class FSAConfig:
             per scratchpad row up to 512 bits, and ``...Axi64Config`` keeps
             the narrow bus).
         axi_addr_bits: AXI4 address width in bits.
+        dma_outstanding: AXI bursts each memory port keeps in flight per
+            direction (the DMA port's descriptor FIFO, rtl/fsa_dma_port.py):
+            2, 4, 8 or 16; default 8, the fewest that never stall against a
+            memory answering like cocotbext-axi's AxiRam (a STORE of one-beat
+            rows waits ~6 cycles for each B response), and the depth the
+            cycle model is calibrated for (it assumes the depth never limits).
         mem_base, mem_size: the memory window the DMA may touch (bytes).
         exp2_pieces: P, pieces of the exp2 piecewise-linear approximation.
         div_bits_per_cycle: quotient bits per cycle of the ACC divider.
@@ -73,6 +78,7 @@ class FSAConfig:
     mem_ports: int = 1
     axi_data_bits: int = 64
     axi_addr_bits: int = 39
+    dma_outstanding: int = 8
     mem_base: int = 0x8000_0000
     mem_size: int = 0x1000_0000
     exp2_pieces: int = 8
@@ -126,6 +132,9 @@ class FSAConfig:
              f"axi_data_bits must be one of 32, 64, 128, 256, 512, got {self.axi_data_bits!r}")
         need(isinstance(self.axi_addr_bits, int) and 32 <= self.axi_addr_bits <= 39,
              f"axi_addr_bits must be in 32..39 (the ISA carries 39-bit addresses), got {self.axi_addr_bits!r}")
+        need(type(self.dma_outstanding) is int and self.dma_outstanding in (2, 4, 8, 16),
+             f"dma_outstanding must be 2, 4, 8 or 16 (AXI bursts in flight per port), "
+             f"got {self.dma_outstanding!r}")
         need(self.mem_size > 0 and self.mem_base >= 0
              and self.mem_base + self.mem_size <= (1 << self.axi_addr_bits),
              f"memory window [0x{self.mem_base:x}, +0x{self.mem_size:x}) must fit in "
@@ -327,9 +336,16 @@ def memory_system(sa_rows: int, sa_cols: int, e_type: str, a_type: str) -> dict[
     ``spad_banks`` (keyword arguments of :class:`FSAConfig`).
 
     * ``axi_data_bits``: one AXI beat per scratchpad row (``R x e_type``
-      bits) up to 512 bits, so that a K or V tile of R rows is R beats
-      (``2R x ceil(R e / W)`` beats per key block, see :func:`dma_demand`);
+      bits) up to 512 bits, so that a K or V tile of R rows is R beats;
       also a divisor of the accumulator row (``C x a_type``), as the DMA needs.
+
+    The bandwidth the attention kernel needs per key block (d = R, one K and
+    one V tile of R rows; :func:`fsa.cyclemodel.dma_demand` computes it):
+    ``2 R^2 e`` bytes (e = bytes per element) = ``2 R ceil(R e / W)`` beats of
+    W bytes, each one cycle of the scratchpad's narrow port, in the reference
+    key-block period ``T = 4R + C + P + 5`` (R = C). With one beat per row
+    that is ``2R / T`` (under 0.4) of the narrow port, and twice that (the UD
+    dataflow's demand) stays under 1 up to 512-bit rows (32x32 fp16).
     * ``spad_banks``: 2 when the bus is wider than 64 bits (row-interleaved
       banks: the DMA writes the next K/V tile into rows of one bank while the
       array reads the other's, instead of taking turns on one bank), else 1
@@ -347,34 +363,6 @@ def memory_system(sa_rows: int, sa_cols: int, e_type: str, a_type: str) -> dict[
         if w <= min(spad, MAX_PRESET_AXI_BITS) and spad % w == 0 and acc % w == 0:
             bits = w
     return {"axi_data_bits": bits, "spad_banks": 2 if bits > 64 else 1}
-
-
-def dma_demand(cfg: "FSAConfig") -> dict[str, float]:
-    """What the attention kernel asks of the DMA per key block in the steady
-    state (d = R; the kernel of :mod:`fsa.kernels` loads one K and one V tile
-    of R rows per key block; Q and O move once per query block):
-
-    * ``bytes``  = ``2 R^2 e``  (e = bytes per element),
-    * ``beats``  = ``2 R ceil(R e / W)`` (W = AXI bytes per beat; each beat is
-      one cycle of the scratchpad's narrow port, shared by all AXI ports),
-    * ``period`` = the reference schedule's key-block period
-      (:func:`fsa.cyclemodel.reference_period`, ``4R + C + P + 5`` for R = C),
-    * ``occupancy`` = ``beats / period``, the share of the narrow port (and,
-      with one port, of the bus) the K/V stream needs; ``ud_occupancy`` =
-      twice that, the UD dataflow's demand (two R-row tiles every
-      ``2R + P + 3`` cycles). The DMA is not the limit while ``occupancy``
-      (or ``ud_occupancy``) is below 1 with room for its per-instruction
-      latency (about 6 cycles a LOAD, :data:`fsa.cyclemodel.DEFAULT_DMA`).
-    """
-    from .cyclemodel import reference_period
-
-    R, C = cfg.sa_rows, cfg.sa_cols
-    e = cfg.e_fmt.bytes
-    beat = cfg.axi_data_bits // 8
-    beats = 2 * R * math.ceil(R * e / beat)
-    period = reference_period(R, C, cfg.exp2_pieces)
-    return {"bytes": 2 * R * R * e, "beats": beats, "period": period,
-            "occupancy": beats / period, "ud_occupancy": 2 * beats / period}
 
 
 def _build_presets() -> dict[str, FSAConfig]:

@@ -60,7 +60,7 @@ from fsa.hw.isa import SEM_IDS
 __all__ = ["DmaTiming", "ModelResult", "DispatchError", "DISPATCH_MODES", "simulate",
            "check_timings", "steady_state", "predict_cycles", "block_counts",
            "attention_steps", "DEFAULT_DMA", "IDEAL_DMA", "reference_period",
-           "HostPush", "HARNESS_HOST"]
+           "HostPush", "HARNESS_HOST", "dma_demand"]
 
 
 @dataclass(frozen=True)
@@ -588,3 +588,29 @@ def predict_cycles(cfg: FSAConfig, seq_q: int, seq_kv: int, causal: bool,
 def reference_period(R: int, C: int, P: int) -> int:
     """The reference schedule's key-block period C + 2R + P + 4 + max(2R-1, R+C+1)."""
     return C + 2 * R + P + 4 + max(2 * R - 1, R + C + 1)
+
+
+def dma_demand(cfg: FSAConfig) -> dict[str, float]:
+    """What the attention kernel asks of the DMA per key block in the steady
+    state (d = R; the kernel of :mod:`fsa.kernels` loads one K and one V tile
+    of R rows per key block; Q and O move once per query block):
+
+    * ``bytes``  = ``2 R^2 e``  (e = bytes per element),
+    * ``beats``  = ``2 R ceil(R e / W)`` (W = AXI bytes per beat; each beat is
+      one cycle of the scratchpad's narrow port, shared by all AXI ports),
+    * ``period`` = the reference schedule's key-block period
+      (:func:`reference_period`, ``4R + C + P + 5`` for R = C),
+    * ``occupancy`` = ``beats / period``, the share of the narrow port (and,
+      with one port, of the bus) the K/V stream needs; ``ud_occupancy`` =
+      twice that, the UD dataflow's demand (two R-row tiles every
+      ``2R + P + 3`` cycles). The DMA is not the limit while ``occupancy``
+      (or ``ud_occupancy``) is below 1 with room for its per-instruction
+      latency (about 6 cycles a LOAD, :data:`DEFAULT_DMA`).
+    """
+    R, C = cfg.sa_rows, cfg.sa_cols
+    e = cfg.e_fmt.bytes
+    beat = cfg.axi_data_bits // 8
+    beats = 2 * R * math.ceil(R * e / beat)
+    period = reference_period(R, C, cfg.exp2_pieces)
+    return {"bytes": 2 * R * R * e, "beats": beats, "period": period,
+            "occupancy": beats / period, "ud_occupancy": 2 * beats / period}

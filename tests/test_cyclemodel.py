@@ -51,41 +51,6 @@ def test_dma_bound_period_grows_with_the_tile():
     assert cm.steady_state(wide)["per_key_block"] == cm.reference_period(16, 16, 8)
 
 
-@pytest.mark.parametrize("name", ["FSA4X4Fp16Config", "FSA8X8Fp16Config", "FSA16X16Fp16Config",
-                                  "FSA32X32Fp16Config", "FSA64X64Fp16Config", "FSA8X8Fp32Config",
-                                  "FSA16X8Fp16Config", "FSA8X16Fp16Config", "FSA8X4Fp16Config"])
-def test_preset_memory_keeps_up_with_the_schedule(name):
-    """The presets' memory systems (one beat per scratchpad row up to 512
-    bits, two scratchpad banks): the key-block period is the free-DMA one
-    (the matrix schedule alone) up to 64x64 fp16, and the K/V stream needs
-    less than the whole narrow port even at twice today's demand (UD)."""
-    cfg = fconfig.get(name)
-    free = cm.steady_state(cfg, cm.IDEAL_DMA)["per_key_block"]
-    assert cm.steady_state(cfg)["per_key_block"] == free
-    need = fconfig.dma_demand(cfg)
-    if cfg.sa_rows * cfg.e_fmt.width <= 512:
-        assert need["beats"] == 2 * cfg.sa_rows and need["ud_occupancy"] < 1
-    narrow = cfg.replace(axi_data_bits=64, spad_banks=1, name="N")
-    if cfg.sa_rows >= 8:        # the narrow bus is slower: the test can tell them apart
-        assert cm.steady_state(narrow)["per_key_block"] > free
-
-
-def test_demand_formula_counts_the_kernels_beats():
-    """dma_demand's beats = the K and V loads of one key block in the kernel."""
-    for name in ("FSA8X8Fp16Axi64Config", "FSA16X16Fp16Config", "FSA64X64Fp16Config"):
-        cfg = fconfig.get(name)
-        beat = cfg.axi_data_bits // 8
-        one, two = (kernels.attention(cfg, cfg.sa_cols, k * cfg.sa_rows, check=False)
-                    for k in (1, 2))
-
-        def beats(p):
-            return sum(x.repeat * -(-x.size // beat) for x in p.instructions
-                       if isinstance(x, isa.Dma) and x.func == isa.DmaFunc.LOAD)
-        d = fconfig.dma_demand(cfg)
-        assert beats(two) - beats(one) == d["beats"]
-        assert d["bytes"] == 2 * cfg.sa_rows ** 2 * cfg.e_fmt.bytes
-
-
 @pytest.mark.parametrize("name,n,causal", [("FSA8X8Fp16Config", 128, False),
                                            ("FSA16X16Fp16Config", 256, False),
                                            ("FSA4X4Bf16Config", 64, False)])

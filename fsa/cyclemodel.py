@@ -81,7 +81,11 @@ class DmaTiming:
     cocotbext-axi's ``AxiRam`` (FSA4X4Fp16Config, 1..24 one-beat rows: one
     cycle lost per four bursts after the first four; two-beat rows lose
     nothing); the loss stays with a 16-deep burst FIFO or an 8-deep W FIFO
-    in the DMA port, so it is the memory's write path, not the DMA's.
+    in the DMA port, so it is the memory's write path, not the DMA's.  It is
+    a per-port limit: with several ports (each its own memory) the rows
+    alternate and nothing is lost (FSA4X4Fp16TwoPortConfig, 1..12 rows),
+    except for a STORE whose rows overlap (``|mem_stride| < size``), which
+    uses port 0 alone.
 
     Attributes:
         load_base, store_base: fixed cycles (calibrated on DMA-only programs).
@@ -98,10 +102,12 @@ class DmaTiming:
     ideal: bool = False     # every DMA done the cycle after it is accepted (no beats)
     store_single_group: int = 4
 
-    def lag(self, ins: isa.Dma, per_row: int, k: int) -> int:
-        """Extra cycles before beat `k` of `ins` (rows of `per_row` beats) may go."""
+    def lag(self, ins: isa.Dma, per_row: int, k: int, ports: int = 1) -> int:
+        """Extra cycles before beat `k` of `ins` (rows of `per_row` beats) may
+        go, on a DMA with `ports` AXI ports."""
         g = self.store_single_group
-        if ins.func == isa.DmaFunc.STORE and per_row == 1 and g:
+        one_port = ports == 1 or abs(ins.mem_stride) < ins.size
+        if ins.func == isa.DmaFunc.STORE and per_row == 1 and g and one_port:
             return k // g
         return 0
 
@@ -465,7 +471,7 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
                     for _ in range(per_row)]
             first, base = dma.first(x), dma.base(x)
             dm = {"idx": dmq[0], "c0": c, "mem": mem, "bank": bank, "k": 0, "first": first,
-                  "lag": [dma.lag(x, per_row, k) for k in range(len(bank))],
+                  "lag": [dma.lag(x, per_row, k, cfg.mem_ports) for k in range(len(bank))],
                   "tail": base - first + 1, "done": None}
             if dma.ideal:
                 dm["done"] = c + 1

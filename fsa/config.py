@@ -338,6 +338,10 @@ def memory_system(sa_rows: int, sa_cols: int, e_type: str, a_type: str) -> dict[
     * ``axi_data_bits``: one AXI beat per scratchpad row (``R x e_type``
       bits) up to 512 bits, so that a K or V tile of R rows is R beats;
       also a divisor of the accumulator row (``C x a_type``), as the DMA needs.
+    * ``spad_banks``: 2 when the bus is wider than 64 bits (row-interleaved
+      banks: the DMA writes the next K/V tile into rows of one bank while the
+      array reads the other's, instead of taking turns on one bank), else 1
+      (the 64-bit presets, 4x4 fp16/bf16, keep the single bank they always had).
 
     The bandwidth the attention kernel needs per key block (d = R, one K and
     one V tile of R rows; :func:`fsa.cyclemodel.dma_demand` computes it):
@@ -345,11 +349,7 @@ def memory_system(sa_rows: int, sa_cols: int, e_type: str, a_type: str) -> dict[
     W bytes, each one cycle of the scratchpad's narrow port, in the reference
     key-block period ``T = 4R + C + P + 5`` (R = C). With one beat per row
     that is ``2R / T`` (under 0.4) of the narrow port, and twice that (the UD
-    dataflow's demand) stays under 1 up to 512-bit rows (32x32 fp16).
-    * ``spad_banks``: 2 when the bus is wider than 64 bits (row-interleaved
-      banks: the DMA writes the next K/V tile into rows of one bank while the
-      array reads the other's, instead of taking turns on one bank), else 1
-      (the 64-bit presets, 4x4 fp16/bf16, keep the single bank they always had).
+    dataflow's demand) stays under 1 up to 512-bit rows (32x32 fp16, 16x16 fp32).
 
     Several AXI ports (``mem_ports``) do not add bandwidth into the SRAM: the
     ports share the scratchpad's one narrow port (one beat per cycle), so

@@ -36,8 +36,9 @@ def sec_utilisation(u: dict) -> list[str]:
            "(cycles x 2RC) with useful FLOPs = 4 d per (query, key) pair the causal mask keeps "
            "(`fsa.kernels.attention_flops`, the definition `fsa run` and `fsa predict` use; the "
            "masked part of the diagonal blocks the kernel runs is not counted). Configs: the presets with a 4096-word instruction queue (`...Q4K`; the "
-           "presets' 256 words make the testbench's AXI4-Lite pushes the limit, table 1d), and "
-           "8x8 / 16x16 with one AXI beat per scratchpad row (`...Axi128`, `...Axi256`). "
+           "presets' 256 words make the testbench's AXI4-Lite pushes the limit, table 1d): the "
+           "presets move one AXI beat per scratchpad row (8x8: 128-bit, 16x16: 256-bit AXI, two "
+           "scratchpad banks), the `...Axi64Config` presets keep the former 64-bit bus. "
            "\"model\" is `fsa/cyclemodel.py` (below), run on the same program.", "",
            "### 1a. Total cycles", ""]
     rows = [[r["config"], r["N"], "yes" if r["causal"] else "no", r["key_blocks"], r["words"],
@@ -77,7 +78,11 @@ def sec_utilisation(u: dict) -> list[str]:
             f"Fitted: LOAD {u['dma_timing']['load_base']} + beats, STORE "
             f"{u['dma_timing']['store_base']} + beats cycles from acceptance to `done` "
             f"(cycles per beat fitted on the RTL: LOAD {u['calibration_slopes']['LOAD']:.3f}, "
-            f"STORE {u['calibration_slopes']['STORE']:.3f}); DMA-only programs (one DMA "
+            f"STORE {u['calibration_slopes']['STORE']:.3f}; the STORE slope includes the "
+            "two long one-beat STOREs, where the memory takes "
+            f"{u['dma_timing'].get('store_single_group', 0)} write bursts per "
+            f"{u['dma_timing'].get('store_single_group', 0) + 1} cycles on one port, "
+            "`DmaTiming.store_single_group`); DMA-only programs (one DMA "
             "instruction + stop):", ""]
     out.append(md_table(["program", "beats", "RTL exec", "model", "model - RTL"],
                         [[r["program"], r["beats"], r["rtl"], r["model"], r["model"] - r["rtl"]]

@@ -26,7 +26,8 @@ stretches:
   ``c + base + beats`` (``beats`` = rows x ceil(size / beat bytes); ``base``
   per direction) when nothing else uses its SRAM; each beat needs one cycle
   of the SRAM's narrow port, which the matrix engine's reads and write-backs
-  of the same bank take first (:class:`DmaTiming`). ``base`` is calibrated by
+  of the same bank take first, and a STORE of one-beat rows on one port goes
+  at the memory's write rate (:class:`DmaTiming`). ``base`` is calibrated by
   :func:`fsa.cyclecal.calibrate_dma` from DMA-only programs on the RTL (the cocotbext-axi
   ``AxiRam`` answers at one beat per cycle; a real memory would need its own
   figures).

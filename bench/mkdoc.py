@@ -36,8 +36,9 @@ def sec_utilisation(u: dict) -> list[str]:
            "(cycles x 2RC) with useful FLOPs = 4 d per (query, key) pair the causal mask keeps "
            "(`fsa.kernels.attention_flops`, the definition `fsa run` and `fsa predict` use; the "
            "masked part of the diagonal blocks the kernel runs is not counted). Configs: the presets with a 4096-word instruction queue (`...Q4K`; the "
-           "presets' 256 words make the testbench's AXI4-Lite pushes the limit, table 1d), and "
-           "8x8 / 16x16 with one AXI beat per scratchpad row (`...Axi128`, `...Axi256`). "
+           "presets' 256 words make the testbench's AXI4-Lite pushes the limit, table 1d): the "
+           "presets move one AXI beat per scratchpad row (8x8: 128-bit, 16x16: 256-bit AXI, two "
+           "scratchpad banks), the `...Axi64Config` presets keep the former 64-bit bus. "
            "\"model\" is `fsa/cyclemodel.py` (below), run on the same program.", "",
            "### 1a. Total cycles", ""]
     rows = [[r["config"], r["N"], "yes" if r["causal"] else "no", r["key_blocks"], r["words"],
@@ -65,18 +66,23 @@ def sec_utilisation(u: dict) -> list[str]:
                          "reference period", "paper 5N+10", "RTL utilisation",
                          "free-DMA utilisation", "2R/(4R+C+P+5)"], rows,
                         ["", ".1f", ".1f", ".1f", "", "", ".3f", ".3f", ".3f"]))
-    out += ["", "With the presets' 64-bit AXI a K or V tile (R rows of 2R bytes) takes R^2/4 "
-            "beats; each beat also needs a cycle of the single-bank scratchpad's narrow port, "
-            "which the array's reads take first. From 8x8 on the DMA, not the matrix schedule, "
-            "sets the period; with one beat per row (`Axi128`, `Axi256`) the RTL runs at the "
-            "reference period.", "", "![utilisation](utilisation.png)", "",
+    out += ["", "The presets move one AXI beat per scratchpad row (128-bit AXI at 8x8, 256 at "
+            "16x16) into two row-interleaved scratchpad banks, and the RTL runs at the reference "
+            "period. On the narrow-bus presets (`...Axi64Config`: 64-bit AXI, one bank) a K or V "
+            "tile (R rows of 2R bytes) takes R^2/4 beats, each also a cycle of the scratchpad's "
+            "narrow port, which the array's reads take first: from 8x8 on the DMA, not the "
+            "matrix schedule, sets the period (section 1f).", "", "![utilisation](utilisation.png)", "",
             "Left: RTL runs (o non-causal, x causal), the model's steady-state fit (lines) and "
             "2R/(4R+C+P+5) (dotted). Right: the model at N = 4096 against array size.", "",
             "### 1c. DMA calibration of the model", "",
             f"Fitted: LOAD {u['dma_timing']['load_base']} + beats, STORE "
             f"{u['dma_timing']['store_base']} + beats cycles from acceptance to `done` "
             f"(cycles per beat fitted on the RTL: LOAD {u['calibration_slopes']['LOAD']:.3f}, "
-            f"STORE {u['calibration_slopes']['STORE']:.3f}); DMA-only programs (one DMA "
+            f"STORE {u['calibration_slopes']['STORE']:.3f}; the STORE slope includes the "
+            "two long one-beat STOREs, where the memory takes "
+            f"{u['dma_timing'].get('store_single_group', 0)} write bursts per "
+            f"{u['dma_timing'].get('store_single_group', 0) + 1} cycles on one port, "
+            "`DmaTiming.store_single_group`); DMA-only programs (one DMA "
             "instruction + stop):", ""]
     out.append(md_table(["program", "beats", "RTL exec", "model", "model - RTL"],
                         [[r["program"], r["beats"], r["rtl"], r["model"], r["model"] - r["rtl"]]
@@ -131,8 +137,45 @@ def sec_utilisation(u: dict) -> list[str]:
                         rows, ["", ""] + [".3f"] * (2 * len(ns))))
     ec = u["extrapolation_check"]
     out += ["", f"Check of the steady-state formula against a direct model run: {ec['config']} "
-            f"N = {ec['N']} (64-bit AXI): direct {ec['direct']} cycles, formula "
+            f"N = {ec['N']} (preset memory): direct {ec['direct']} cycles, formula "
             f"{ec['formula']:.0f}.", ""]
+    return out
+
+
+def sec_memory(m: dict) -> list[str]:
+    """Section 1f: the presets' memory systems (bench/memory.py, model only)."""
+    out = ["### 1f. Memory systems of the presets and bus occupancy (model)", "",
+           stamp(m, "python bench/memory.py [--quick]"), "",
+           "Presets: one AXI beat per scratchpad row up to 512 bits and two row-interleaved "
+           "scratchpad banks (`fsa.config.memory_system`); `...Axi64Config`: the 64-bit bus and "
+           "single bank every preset had before. Bandwidth per key block "
+           "(`fsa.cyclemodel.dma_demand`): the kernel loads one K and one V tile of R rows, "
+           "2R^2 e bytes (e bytes per element) = 2R ceil(Re/W) beats of W bytes, each one cycle "
+           "of the scratchpad's narrow port (one per cycle, shared by all AXI ports), in the "
+           "reference period 4R + C + P + 5. \"over free\" is `fsa predict` at N = "
+           f"{m['N']} against `--free-dma` (the matrix schedule alone; target within 3 %).", ""]
+    out.append(md_table(["config", "AXI bits", "spad banks", "cycles / key block",
+                         "free DMA", f"N={m['N']} cycles", "free DMA", "over free, %"],
+                        [[r["config"], r["axi_data_bits"], r["spad_banks"], r["per_key_block"],
+                          r["per_key_block_free"], r["cycles"], r["cycles_free"],
+                          100 * r["vs_free"]] for r in m["rows"]],
+                        ["", "", "", ".0f", ".0f", ".0f", ".0f", "+.2f"]))
+    out += ["", f"Bus occupancy at N = {m['N']}: bytes and beats of the K/V stream per key "
+            "block, the share of the narrow port it needs (and twice that, the UD dataflow's "
+            "demand; above 1 the scratchpad's narrow port cannot keep up, whatever the bus), "
+            "and the share of cycles each AXI channel is busy over the whole run (AR/AW: one "
+            "address per row; R/W: beats; B: one response per write burst).", ""]
+    out.append(md_table(["config", "bytes / key block", "beats / key block", "narrow-port share",
+                         "x2 (UD)", "AR", "R", "AW", "W", "B"],
+                        [[r["config"], r["demand"]["bytes"], r["demand"]["beats"],
+                          r["demand"]["occupancy"], r["demand"]["ud_occupancy"]]
+                         + [r["channels"][c] for c in ("ar", "r", "aw", "w", "b")]
+                         for r in m["rows"]],
+                        ["", "", "", ".3f", ".3f", ".3f", ".3f", ".4f", ".4f", ".4f"]))
+    out += ["", "Above 512-bit rows (64x64 fp32, 128x128) the K/V stream needs more than one "
+            "beat per cycle: the scratchpad's single narrow port, not the bus, is the limit, "
+            "and more AXI ports would not help until the SRAM takes one narrow access per "
+            "bank (per port) per cycle.", ""]
     return out
 
 
@@ -264,8 +307,8 @@ def main(argv: "list[str] | None" = None) -> int:
     if args.quick:
         RES = common.results_dir(True)
         DOC = RES / "performance.md"
-    u, acc, s, c, ar, num = (load(n) for n in ("utilisation", "accuracy", "simspeed", "convert",
-                                               "area", "numerics"))
+    u, acc, s, c, ar, num, mem = (load(n) for n in ("utilisation", "accuracy", "simspeed",
+                                                    "convert", "area", "numerics", "memory"))
     lines = ["# Performance" + (" (quick run)" if args.quick else ""), "",
              "Generated by `python bench/mkdoc.py` from `bench/results/*.json`; `make bench` "
              "reruns every benchmark, the plots and this page (`make bench QUICK=1`: a shorter "
@@ -273,6 +316,8 @@ def main(argv: "list[str] | None" = None) -> int:
              "numbers are measured on the machine named in each section's stamp, except the "
              "cycle-model predictions (marked as such).", ""]
     lines += sec_utilisation(u) if u else ["## 1. Utilisation", "", "(not run: `python bench/utilisation.py`)", ""]
+    lines += sec_memory(mem) if mem else ["### 1f. Memory systems", "",
+                                          "(not run: `python bench/memory.py`)", ""]
     lines += sec_accuracy(acc) if acc else ["## 2. Accuracy", "", "(not run: `python bench/accuracy.py`)", ""]
     lines += sec_speed(s, c)
     lines += sec_area(ar) if ar else ["## 4. Area", "", "(not run: `python bench/area.py`)", ""]

@@ -8,7 +8,8 @@ bench/accuracy.py (reads ``bench/results/utilisation.json`` and
   RTL configs (points: RTL runs; lines: the cycle model's steady-state fit
   with the calibrated DMA; dotted: the reference formula 2R/(4R+C+P+5));
   right, utilisation vs array size at N = 4096 from the model (free DMA,
-  64-bit and 512-bit AXI), the RTL steady-state points and the formula.
+  the presets' memory systems and the narrow-bus ``...Axi64Config`` presets),
+  the RTL steady-state points and the formula.
 * ``docs/accuracy_hist.png``: histograms of |O - O_torch| (log10) for fp16
   and bf16 at P = 4, 8, 16.
 """
@@ -27,6 +28,8 @@ def _cfg_for(name: str):
     """Rebuild a bench config from its name (preset + Q4K / AxiNNN suffixes)."""
     base = name.replace("Q4K", "")
     axi = None
+    if base in fconfig.PRESETS:             # e.g. FSA8X8Fp16Axi64Config
+        return common.deep_queue(fconfig.get(base))
     if "Axi" in base:
         base, axi = base.split("Axi")
         axi = int(axi)
@@ -74,16 +77,15 @@ def utilisation_plot(u: dict, plt, out) -> None:
     # right: vs array size
     fits = u["prediction_fits"]
     sizes = [4, 8, 16, 32, 64, 128]
-    model = {"free DMA": [], "64-bit AXI": [], "512-bit AXI": []}
+    model = {"free DMA": [], "preset memory": [], "64-bit AXI": []}
     for n in sizes:
         base = fconfig.get(f"FSA{n}X{n}Fp16Config")
         for label in model:
             f = next((f for f in fits if f["R"] == n and f["dma"] == label), None)
             if f is None:
-                if label == "512-bit AXI" and n * base.e_fmt.width < 512:
-                    model[label].append(float("nan"))     # rows narrower than a beat
-                    continue
-                cfg = fconfig.with_axi_bits(base, 512) if label == "512-bit AXI" else base
+                cfg = base
+                if label == "64-bit AXI":       # the narrow-bus preset (4x4: the preset itself)
+                    cfg = fconfig.PRESETS.get(f"FSA{n}X{n}Fp16Axi64Config", base)
                 f = cm.steady_state(cfg, cm.IDEAL_DMA if label == "free DMA" else dma)
             cyc = cm.predict_cycles(base, 4096, 4096, False, f)
             model[label].append(common.attention_util(n, n, 4096, False, cyc)[1])

@@ -14,10 +14,11 @@ from the repository root. Prints five tables and writes
    The configs are the presets with a 4096-word instruction queue (name
    suffix ``Q4K``; see common.deep_queue): with the presets' 256 words the
    testbench's AXI4-Lite pushes limit longer programs (table 4). The
-   presets' 64-bit AXI moves a K or V tile of R rows x 2R bytes in R^2/4
-   beats, which is slower than the matrix schedule from 8x8 on: 8x8 and
-   16x16 are also run with one beat per scratchpad row (128- and 256-bit
-   AXI, name suffix ``Axi128`` / ``Axi256``).
+   presets have one AXI beat per scratchpad row (128-bit AXI at 8x8, 256 at
+   16x16, two scratchpad banks; ``fsa.config.memory_system``); 8x8 and 16x16
+   are also run on the narrow-bus presets (``...Axi64Config``: 64-bit AXI,
+   one bank), whose DMA moves a K or V tile of R rows x 2R bytes in R^2/4
+   beats, slower than the matrix schedule from 8x8 on.
 3. Steady state per key block, measured on the RTL as
    (cycles(seq_kv = 2aR) - cycles(seq_kv = aR)) / a with seq_q = C, beside
    the model, the model with a free DMA (the matrix schedule alone), the
@@ -27,7 +28,8 @@ from the repository root. Prints five tables and writes
 4. The preset 4x4 (256-word queue) on a program longer than its queue.
 5. Model predictions for 32x32 ... 128x128 at N = 2K ... 16K from the
    model's steady state (per key block and per query block, fitted on four
-   short programs), for a free DMA, the presets' 64-bit AXI and a 512-bit AXI.
+   short programs), for a free DMA, the presets' memory (512-bit AXI, two
+   banks) and the narrow-bus presets (64-bit AXI, one bank).
 """
 from __future__ import annotations
 
@@ -92,9 +94,9 @@ def main(argv: "list[str] | None" = None) -> int:
         sizes = [("FSA4X4Fp16Config", None, [8, 16, 32, 48]),
                  ("FSA8X8Fp16Config", None, [16, 32, 64, 96]),
                  ("FSA16X16Fp16Config", None, [32, 64, 128, 192]),
-                 # a beat per spad row: the DMA keeps up with the matrix schedule
-                 ("FSA8X8Fp16Config", 128, [16, 64]),
-                 ("FSA16X16Fp16Config", 256, [32, 128])]
+                 # the narrow bus: the DMA, not the schedule, sets the pace
+                 ("FSA8X8Fp16Axi64Config", None, [16, 64]),
+                 ("FSA16X16Fp16Axi64Config", None, [32, 128])]
     runs = []
     for name, axi, ns in sizes:
         cfg = make_cfg(name, axi)
@@ -170,12 +172,13 @@ def main(argv: "list[str] | None" = None) -> int:
     # ---------------------------------------------------------------- 5. predictions
     pred_cfgs = ["FSA32X32Fp16Config", "FSA64X64Fp16Config", "FSA128X128Fp16Config"]
     ns = [2048, 4096, 8192, 16384]
-    dmas = {"free DMA": cm.IDEAL_DMA, "64-bit AXI": dma, "512-bit AXI": dma}
+    dmas = {"free DMA": cm.IDEAL_DMA, "preset memory": dma, "64-bit AXI": dma}
     preds, fits = [], []
     for name in pred_cfgs:
         base = fconfig.get(name)
         for label, dt in dmas.items():
-            cfg = fconfig.with_axi_bits(base, 512) if label == "512-bit AXI" else base
+            cfg = (fconfig.get(name.replace("Config", "Axi64Config")) if label == "64-bit AXI"
+                   else base)
             t = time.perf_counter()
             ss = cm.steady_state(cfg, dt)
             fits.append({"config": cfg.name, "R": cfg.sa_rows, "C": cfg.sa_cols, "dma": label, **ss,
@@ -190,7 +193,7 @@ def main(argv: "list[str] | None" = None) -> int:
     # check the extrapolation against a direct model run
     chk_cfg = fconfig.get("FSA32X32Fp16Config")
     chk_n = 256 if args.quick else 512
-    ss = next(f for f in fits if f["config"] == chk_cfg.name and f["dma"] == "64-bit AXI")
+    ss = next(f for f in fits if f["config"] == chk_cfg.name and f["dma"] == "preset memory")
     direct = cm.simulate(chk_cfg, kernels.attention(chk_cfg, chk_n, chk_n, check=False).instructions,
                          dma).cycles
     extrap = cm.predict_cycles(chk_cfg, chk_n, chk_n, False, ss)
@@ -207,13 +210,14 @@ def main(argv: "list[str] | None" = None) -> int:
             rows.append([name, label] + [sel[(n, False)]["utilisation"] for n in ns]
                         + [sel[(n, True)]["utilisation"] for n in (ns[0], ns[-1])])
     print(table(hdr, rows, ["", ""] + [".3f"] * (len(hdr) - 2)))
-    print(f"   extrapolation check, {chk_cfg.name} N={chk_n} 64-bit AXI: direct model "
+    print(f"   extrapolation check, {chk_cfg.name} N={chk_n} preset memory: direct model "
           f"{direct} cycles, steady-state formula {extrap:.0f}")
 
     out = write_json("utilisation", {
         "quick": args.quick, "sim": args.sim,
         "dma_timing": {"load_base": dma.load_base, "store_base": dma.store_base,
-                       "load_first": dma.load_first, "store_first": dma.store_first},
+                       "load_first": dma.load_first, "store_first": dma.store_first,
+                       "store_single_group": dma.store_single_group},
         "calibration": cal_rows, "calibration_slopes": slopes,
         "runs": runs, "steady": steady, "queue_effect": qe,
         "prediction_fits": fits, "predictions": preds,

@@ -24,7 +24,7 @@ from typing import Any
 from .formats import FORMATS, FPFormat, get_format
 
 __all__ = ["FSAConfig", "PRESETS", "get", "names", "DEFAULT", "with_axi_bits", "DATAFLOWS",
-           "ud_twin_name"]
+           "ud_twin_name", "memory_system"]
 
 #: (element, accumulate) format pairs the hardware supports.
 FORMAT_PAIRS = {("fp16", "fp32"), ("bf16", "fp32"), ("fp32", "fp32"),
@@ -54,8 +54,17 @@ class FSAConfig:
         spad_banks, acc_banks: SRAM banks (power of two).
         inst_queue_size: instruction queue depth in 32-bit words.
         mem_ports: number of AXI4 memory master ports.
-        axi_data_bits: AXI4 data width (a beat) in bits.
+        axi_data_bits: AXI4 data width (a beat) in bits (the dataclass default
+            is 64; the presets take :func:`memory_system`'s width, one beat
+            per scratchpad row up to 512 bits, and ``...Axi64Config`` keeps
+            the narrow bus).
         axi_addr_bits: AXI4 address width in bits.
+        dma_outstanding: AXI bursts each memory port keeps in flight per
+            direction (the DMA port's descriptor FIFO, rtl/fsa_dma_port.py):
+            2, 4, 8 or 16; default 8, the fewest that never stall against a
+            memory answering like cocotbext-axi's AxiRam (a STORE of one-beat
+            rows waits ~6 cycles for each B response), and the depth the
+            cycle model is calibrated for (it assumes the depth never limits).
         mem_base, mem_size: the memory window the DMA may touch (bytes).
         exp2_pieces: P, pieces of the exp2 piecewise-linear approximation.
         div_bits_per_cycle: quotient bits per cycle of the ACC divider.
@@ -81,6 +90,7 @@ class FSAConfig:
     mem_ports: int = 1
     axi_data_bits: int = 64
     axi_addr_bits: int = 39
+    dma_outstanding: int = 8
     mem_base: int = 0x8000_0000
     mem_size: int = 0x1000_0000
     exp2_pieces: int = 8
@@ -135,6 +145,9 @@ class FSAConfig:
              f"axi_data_bits must be one of 32, 64, 128, 256, 512, got {self.axi_data_bits!r}")
         need(isinstance(self.axi_addr_bits, int) and 32 <= self.axi_addr_bits <= 39,
              f"axi_addr_bits must be in 32..39 (the ISA carries 39-bit addresses), got {self.axi_addr_bits!r}")
+        need(type(self.dma_outstanding) is int and self.dma_outstanding in (2, 4, 8, 16),
+             f"dma_outstanding must be 2, 4, 8 or 16 (AXI bursts in flight per port), "
+             f"got {self.dma_outstanding!r}")
         need(self.mem_size > 0 and self.mem_base >= 0
              and self.mem_base + self.mem_size <= (1 << self.axi_addr_bits),
              f"memory window [0x{self.mem_base:x}, +0x{self.mem_size:x}) must fit in "
@@ -365,6 +378,43 @@ def scale_bits(cfg: "FSAConfig", s: float) -> tuple[int, int]:
 _SUFFIX = {"Fp16": ("fp16", "fp32"), "Bf16": ("bf16", "fp32"), "Fp32": ("fp32", "fp32"),
            "Fp16Only": ("fp16", "fp16"), "Bf16Only": ("bf16", "bf16")}
 
+#: the widest AXI data bus a preset gets (the widest the config allows)
+MAX_PRESET_AXI_BITS = 512
+
+
+def memory_system(sa_rows: int, sa_cols: int, e_type: str, a_type: str) -> dict[str, int]:
+    """The memory system the presets give an array: ``axi_data_bits`` and
+    ``spad_banks`` (keyword arguments of :class:`FSAConfig`).
+
+    * ``axi_data_bits``: one AXI beat per scratchpad row (``R x e_type``
+      bits) up to 512 bits, so that a K or V tile of R rows is R beats;
+      also a divisor of the accumulator row (``C x a_type``), as the DMA needs.
+    * ``spad_banks``: 2 when the bus is wider than 64 bits (row-interleaved
+      banks: the DMA writes the next K/V tile into rows of one bank while the
+      array reads the other's, instead of taking turns on one bank), else 1
+      (the 64-bit presets, 4x4 fp16/bf16, keep the single bank they always had).
+
+    The bandwidth the attention kernel needs per key block (d = R, one K and
+    one V tile of R rows; :func:`fsa.cyclemodel.dma_demand` computes it):
+    ``2 R^2 e`` bytes (e = bytes per element) = ``2 R ceil(R e / W)`` beats of
+    W bytes, each one cycle of the scratchpad's narrow port, in the reference
+    key-block period ``T = 4R + C + P + 5`` (R = C). With one beat per row
+    that is ``2R / T`` (under 0.4) of the narrow port, and twice that (the UD
+    dataflow's demand) stays under 1 up to 512-bit rows (32x32 fp16, 16x16 fp32).
+
+    Several AXI ports (``mem_ports``) do not add bandwidth into the SRAM: the
+    ports share the scratchpad's one narrow port (one beat per cycle), so
+    above 512-bit rows (64x64 fp16 and larger) the narrow port, not the bus,
+    is the limit; the presets keep one port.
+    """
+    spad = sa_rows * get_format(e_type).width
+    acc = sa_cols * get_format(a_type).width
+    bits = 64
+    for w in (32, 64, 128, 256, 512):
+        if w <= min(spad, MAX_PRESET_AXI_BITS) and spad % w == 0 and acc % w == 0:
+            bits = w
+    return {"axi_data_bits": bits, "spad_banks": 2 if bits > 64 else 1}
+
 
 def _build_presets() -> dict[str, FSAConfig]:
     out: dict[str, FSAConfig] = {}
@@ -372,20 +422,27 @@ def _build_presets() -> dict[str, FSAConfig]:
     def add(cfg: FSAConfig) -> None:
         out[cfg.name] = cfg
 
+    def preset(name: str, r: int, c: int, e: str = "fp16", a: str = "fp32", **kw: Any) -> FSAConfig:
+        return FSAConfig(name, r, c, e, a, **{**memory_system(r, c, e, a), **kw})
+
     for n in (4, 8, 16, 32, 64, 128):
         for suf in ("Fp16", "Bf16", "Fp32"):
             e, a = _SUFFIX[suf]
-            add(FSAConfig(f"FSA{n}X{n}{suf}Config", n, n, e, a))
+            add(preset(f"FSA{n}X{n}{suf}Config", n, n, e, a))
     for n in (4, 8):
         for suf in ("Fp16Only", "Bf16Only"):
             e, a = _SUFFIX[suf]
-            add(FSAConfig(f"FSA{n}X{n}{suf}Config", n, n, e, a))
+            add(preset(f"FSA{n}X{n}{suf}Config", n, n, e, a))
     # non-square arrays
     for r, c in ((16, 8), (8, 16), (8, 4), (4, 8)):
-        add(FSAConfig(f"FSA{r}X{c}Fp16Config", r, c))
+        add(preset(f"FSA{r}X{c}Fp16Config", r, c))
     # two AXI memory ports
-    add(FSAConfig("FSA4X4Fp16TwoPortConfig", 4, 4, mem_ports=2))
-    add(FSAConfig("FSA8X8Fp16TwoPortConfig", 8, 8, mem_ports=2))
+    add(preset("FSA4X4Fp16TwoPortConfig", 4, 4, mem_ports=2))
+    add(preset("FSA8X8Fp16TwoPortConfig", 8, 8, mem_ports=2))
+    # narrow-bus variants for small SoCs: the 64-bit AXI and single scratchpad
+    # bank every preset had before (the DMA sets the pace from 8x8 up)
+    for n in (8, 16, 32, 64, 128):
+        add(FSAConfig(f"FSA{n}X{n}Fp16Axi64Config", n, n))
     return out
 
 

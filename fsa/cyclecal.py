@@ -2,7 +2,9 @@
 
 :func:`calibrate_dma` runs DMA-only programs (:func:`dma_programs`: one LOAD
 into the scratchpad or one STORE from the accumulator, 1-8 rows, one beat or
-a whole row each) on the simulated device and fits the two ``base`` latencies
+a whole row each, and two long STOREs of one-beat rows, which show the
+memory's write rate for single-beat bursts, ``DmaTiming.store_single_group``)
+on the simulated device and fits the two ``base`` latencies
 of :class:`fsa.cyclemodel.DmaTiming` so that :func:`fsa.cyclemodel.simulate`
 reproduces the device's ``exec`` counter; ``bench/utilisation.py`` records the
 result, and ``fsa.cyclemodel.DEFAULT_DMA`` holds the fitted values.
@@ -37,6 +39,13 @@ def dma_programs(cfg: FSAConfig) -> list[tuple[str, list]]:
                             is_accum=accum, mem_addr=base, mem_stride=256, size=sz)
                 out.append((f"{func} {'acc' if accum else 'spad'} rows={rows} size={sz}",
                             [d, isa.Fence(stop=True)]))
+    # a long STORE of one-beat rows (one SRAM row read again and again, stride
+    # 0): the memory's write path takes them at 4 bursts per 5 cycles
+    # (DmaTiming.store_single_group)
+    for rows in (8, 16):
+        d = isa.Dma(func=isa.DmaFunc.STORE, repeat=rows, sram_addr=0, sram_stride=0,
+                    is_accum=True, mem_addr=base, mem_stride=256, size=beat)
+        out.append((f"STORE acc rows={rows} size={beat} stride=0", [d, isa.Fence(stop=True)]))
     return out
 
 

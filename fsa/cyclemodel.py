@@ -26,7 +26,8 @@ stretches:
   ``c + base + beats`` (``beats`` = rows x ceil(size / beat bytes); ``base``
   per direction) when nothing else uses its SRAM; each beat needs one cycle
   of the SRAM's narrow port, which the matrix engine's reads and write-backs
-  of the same bank take first (:class:`DmaTiming`). ``base`` is calibrated by
+  of the same bank take first, and a STORE of one-beat rows on one port goes
+  at the memory's write rate (:class:`DmaTiming`). ``base`` is calibrated by
   :func:`fsa.cyclecal.calibrate_dma` from DMA-only programs on the RTL (the cocotbext-axi
   ``AxiRam`` answers at one beat per cycle; a real memory would need its own
   figures).
@@ -65,7 +66,7 @@ from fsa.hw.isa import SEM_IDS
 __all__ = ["DmaTiming", "ModelResult", "DispatchError", "DISPATCH_MODES", "simulate",
            "check_timings", "steady_state", "predict_cycles", "block_counts",
            "attention_steps", "DEFAULT_DMA", "IDEAL_DMA", "reference_period",
-           "HostPush", "HARNESS_HOST", "FetchTiming"]
+           "HostPush", "HARNESS_HOST", "FetchTiming", "dma_demand"]
 
 
 @dataclass(frozen=True)
@@ -79,11 +80,25 @@ class DmaTiming:
     ``done`` pulses ``base - first + 1`` cycles after the last beat's access,
     so without conflicts ``done = c + base + beats``.
 
+    A STORE whose rows are one beat each (one-beat write bursts) runs at
+    ``store_single_group`` beats per ``store_single_group + 1`` cycles once
+    that many are out: beat ``k`` may use the port from
+    ``c + first + k + k // store_single_group``.  Measured on the RTL against
+    cocotbext-axi's ``AxiRam`` (FSA4X4Fp16Config, 1..24 one-beat rows: one
+    cycle lost per four bursts after the first four; two-beat rows lose
+    nothing); the loss stays with a 16-deep burst FIFO or an 8-deep W FIFO
+    in the DMA port, so it is the memory's write path, not the DMA's.  It is
+    a per-port limit: with several ports (each its own memory) the rows
+    alternate and nothing is lost (FSA4X4Fp16TwoPortConfig, 1..12 rows),
+    except for a STORE whose rows overlap (``|mem_stride| < size``), which
+    uses port 0 alone.
+
     Attributes:
         load_base, store_base: fixed cycles (calibrated on DMA-only programs).
         load_first, store_first: the first beat's earliest SRAM cycle (LOAD:
             ``load_base - 1``, the RTL's "done two cycles after the last beat
             is written"; STORE: 3, the first burst's SRAM read in c3).
+        store_single_group: see above (0: no such loss).
     """
 
     load_base: int = 6
@@ -91,6 +106,16 @@ class DmaTiming:
     load_first: int = 5
     store_first: int = 3
     ideal: bool = False     # every DMA done the cycle after it is accepted (no beats)
+    store_single_group: int = 4
+
+    def lag(self, ins: isa.Dma, per_row: int, k: int, ports: int = 1) -> int:
+        """Extra cycles before beat `k` of `ins` (rows of `per_row` beats) may
+        go, on a DMA with `ports` AXI ports."""
+        g = self.store_single_group
+        one_port = ports == 1 or abs(ins.mem_stride) < ins.size
+        if ins.func == isa.DmaFunc.STORE and per_row == 1 and g and one_port:
+            return k // g
+        return 0
 
     def base(self, ins: isa.Dma) -> int:
         return self.load_base if ins.func == isa.DmaFunc.LOAD else self.store_base
@@ -395,7 +420,8 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
         if inflight and dm["done"] is None:
             changed = True
             k = dm["k"]
-            if c >= dm["c0"] + dm["first"] + k and not port_busy(c, dm["mem"], dm["bank"][k]):
+            if c >= dm["c0"] + dm["first"] + k + dm["lag"][k] and \
+                    not port_busy(c, dm["mem"], dm["bank"][k]):
                 dm["k"] = k + 1
                 if dm["k"] == len(dm["bank"]):
                     dm["done"] = c + dm["tail"]
@@ -476,6 +502,7 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
                     for _ in range(per_row)]
             first, base = dma.first(x), dma.base(x)
             dm = {"idx": dmq[0], "c0": c, "mem": mem, "bank": bank, "k": 0, "first": first,
+                  "lag": [dma.lag(x, per_row, k, cfg.mem_ports) for k in range(len(bank))],
                   "tail": base - first + 1, "done": None}
             if dma.ideal:
                 dm["done"] = c + 1
@@ -606,3 +633,29 @@ def predict_cycles(cfg: FSAConfig, seq_q: int, seq_kv: int, causal: bool,
 def reference_period(R: int, C: int, P: int) -> int:
     """The reference schedule's key-block period C + 2R + P + 4 + max(2R-1, R+C+1)."""
     return C + 2 * R + P + 4 + max(2 * R - 1, R + C + 1)
+
+
+def dma_demand(cfg: FSAConfig) -> dict[str, float]:
+    """What the attention kernel asks of the DMA per key block in the steady
+    state (d = R; the kernel of :mod:`fsa.kernels` loads one K and one V tile
+    of R rows per key block; Q and O move once per query block):
+
+    * ``bytes``  = ``2 R^2 e``  (e = bytes per element),
+    * ``beats``  = ``2 R ceil(R e / W)`` (W = AXI bytes per beat; each beat is
+      one cycle of the scratchpad's narrow port, shared by all AXI ports),
+    * ``period`` = the reference schedule's key-block period
+      (:func:`reference_period`, ``4R + C + P + 5`` for R = C),
+    * ``occupancy`` = ``beats / period``, the share of the narrow port (and,
+      with one port, of the bus) the K/V stream needs; ``ud_occupancy`` =
+      twice that, the UD dataflow's demand (two R-row tiles every
+      ``2R + P + 3`` cycles). The DMA is not the limit while ``occupancy``
+      (or ``ud_occupancy``) is below 1 with room for its per-instruction
+      latency (about 6 cycles a LOAD, :data:`DEFAULT_DMA`).
+    """
+    R, C = cfg.sa_rows, cfg.sa_cols
+    e = cfg.e_fmt.bytes
+    beat = cfg.axi_data_bits // 8
+    beats = 2 * R * math.ceil(R * e / beat)
+    period = reference_period(R, C, cfg.exp2_pieces)
+    return {"bytes": 2 * R * R * e, "beats": beats, "period": period,
+            "occupancy": beats / period, "ud_occupancy": 2 * beats / period}

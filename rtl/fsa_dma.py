@@ -70,10 +70,10 @@ Structure.  ``fsa_dma`` holds the command register, the up-front checks and
 the row sequencer, which hands one burst per cycle to the port whose turn it
 is; each AXI port is an instance ``u_port<i>`` of the module
 ``fsa_dma_port`` (``rtl/fsa_dma_port.py``: address register, a descriptor
-FIFO of ``max_outstanding`` (default ``MAX_OUTSTANDING`` = 8) bursts, a
-``WDATA_DEPTH``-entry W data FIFO, the count of bursts in flight: at most 8
-reads or 8 writes outstanding per port; one instruction is either all reads
-or all writes).  The SRAM narrow port is shared by the ports through a
+FIFO of ``max_outstanding`` bursts (the config's ``dma_outstanding``,
+default 8 = ``MAX_OUTSTANDING``), a ``WDATA_DEPTH``-entry W data FIFO, the
+count of bursts in flight: at most that many reads or writes outstanding per
+port; one instruction is either all reads or all writes).  The SRAM narrow port is shared by the ports through a
 round-robin arbiter (``rtl.prim.rr_arbiter``: a stalled request keeps its
 grant, so it is held stable until accepted); R data goes from the granted
 port's ``RDATA`` straight to the SRAM.  ``BREADY`` is always 1; ``RREADY`` of
@@ -143,16 +143,19 @@ _S_IDLE, _S_CHECK, _S_RUN, _S_WAIT = 0, 1, 2, 3
 # ---------------------------------------------------------------- the DMA
 @block
 def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=None,
-            cfg=None, max_outstanding=MAX_OUTSTANDING):
+            cfg=None, max_outstanding=None):
     """The DMA engine; ports, behaviour and timing: the docstring of
     rtl/fsa_dma.py.  `cmd`, `spad`, `acc`, `m` are signal bundles as made
-    by :func:`ports`.
+    by :func:`ports`; `max_outstanding` (bursts in flight per port and
+    direction) defaults to the config's ``dma_outstanding``.
 
     Raises:
         ValueError: an unusable config, `max_outstanding` not a power of two
             in 2..16, or a port of the wrong width.
     """
     g = geometry(cfg)
+    if max_outstanding is None:
+        max_outstanding = cfg.dma_outstanding
     if not isinstance(max_outstanding, int) or max_outstanding not in (2, 4, 8, 16):
         raise ValueError(f"fsa_dma: max_outstanding must be 2, 4, 8 or 16, got {max_outstanding!r}")
     table = {n: w for n, _, w in port_table(cfg)}

@@ -30,7 +30,8 @@ ERR_NAMES = {ERR_NONE: "NONE", ERR_AXI_RD: "AXI_RD_ERR", ERR_AXI_WR: "AXI_WR_ERR
              ERR_MEM_RANGE: "MEM_RANGE", ERR_DMA_ALIGN: "DMA_ALIGN", ERR_DMA_SIZE: "DMA_SIZE",
              ERR_SRAM_RANGE: "DMA_SRAM_RANGE"}
 
-#: bursts in flight per port and direction (descriptor FIFO depth); 4 would
+#: bursts in flight per port and direction (descriptor FIFO depth): the
+#: default of the config field ``dma_outstanding`` (fsa/config.py); 4 would
 #: limit a STORE of one-beat rows to ~0.6 rows per cycle against cocotbext-axi's
 #: AxiRam (a ~6-cycle AW-to-B round trip)
 MAX_OUTSTANDING = 8

@@ -305,16 +305,20 @@ def fsa_dma_port(clk, rst, is_store, push, d_addr, d_len, d_row, d_lane, can, id
     return insts
 
 
-def convert(outdir: "str | Path", cfg, depth: int = 8, wdepth: int = 4) -> Path:
+def convert(outdir: "str | Path", cfg, depth: "int | None" = None, wdepth: int = 4) -> Path:
     """Write ``<outdir>/fsa_dma_port.v`` (module ``fsa_dma_port``) for `cfg`;
-    return its path.
+    return its path.  `depth` (bursts in flight) defaults to the config's
+    ``dma_outstanding``, as in the ``fsa_dma`` that instantiates the module.
 
     Raises:
         ValueError: an unusable config (see :func:`rtl.fsa_dma.geometry`).
     """
     from fsa import config as fconfig
 
-    g = geometry(fconfig.get(cfg))
+    cfg = fconfig.get(cfg)
+    g = geometry(cfg)
+    if depth is None:
+        depth = cfg.dma_outstanding
 
     def factory():
         return fsa_dma_port(**_fresh(g), depth=depth, wdepth=wdepth)

@@ -5,7 +5,8 @@ Per config: directed loads/stores (with and without random AXI pauses and
 SRAM stalls), random instructions back to back, the check errors and
 injected AXI SLVERR / DECERR responses (fsa/harness/axi_faults.py); SRAM and memory
 bytes are compared with ``fsa.golden.machine.Machine.dma``.  Configs: one
-64-bit port, two ports, a 128-bit bus.  Plus lint (Verilator -Wall; also 3
+64-bit port, two ports, a 128-bit bus, two ports with 2 bursts in flight and
+one with 16 (``dma_outstanding``).  Plus lint (Verilator -Wall; also 3
 ports and a 32-bit bus), the Icarus compile of the same configs (skipped,
 with the reason, without iverilog), parameter validation, the error-code
 table, and a MyHDL simulation of the block itself (for parents that
@@ -36,6 +37,11 @@ def _configs() -> dict:
         "FSA4X4Fp16TwoPortConfig": fconfig.get("FSA4X4Fp16TwoPortConfig"),
         "FSA8X8Fp16Axi128Config": fconfig.get("FSA8X8Fp16Config").replace(
             axi_data_bits=128, name="FSA8X8Fp16Axi128Config"),
+        # the shallowest and the deepest burst FIFOs (dma_outstanding)
+        "FSA4X4Fp16TwoPortOut2Config": fconfig.get("FSA4X4Fp16TwoPortConfig").replace(
+            dma_outstanding=2, name="FSA4X4Fp16TwoPortOut2Config"),
+        "FSA4X4Fp16Out16Config": fconfig.get("FSA4X4Fp16Config").replace(
+            dma_outstanding=16, name="FSA4X4Fp16Out16Config"),
     }
 
 

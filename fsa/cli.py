@@ -156,6 +156,27 @@ def _check_golden_fits(cfg, seq_q: int, seq_kv: int, causal: bool, force: bool,
         _say(f"estimate: {figures}")
 
 
+def read_real_npy(name: str, path: str):
+    """The array in the .npy file `path` given as ``--<name>``; ValueError
+    naming the argument for an unreadable file, an object, complex or
+    non-numeric values."""
+    import numpy as np
+
+    try:
+        a = np.load(path)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"--{name} {path}: cannot read a .npy file ({e})") from None
+    if not isinstance(a, np.ndarray):
+        raise ValueError(f"--{name} {path}: holds {type(a).__name__}, not one array")
+    if a.dtype.kind == "c":
+        raise ValueError(f"--{name} {path}: complex values (dtype {a.dtype}) are not "
+                         "supported: attention inputs are real numbers")
+    if a.dtype.kind not in "iuf":
+        raise ValueError(f"--{name} {path}: dtype {a.dtype} is not a real number type "
+                         "(use float16/32/64 or integers)")
+    return a
+
+
 def _load_inputs(args, cfg):
     """Q, K, V as float64 arrays (user .npy files or generated)."""
     import numpy as np
@@ -168,18 +189,7 @@ def _load_inputs(args, cfg):
             raise ValueError("give all three of --q, --k and --v (or none, to generate inputs)")
         arrs = []
         for name, path in (("q", args.q), ("k", args.k), ("v", args.v)):
-            try:
-                a = np.load(path)
-            except (OSError, ValueError) as e:
-                raise ValueError(f"--{name} {path}: cannot read a .npy file ({e})") from None
-            if not isinstance(a, np.ndarray):
-                raise ValueError(f"--{name} {path}: holds {type(a).__name__}, not one array")
-            if a.dtype.kind == "c":
-                raise ValueError(f"--{name} {path}: complex values (dtype {a.dtype}) are not "
-                                 "supported: attention inputs are real numbers")
-            if a.dtype.kind not in "iuf":
-                raise ValueError(f"--{name} {path}: dtype {a.dtype} is not a real number type "
-                                 "(use float16/32/64 or integers)")
+            a = read_real_npy(name, path)
             if a.ndim != 2 or a.shape[1] != R:
                 raise ValueError(f"--{name} {path}: shape {a.shape}; {cfg.name} needs "
                                  f"(sequence, {R}) (head dimension = array rows)")

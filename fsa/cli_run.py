@@ -20,7 +20,7 @@ import argparse
 import sys
 import time
 
-from fsa.cli import _check_golden_fits, _json_safe, _say
+from fsa.cli import _check_golden_fits, _json_safe, _say, read_real_npy
 
 __all__ = ["cmd_run"]
 
@@ -42,18 +42,7 @@ def _load_run_inputs(args, cfg):
                              "files' leading dimensions are the batches and heads")
         arrs = []
         for name, path in (("q", args.q), ("k", args.k), ("v", args.v)):
-            try:
-                a = np.load(path)
-            except (OSError, ValueError) as e:
-                raise ValueError(f"--{name} {path}: cannot read a .npy file ({e})") from None
-            if not isinstance(a, np.ndarray):
-                raise ValueError(f"--{name} {path}: holds {type(a).__name__}, not one array")
-            if a.dtype.kind == "c":
-                raise ValueError(f"--{name} {path}: complex values (dtype {a.dtype}) are not "
-                                 "supported: attention inputs are real numbers")
-            if a.dtype.kind not in "iuf":
-                raise ValueError(f"--{name} {path}: dtype {a.dtype} is not a real number type "
-                                 "(use float16/32/64 or integers)")
+            a = read_real_npy(name, path)
             if a.ndim < 2 or a.shape[-1] > R or a.shape[-1] == 0:
                 raise ValueError(f"--{name} {path}: shape {a.shape}; {cfg.name} needs "
                                  f"(sequence, {R}) or (..., sequence, d) with 1 <= d <= {R} "

@@ -246,6 +246,19 @@ def write_table(rows: Sequence[dict], path: "str | Path") -> list[Path]:
     return [path, md]
 
 
+def _save(plt, fig, ax, xlabel: str, ylabel: str, path: Path) -> Path:
+    """Finish a plot against sequence length (log2 x axis) and write it."""
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
 def write_plots(rows: Sequence[dict], folder: "str | Path") -> list[Path]:
     """Utilisation against sequence length (one line per configuration, P,
     AXI width and mask; solid: the memory system, dashed: free DMA), and
@@ -270,16 +283,8 @@ def write_plots(rows: Sequence[dict], folder: "str | Path") -> list[Path]:
         line, = ax.plot(x, [r["utilisation"] for r in rs], marker="o",
                         label=name + (" causal" if causal else ""))
         ax.plot(x, [r["free_dma_utilisation"] for r in rs], ls="--", color=line.get_color())
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("sequence length (seq_q = seq_kv)")
-    ax.set_ylabel("utilisation (dashed: free DMA)")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7)
-    p = folder / "sweep_utilisation.png"
-    fig.tight_layout()
-    fig.savefig(p, dpi=120)
-    plt.close(fig)
-    out.append(p)
+    out.append(_save(plt, fig, ax, "sequence length (seq_q = seq_kv)",
+                     "utilisation (dashed: free DMA)", folder / "sweep_utilisation.png"))
     acc = [r for r in ok if r["max_abs_err"] is not None]
     if acc:
         fig, ax = plt.subplots(figsize=(8, 5))
@@ -288,15 +293,7 @@ def write_plots(rows: Sequence[dict], folder: "str | Path") -> list[Path]:
             if rs:
                 ax.plot([r["acc_seq"] for r in rs], [r["max_abs_err"] for r in rs], marker="o",
                         label=name + (" causal" if causal else ""))
-        ax.set_xscale("log", base=2)
         ax.set_yscale("log")
-        ax.set_xlabel("sequence length of the accuracy run")
-        ax.set_ylabel("max |golden - torch float64|")
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7)
-        p = folder / "sweep_accuracy.png"
-        fig.tight_layout()
-        fig.savefig(p, dpi=120)
-        plt.close(fig)
-        out.append(p)
+        out.append(_save(plt, fig, ax, "sequence length of the accuracy run",
+                         "max |golden - torch float64|", folder / "sweep_accuracy.png"))
     return out

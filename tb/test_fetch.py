@@ -8,17 +8,17 @@ The push path stays covered by tb/test_top.py, tb/test_attention.py and
 tb/test_restart.py (run_on_device pushes unless told to fetch)."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 import coverage_report as cov
 from fsa import config as fconfig
-from fsa import cyclemodel, kernels
+from fsa import cyclemodel
 from fsa.cyclefetch import FetchTiming
 from fsa.golden.machine import Machine, MachineError
 from fsa.isa import Fence, encode
 from fsa.simdev import program_address, run_on_device
 from fsa.simrun import os
+from test_restart import kernel_case
 
 pytestmark = pytest.mark.sim
 SEED = int(os.environ.get("SEED", "1"))
@@ -27,19 +27,8 @@ STOP = Fence(mx=True, dma=True, stop=True)
 MODEL = ("exec", "bubble", "mx_active", "dma_active", "mx", "dma")
 
 
-def attention_case(seq_q, seq_kv):
-    """The kernel, its memory image, output regions and the golden outputs."""
-    prog = kernels.attention(CFG, seq_q=seq_q, seq_kv=seq_kv, causal=False)
-    rng = np.random.default_rng(SEED)
-    inputs = {n: rng.standard_normal((s, CFG.sa_rows)) for n, s in
-              (("Q", seq_q), ("K", seq_kv), ("V", seq_kv))}
-    image = prog.memory_image(inputs)
-    regions = prog.output_regions()
-    m = Machine(CFG)
-    for a, b in image:
-        m.mem.write(a, b)
-    m.run(list(prog.instructions))
-    return prog, image, regions, [m.mem.read(a, n) for a, n in regions]
+# the kernel, its memory image, output regions and golden outputs (the restart tests' helper)
+attention_case = kernel_case
 
 
 def golden_fetch(words, addr):

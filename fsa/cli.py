@@ -411,7 +411,8 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     from fsa.predict import predict
 
     cfg = config.with_axi_bits(args.config, args.axi_bits) if args.axi_bits else config.get(args.config)
-    p = predict(cfg, args.seq_q, args.seq_kv, args.causal, args.free_dma, kernel=args.kernel)
+    p = predict(cfg, args.seq_q, args.seq_kv, args.causal, args.free_dma, kernel=args.kernel,
+                program=args.program)
     print(f"{cfg.name}: seq_q={args.seq_q} seq_kv={args.seq_kv} d={cfg.sa_rows}"
           f"{' causal' if args.causal else ''}, DMA: "
           f"{'free (matrix schedule alone)' if args.free_dma else f'{cfg.axi_data_bits}-bit AXI, calibrated on the RTL'}")
@@ -423,6 +424,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
           f"{p['reference_period']}"
           + (f"; UD bound 2R+P+3 = {2 * cfg.sa_rows + cfg.exp2_pieces + 3}" if ud else "") + ")")
     print(f"  kernel            {p['kernel']}")
+    print(f"  program           {p['program']}")
     return 0
 
 
@@ -569,6 +571,9 @@ def main(argv: "list[str] | None" = None) -> int:
                    help="DMA costs nothing: the matrix schedule alone")
     p.add_argument("--kernel", choices=["reference", "ud"],
                    help="attention kernel (default: ud on a UD config, else reference)")
+    p.add_argument("--program", choices=["fetch", "push", "queue"],
+                   help="how the program reaches the queue: fetch from memory (default, as fsa run), "
+                        "push over AXI4-Lite (fsa run --push), or queue (no cost; default with --free-dma)")
     p.set_defaults(func=_cmd_predict)
 
     p = sub.add_parser("sweep", help="design-space sweep on Dask: configs x lengths x P x AXI "

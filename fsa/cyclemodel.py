@@ -579,7 +579,7 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
 # Steady state and long-sequence predictions
 # --------------------------------------------------------------------------
 def steady_state(cfg: FSAConfig, dma: DmaTiming = DEFAULT_DMA, causal: bool = False,
-                 kernel: "str | None" = None) -> dict:
+                 kernel: "str | None" = None, program: str = "queue") -> dict:
     """Per-key-block and per-query-block costs of the attention kernel in
     the model, from four short programs: cycles(q, k) for q in (2, 3) query
     blocks and k in (4, 8) key blocks per query block (non-causal), fitted as
@@ -587,7 +587,8 @@ def steady_state(cfg: FSAConfig, dma: DmaTiming = DEFAULT_DMA, causal: bool = Fa
     periodic, which the four points check: the fit residual is returned).
     `kernel`: as :func:`fsa.kernels.attention` (None: the config's own; on a
     UD config the UD kernel, whose per-key-block cost with a free DMA is the
-    STEP period ``2R + P + 3``)."""
+    STEP period ``2R + P + 3``).  `program`: how the words reach the queue,
+    as :func:`program_feed`."""
     from fsa.kernels import attention
 
     R, C = cfg.sa_rows, cfg.sa_cols
@@ -595,13 +596,35 @@ def steady_state(cfg: FSAConfig, dma: DmaTiming = DEFAULT_DMA, causal: bool = Fa
     for q in (2, 3):
         for k in (4, 8):
             prog = attention(cfg, q * C, k * R, causal=False, check=False, kernel=kernel)
-            pts[(q, k)] = simulate(cfg, prog.instructions, dma).cycles
+            pts[(q, k)] = simulate(cfg, prog.instructions, dma,
+                                   **program_feed(cfg, program, len(prog.words()))).cycles
     per_kb = (pts[(2, 8)] - pts[(2, 4)]) / (2 * 4)
     per_kb3 = (pts[(3, 8)] - pts[(3, 4)]) / (3 * 4)
     per_qb = (pts[(3, 4)] - pts[(2, 4)]) - 4 * per_kb
     fixed = pts[(2, 4)] - 2 * (per_qb + 4 * per_kb)
     return {"per_key_block": per_kb, "per_key_block_check": per_kb3, "per_query_block": per_qb,
             "fixed": fixed, "points": {f"{q}x{k}": v for (q, k), v in pts.items()}}
+
+
+#: how a program's words reach the instruction queue (:func:`program_feed`)
+PROGRAM_FEEDS = ("fetch", "push", "queue")
+
+
+def program_feed(cfg: FSAConfig, program: str, n_words: int) -> dict:
+    """The :func:`simulate` keywords for a program of `n_words` words that
+    reaches the queue by `program`: "fetch" (program fetch from the top of
+    the memory window, as ``fsa run``/``fsa exec``/SimEngine place it),
+    "push" (AXI4-Lite pushes by the cocotb harness, :data:`HARNESS_HOST`) or
+    "queue" (every word in the queue at the start: no fetch or push cost)."""
+    if program == "queue":
+        return {}
+    if program == "push":
+        return {"host": HARNESS_HOST} if n_words > cfg.inst_queue_size else {}
+    if program == "fetch":
+        from fsa.cyclefetch import FetchTiming
+        from fsa.simdev import program_address
+        return {"fetch": FetchTiming(program_address(cfg, n_words))}
+    raise ValueError(f"program must be one of {PROGRAM_FEEDS}, got {program!r}")
 
 
 def block_counts(cfg: FSAConfig, seq_q: int, seq_kv: int, causal: bool = False) -> tuple[int, int]:

@@ -20,7 +20,8 @@ DIRECT_LIMIT = 20_000
 
 
 def predict(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = False,
-            free_dma: bool = False, kernel: "str | None" = None) -> dict:
+            free_dma: bool = False, kernel: "str | None" = None,
+            program: "str | None" = None) -> dict:
     """Predicted cycles of the attention kernel on `cfg`.
 
     Args:
@@ -29,13 +30,18 @@ def predict(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = Fals
         causal: the causal kernel.
         free_dma: the matrix schedule alone (DMA transfers take no time).
         kernel: "reference" or "ud" (default: ud on a UD config, else reference).
+        program: how the words reach the queue (:data:`fsa.cyclemodel.PROGRAM_FEEDS`):
+            "fetch" (program fetch, what ``fsa run`` and ``fsa exec`` do), "push"
+            (AXI4-Lite pushes, ``--push``) or "queue" (no cost: every word in the
+            queue at the start).  Default: "fetch", or "queue" with `free_dma`.
 
     Returns:
         dict: ``cycles``, ``how`` (direct model run or extrapolation, in
         words), ``direct`` (bool), ``words`` (program length when run
         directly), ``flops`` (:func:`fsa.kernels.attention_flops`),
         ``utilisation``, ``per_key_block`` and ``per_query_block`` (steady
-        state, cycles), ``reference_period`` (``5R + P + 5``), ``kernel``.
+        state, cycles), ``reference_period`` (``5R + P + 5``), ``kernel``,
+        ``program``.
 
     Raises:
         ValueError: a shape the kernel does not support.
@@ -46,21 +52,25 @@ def predict(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = Fals
     nq, nk = cm.block_counts(cfg, seq_q, seq_kv, causal)        # checks the shape
     steps = cm.attention_steps(nq, nk, causal)
     flops = kernels.attention_flops(seq_q, seq_kv, R, causal)
-    ss = cm.steady_state(cfg, dma, kernel=kernel)
+    program = program or ("queue" if free_dma else "fetch")
+    if program not in cm.PROGRAM_FEEDS:
+        raise ValueError(f"program must be one of {cm.PROGRAM_FEEDS}, got {program!r}")
+    ss = cm.steady_state(cfg, dma, kernel=kernel, program=program)
     kernel = kernel or ("ud" if cfg.dataflow == "ud" else "reference")
     out = {"config": cfg.name, "seq_q": seq_q, "seq_kv": seq_kv, "causal": bool(causal),
            "free_dma": bool(free_dma), "axi_data_bits": cfg.axi_data_bits, "flops": flops,
            "per_key_block": ss["per_key_block"], "per_query_block": ss["per_query_block"],
            "reference_period": cm.reference_period(R, C, cfg.exp2_pieces), "words": None,
-           "kernel": kernel}
+           "kernel": kernel, "program": program}
     if steps <= DIRECT_LIMIT:
         prog = kernels.attention(cfg, seq_q, seq_kv, causal=causal, check=False, kernel=kernel)
         n_words = len(prog.words())
-        cycles = cm.simulate(cfg, prog.instructions, dma).cycles
-        how = f"model run on the {n_words}-word program"
-        if n_words > cfg.inst_queue_size:
-            how += (f" (longer than the {cfg.inst_queue_size}-word queue: the model assumes the "
-                    "host keeps the queue full)")
+        cycles = cm.simulate(cfg, prog.instructions, dma,
+                             **cm.program_feed(cfg, program, n_words)).cycles
+        how = f"model run on the {n_words}-word program, " + {
+            "fetch": "fetched from memory",
+            "push": "pushed over AXI4-Lite by the cocotb harness",
+            "queue": "every word in the queue at the start"}[program]
         out.update(direct=True, words=n_words)
     else:
         cycles = round(cm.predict_cycles(cfg, seq_q, seq_kv, causal, ss))

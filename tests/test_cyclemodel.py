@@ -155,14 +155,60 @@ def test_host_push_model_properties():
     assert 1000 * (extra - 1) < slow.cycles <= 1000 * (extra - 1) + cycles[0], (slow.cycles, extra)
 
 
+def _predicted_cycles(out: str) -> int:
+    return int(next(x for x in out.splitlines() if x.strip().startswith("cycles")).split()[1])
+
+
 def test_cli_predict(capsys):
+    """Default: the program is fetched from memory, as fsa run places it."""
+    from fsa.simdev import program_address
+
     assert cli(["predict", "--config", "FSA4X4Fp16Config", "--seq-q", "8", "--seq-kv", "12"]) == 0
     out = capsys.readouterr().out
     cfg = fconfig.get("FSA4X4Fp16Config")
-    want = cm.simulate(cfg, kernels.attention(cfg, 8, 12).instructions).cycles
-    line = next(x for x in out.splitlines() if x.strip().startswith("cycles"))
-    assert int(line.split()[1]) == want
-    assert "utilisation" in out
+    prog = kernels.attention(cfg, 8, 12)
+    fetch = cm.FetchTiming(program_address(cfg, len(prog.words())))
+    want = cm.simulate(cfg, prog.instructions, fetch=fetch).cycles
+    assert want != cm.simulate(cfg, prog.instructions).cycles      # fetch has a cost
+    assert _predicted_cycles(out) == want
+    assert "utilisation" in out and "fetched from memory" in out
+
+
+@pytest.mark.parametrize("program", ["fetch", "push", "queue"])
+def test_cli_predict_program_feed(capsys, program):
+    """--program: each way the words reach the queue is the model with that
+    feed; on a program longer than the queue push > fetch > queue."""
+    cfg = fconfig.get("FSA4X4Fp16Config")
+    prog = kernels.attention(cfg, 32, 32)
+    assert len(prog.words()) > cfg.inst_queue_size
+    kw = cm.program_feed(cfg, program, len(prog.words()))
+    assert cli(["predict", "--config", cfg.name, "--seq-q", "32", "--seq-kv", "32",
+                "--program", program]) == 0
+    assert _predicted_cycles(capsys.readouterr().out) == cm.simulate(cfg, prog.instructions, **kw).cycles
+    c = {p: cm.simulate(cfg, prog.instructions, **cm.program_feed(cfg, p, len(prog.words()))).cycles
+         for p in cm.PROGRAM_FEEDS}
+    assert c["push"] > c["fetch"] > c["queue"], c
+    with pytest.raises(ValueError, match="program must be one of"):
+        cm.program_feed(cfg, "dma", 10)
+
+
+def test_predict_equals_fsa_run_golden_cycles(tmp_path, capsys):
+    """fsa predict (default) and fsa run --sim golden report the same cycles."""
+    import json
+
+    import numpy as np
+
+    cfg = fconfig.get("FSA4X4Fp16Config")
+    rng = np.random.default_rng(3)
+    for n in "qkv":
+        np.save(tmp_path / f"{n}.npy", rng.standard_normal((16, 4)).astype(np.float16))
+    assert cli(["run", "--config", cfg.name, "--sim", "golden", "--q", str(tmp_path / "q.npy"),
+                "--k", str(tmp_path / "k.npy"), "--v", str(tmp_path / "v.npy"),
+                "--json", str(tmp_path / "r.json")]) == 0
+    ran = json.loads((tmp_path / "r.json").read_text())["cycles"]
+    capsys.readouterr()
+    assert cli(["predict", "--config", cfg.name, "--seq-q", "16", "--seq-kv", "16"]) == 0
+    assert _predicted_cycles(capsys.readouterr().out) == ran
 
 
 def test_cli_predict_long_sequence_extrapolates(capsys):

@@ -52,7 +52,7 @@ def run_on_device(cfg: FSAConfig, words: list[int], memory: list[tuple[int, byte
                   timeout_s: float = 1800, name: str | None = None,
                   progress=None, programs: list[list[int]] | None = None,
                   abort_midway: int = 0, settings: dict[str, int] | None = None,
-                  fetch: "bool | int" = False) -> dict:
+                  fetch: "bool | int" = False, mem_model: str = "axi") -> dict:
     """Run `words` (or several `programs` one after another, without a
     reset) on the device with `memory` preloaded; dump `dumps` after the last.
 
@@ -84,6 +84,10 @@ def run_on_device(cfg: FSAConfig, words: list[int], memory: list[tuple[int, byte
             device is idle (the extra ones must be refused, not hang the
             host; result "overfill"), then reset and run the program.
         progress: optional callable(str) for progress messages.
+        mem_model: "axi" (default): cocotbext-axi memories on the device's
+            ports (pauses, fault injection); "fast": the memory inside the
+            simulation (``fsa_memtop``, fsa/fastmem.py; Verilator only, no
+            pauses or faults), the same bits and cycles, for long runs.
         settings: setting registers (fsa/hw/regs.py SETTINGS, e.g. a
             Program's ``settings``) written after the reset, before the first
             program (they are kept across starts); a refused write fails the run.
@@ -94,9 +98,23 @@ def run_on_device(cfg: FSAConfig, words: list[int], memory: list[tuple[int, byte
     """
     from fsa.hw.verilog import generate, verilog_files
 
+    from fsa import fastmem
+
+    if mem_model not in fastmem.MEMORIES:
+        raise ValueError(f"mem_model must be one of {fastmem.MEMORIES}, got {mem_model!r}")
+    if mem_model == "fast":
+        if simrun.get_sim(sim) != "verilator":
+            raise ValueError("mem_model='fast' needs Verilator (the wrapper uses an associative array)")
+        if pauses or inject:
+            raise ValueError("mem_model='fast' has no pauses and injects no faults: use mem_model='axi'")
     say = progress or (lambda msg: None)
     say(f"generating Verilog for {cfg.name}")
     out = generate(cfg, quiet=True)
+    top, sources, public = "fsa_top", verilog_files(out), "auto"
+    if mem_model == "fast":
+        wrap = fastmem.wrapper(out)
+        top, sources = fastmem.MODULE, sources + [wrap]
+        public = {fastmem.MODULE: tuple(fastmem.wrapper_ports(wrap))}
     tmp = Path(tempfile.mkdtemp(prefix="fsa-case-"))
     progs = [[int(w) & 0xFFFFFFFF for w in p] for p in (programs if programs else [words])]
     fetch_at = None if fetch is False else int(fetch) if fetch is not True else program_address(
@@ -107,11 +125,13 @@ def run_on_device(cfg: FSAConfig, words: list[int], memory: list[tuple[int, byte
             "memory": [[int(a), bytes(b).hex()] for a, b in memory],
             "dumps": [[int(a), int(n)] for a, n in dumps], "max_cycles": int(max_cycles),
             "pauses": pauses, "seed": seed, "inject": inject or {}, "reset_midway": reset_midway,
-            "overfill": int(overfill), "settings": dict(settings or {}), "fetch": fetch_at}
+            "overfill": int(overfill), "settings": dict(settings or {}), "fetch": fetch_at,
+            "mem_model": mem_model}
     (tmp / "case.json").write_text(json.dumps(case))
     say(f"building and running the {simrun.get_sim(sim)} simulation")
-    tdir = simrun.run("fsa_top", verilog_files(out), "fsa.harness.tb_top", sim=sim, name=name,
-                      extra_env={"FSA_CASE": str(tmp / "case.json")}, timeout_s=timeout_s)
+    tdir = simrun.run(top, sources, "fsa.harness.tb_top", sim=sim, name=name,
+                      extra_env={"FSA_CASE": str(tmp / "case.json")}, timeout_s=timeout_s,
+                      public=public)
     # the case file is temporary: kept only when the run failed (the error above
     # leaves it for a re-run), removed here once the run has produced its result
     shutil.copy(tmp / "case.json", tdir / "case.json")

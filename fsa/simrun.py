@@ -34,6 +34,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import time
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -222,6 +223,9 @@ def build(sim: str, top: str, sources: Sequence[Path], *, waves: bool = False,
     key = h.hexdigest()[:16]
     bdir = SIMS / sim / f"{top}-{key}"
     stamp = bdir / ".built"
+    if os.environ.get("FSA_BUILD_DRYRUN", "0") not in ("", "0"):
+        _log_build(sim, top, key, sources, "dryrun", 0.0)
+        raise SimulationError(f"FSA_BUILD_DRYRUN: {sim} build of {top} ({key}) not made")
     bdir.parent.mkdir(parents=True, exist_ok=True)
     if runner is None:
         runner = _timed_runner(sim, timeout_s)
@@ -230,6 +234,7 @@ def build(sim: str, top: str, sources: Sequence[Path], *, waves: bool = False,
         sources = [bdir / PUBLIC_FILE] + sources
     kwargs = dict(sources=sources, hdl_toplevel=top, build_dir=bdir, build_args=args,
                   waves=waves, timescale=("1ns", "1ps"))
+    t0 = time.perf_counter()
     with FileLock(str(bdir) + ".lock", timeout=timeout_s):
         if stamp.exists():
             runner.skip_exec = True
@@ -237,6 +242,7 @@ def build(sim: str, top: str, sources: Sequence[Path], *, waves: bool = False,
                 runner.build(**kwargs)
             finally:
                 runner.skip_exec = False
+            _log_build(sim, top, key, sources, "cached", time.perf_counter() - t0)
             return bdir
         if bdir.exists():
             shutil.rmtree(bdir)
@@ -250,7 +256,31 @@ def build(sim: str, top: str, sources: Sequence[Path], *, waves: bool = False,
             tail = log.read_text()[-4000:] if log.exists() else ""
             raise SimulationError(f"{sim} build of {top} failed ({e}); log {log}:\n{tail}") from None
         stamp.write_text(key)
+    _log_build(sim, top, key, sources, "built", time.perf_counter() - t0)
     return bdir
+
+
+def _log_build(sim: str, top: str, key: str, sources: Sequence[Path], what: str,
+               seconds: float) -> None:
+    """With ``FSA_BUILD_LOG=<file>``: append one JSON line per :func:`build`
+    call (simulator, top, cache key, the folder of its Verilog, ``built`` /
+    ``cached`` / ``dryrun``, seconds including a wait for another worker's
+    build, the pytest test asking).  ``FSA_BUILD_DRYRUN=1`` logs the build a
+    run would make and fails it instead of building (docs/testing.md: listing
+    a regression's builds without making them)."""
+    path = os.environ.get("FSA_BUILD_LOG")
+    if not path:
+        return
+    import json
+
+    verilog = sorted({str(Path(s).parent) for s in sources if Path(s).suffix in (".v", ".sv")})
+    line = json.dumps({"sim": sim, "top": top, "key": key, "what": what,
+                       "seconds": round(seconds, 2), "verilog": verilog,
+                       "test": os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0],
+                       "pid": os.getpid()})
+    with FileLock(path + ".lock", timeout=60):
+        with open(path, "a") as f:
+            f.write(line + "\n")
 
 
 class _TimedRunnerMixin:

@@ -23,7 +23,8 @@ from filelock import FileLock
 
 from fsa import paths
 
-__all__ = ["MODULE", "LOAD_FILE", "DUMP_FILE", "MEMORIES", "wrapper", "wrapper_ports"]
+__all__ = ["MODULE", "LOAD_FILE", "DUMP_FILE", "MEMORIES", "FAST_FROM", "default_memory",
+           "wrapper", "wrapper_ports"]
 
 #: the wrapper's module name
 MODULE = "fsa_memtop"
@@ -33,6 +34,15 @@ DUMP_FILE = "fsa_mem_out.hex"
 #: the memory models a device simulation can use: cocotbext-axi's AxiRam
 #: (bus models, pauses, fault injection) or the wrapper's memory
 MEMORIES = ("axi", "fast")
+#: ``fsa run`` uses the fast memory by default on Verilator from this many
+#: PEs (16x16) on: long runs where the bus is not under test
+FAST_FROM = 16 * 16
+
+
+def default_memory(cfg, sim: str) -> str:
+    """``fsa run``'s memory without ``--memory``: "fast" on Verilator for
+    arrays of :data:`FAST_FROM` PEs or more, "axi" otherwise."""
+    return "fast" if sim == "verilator" and cfg.sa_rows * cfg.sa_cols >= FAST_FROM else "axi"
 
 
 def wrapper(gen_dir: "str | Path", top: str = "fsa_top") -> Path:

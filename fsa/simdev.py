@@ -12,7 +12,7 @@ from pathlib import Path
 from fsa import simrun
 from fsa.config import FSAConfig
 
-__all__ = ["run_on_device", "program_address", "PROGRAM_ALIGN"]
+__all__ = ["run_on_device", "device_build", "program_address", "PROGRAM_ALIGN"]
 
 #: alignment of the program region (a 4 KiB page: a multiple of every beat size)
 PROGRAM_ALIGN = 4096
@@ -43,6 +43,22 @@ def program_address(cfg: FSAConfig, n_words: int,
                              f"the data at [0x{a:x}, 0x{a + n:x}); run it with push=True "
                              f"(fsa exec --push, push=True)")
     return addr
+
+
+def device_build(out: "str | Path", sim: "str | None" = None):
+    """``(top, sources, public)`` for :func:`fsa.simrun.run` of the device
+    generated in `out` (``gen/<config>``): on Verilator ``fsa_memtop``
+    (fsa/fastmem.py: ``fsa_top`` with a run-time choice of memory, so that
+    the AxiRam benches and the fast memory share one build per config), on
+    Icarus ``fsa_top`` itself."""
+    from fsa import fastmem
+    from fsa.hw.verilog import verilog_files
+
+    sources = verilog_files(out)
+    if simrun.get_sim(sim) != "verilator":
+        return "fsa_top", sources, "auto"
+    wrap = fastmem.wrapper(out)
+    return fastmem.MODULE, sources + [wrap], {fastmem.MODULE: tuple(fastmem.wrapper_ports(wrap))}
 
 
 def run_on_device(cfg: FSAConfig, words: list[int], memory: list[tuple[int, bytes]],
@@ -96,7 +112,7 @@ def run_on_device(cfg: FSAConfig, words: list[int], memory: list[tuple[int, byte
         dict with "runs" (state, error, error_index, counters, waited),
         "dumps" (bytes), "identity", "run_dir".
     """
-    from fsa.hw.verilog import generate, verilog_files
+    from fsa.hw.verilog import generate
 
     from fsa import fastmem
 
@@ -110,11 +126,7 @@ def run_on_device(cfg: FSAConfig, words: list[int], memory: list[tuple[int, byte
     say = progress or (lambda msg: None)
     say(f"generating Verilog for {cfg.name}")
     out = generate(cfg, quiet=True)
-    top, sources, public = "fsa_top", verilog_files(out), "auto"
-    if mem_model == "fast":
-        wrap = fastmem.wrapper(out)
-        top, sources = fastmem.MODULE, sources + [wrap]
-        public = {fastmem.MODULE: tuple(fastmem.wrapper_ports(wrap))}
+    top, sources, public = device_build(out, sim)
     tmp = Path(tempfile.mkdtemp(prefix="fsa-case-"))
     progs = [[int(w) & 0xFFFFFFFF for w in p] for p in (programs if programs else [words])]
     fetch_at = None if fetch is False else int(fetch) if fetch is not True else program_address(

@@ -234,7 +234,7 @@ def build(sim: str, top: str, sources: Sequence[Path], *, waves: bool = False,
         sources = [bdir / PUBLIC_FILE] + sources
     kwargs = dict(sources=sources, hdl_toplevel=top, build_dir=bdir, build_args=args,
                   waves=waves, timescale=("1ns", "1ps"))
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _children_cpu()
     with FileLock(str(bdir) + ".lock", timeout=timeout_s):
         if stamp.exists():
             runner.skip_exec = True
@@ -256,16 +256,23 @@ def build(sim: str, top: str, sources: Sequence[Path], *, waves: bool = False,
             tail = log.read_text()[-4000:] if log.exists() else ""
             raise SimulationError(f"{sim} build of {top} failed ({e}); log {log}:\n{tail}") from None
         stamp.write_text(key)
-    _log_build(sim, top, key, sources, "built", time.perf_counter() - t0)
+    _log_build(sim, top, key, sources, "built", time.perf_counter() - t0, _children_cpu() - c0)
     return bdir
 
 
+def _children_cpu() -> float:
+    import resource
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
 def _log_build(sim: str, top: str, key: str, sources: Sequence[Path], what: str,
-               seconds: float) -> None:
+               seconds: float, cpu_s: float = 0.0) -> None:
     """With ``FSA_BUILD_LOG=<file>``: append one JSON line per :func:`build`
     call (simulator, top, cache key, the folder of its Verilog, ``built`` /
     ``cached`` / ``dryrun``, seconds including a wait for another worker's
-    build, the pytest test asking).  ``FSA_BUILD_DRYRUN=1`` logs the build a
+    build, the CPU seconds of the build's processes (Verilator, make, the
+    compiler), the pytest test asking).  ``FSA_BUILD_DRYRUN=1`` logs the build a
     run would make and fails it instead of building (docs/testing.md: listing
     a regression's builds without making them)."""
     path = os.environ.get("FSA_BUILD_LOG")
@@ -275,7 +282,7 @@ def _log_build(sim: str, top: str, key: str, sources: Sequence[Path], what: str,
 
     verilog = sorted({str(Path(s).parent) for s in sources if Path(s).suffix in (".v", ".sv")})
     line = json.dumps({"sim": sim, "top": top, "key": key, "what": what,
-                       "seconds": round(seconds, 2), "verilog": verilog,
+                       "seconds": round(seconds, 2), "cpu_s": round(cpu_s, 2), "verilog": verilog,
                        "test": os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0],
                        "pid": os.getpid()})
     with FileLock(path + ".lock", timeout=60):

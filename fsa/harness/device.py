@@ -27,11 +27,14 @@ API for device-level tests (all coroutines on :class:`Device`):
   write checked (OKAY, read back).
 * ``push(words)``, ``start()``, ``read(name)``, ``write(name, value)``,
   ``write_mem``/``read_mem``; :func:`poison` injects AXI error responses.
-* ``Device(..., memory="fast")`` (toplevel ``fsa_memtop``, fsa/fastmem.py):
-  the memory is inside the simulation, no cocotbext-axi memory models, no
-  pauses, no faults; ``write_mem`` is staged until ``await load_mem()``
-  and memory is read with ``await dump_mem(addr, n)`` (both also work,
-  immediately, on the AxiRam path).
+* The toplevel is ``fsa_top`` or, on Verilator, ``fsa_memtop``
+  (fsa/fastmem.py), the same device with a memory inside the simulation
+  that its ``fast`` input selects at run time: ``Device(..., memory="axi")``
+  (default) sets it to 0 (the ``m_axi*`` ports pass through to the
+  cocotbext-axi models), ``memory="fast"`` to 1: no cocotbext-axi memory
+  models, no pauses, no faults; ``write_mem`` is staged until ``await
+  load_mem()`` and memory is read with ``await dump_mem(addr, n)`` (both
+  also work, immediately, on the AxiRam path).
 
 Speed: the bus models log at WARNING (cocotbext-axi logs every transfer at
 INFO otherwise), and every cycle limit is one ``Timer`` of that many clock
@@ -110,15 +113,21 @@ class Device:
         cocotb.start_soon(Clock(dut.clk, PERIOD_NS, unit="ns").start())
         self.ctrl = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
         self.fast = None
+        if memory not in ("axi", "fast"):
+            raise ValueError(f"memory must be 'axi' or 'fast', got {memory!r}")
+        wrapped = hasattr(dut, "bd_load")      # fsa_memtop (fsa/fastmem.py) around fsa_top
+        if wrapped:
+            for name in ("fast", "bd_load", "bd_dump"):
+                getattr(dut, name).value = int(name == "fast" and memory == "fast")
         if memory == "fast":
+            if not wrapped:
+                raise ValueError("memory='fast' needs the fsa_memtop toplevel (fsa/fastmem.py)")
             if pauses > 0:
                 raise ValueError("memory='fast' has no pause generators: use memory='axi'")
             self.fast = FastMemory(dut, cfg.axi_data_bits // 8)
             self.rams, self.faults, self.mem = [], None, None
             quiet(self.ctrl)
             return
-        if memory != "axi":
-            raise ValueError(f"memory must be 'axi' or 'fast', got {memory!r}")
         prefixes = ["m_axi"] if cfg.mem_ports == 1 else [f"m_axi{i}" for i in range(cfg.mem_ports)]
         self.rams = []
         self.faults = FaultList()       # AXI error responses to inject (see poison())
@@ -357,8 +366,6 @@ class FastMemory:
         self.load_file, self.dump_file = Path(LOAD_FILE).resolve(), Path(DUMP_FILE).resolve()
         self.shadow: dict[int, bytearray] = {}
         self.pending: set[int] = set()
-        for name in ("bd_load", "bd_dump"):
-            getattr(dut, name).value = 0
 
     def write(self, addr: int, data: bytes) -> None:
         lanes = self.lanes

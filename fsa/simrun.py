@@ -20,7 +20,11 @@
   tops in :data:`VPI_PUBLIC` (``fsa_top`` and the unit benches that read a
   few internals) the flag is dropped and only the signals the benches touch
   are made public, by a Verilator configuration file (:func:`public_text`)
-  that is part of the build's cache key.  Other tops keep cocotb's default.
+  that is part of the build's cache key; ``fsa_memtop`` (the device with
+  the fast memory beside it, fsa/fastmem.py) gets its ports the same way,
+  from :func:`fsa.simdev.device_build`.  Other tops keep cocotb's default.
+* ``FSA_BUILD_LOG=<file>`` logs every build request, ``FSA_BUILD_DRYRUN=1``
+  lists a run's builds without making them (:func:`_log_build`).
 
 Environment knobs: ``SIM`` (verilator|icarus), ``WAVES=1``, ``SEED``;
 ``FSA_CACHE`` (an installed ``fsa`` only: where ``sims/`` goes, fsa.paths).

@@ -6,10 +6,14 @@ The cocotb harness normally answers every memory port with cocotbext-axi's
 ``AxiRam`` (``fsa/harness/axi_faults.py``: ``FaultyAxiRam``), Python code
 that runs on every clock edge a channel is busy; on long runs (benchmarks,
 ``fsa run`` on big arrays) that is a large part of the simulation's time.
-``fsa_memtop`` instead holds one memory (a SystemVerilog associative array of
-AXI data words keyed by the beat's address, shared by all ports) and one
-slave per port written in Verilog; the host still drives ``s_axil`` from
-cocotb.  Python loads and reads the memory through a backdoor
+``fsa_memtop`` has ``fsa_top``'s ports and, beside it, one memory (a
+SystemVerilog associative array of AXI data words keyed by the beat's
+address, shared by all ports) and one slave per port written in Verilog.
+Its ``fast`` input chooses at run time: 0, the ``m_axi*`` ports pass
+straight through (cocotbext-axi answers them, as on a bare ``fsa_top``: the
+regression's bus tests run on this same build), 1, the slaves answer and
+the ports are ignored.  The host drives ``s_axil`` from cocotb either way.
+Python loads and reads the memory through a backdoor
 (``fsa.harness.device.Device`` with ``memory="fast"``):
 
 * ``bd_load`` high at a rising edge: ``$readmemh("fsa_mem_in.hex", mem)``

@@ -204,15 +204,17 @@ def sec_speed(s: "dict | None", c: "dict | None") -> list[str]:
     out = ["## 3. Simulation speed, build and conversion", ""]
     if s:
         out += [stamp(s, "python bench/simspeed.py [--quick]"), "",
-                "Attention through `fsa_top` (cocotb + cocotbext-axi); simulated cycles = the "
+                "Attention through `fsa_top` (cocotb; memory axi = cocotbext-axi's AxiRam, fast = "
+                "the memory inside the simulation, fsa/fastmem.py); simulated cycles = the "
                 "whole cocotb test (reset, program and data loading, run, read-back), cocotb's "
                 "sim time / 10 ns; test real s as cocotb reports it; wall = the whole "
                 "`SimEngine.run` call (cached build).", ""]
-        out.append(md_table(["config", "simulator", "N", "exec cycles", "simulated cycles",
-                             "test real s", "cycles/s", "SimEngine.run wall s"],
-                            [[r["config"], r["sim"], r["N"], r["exec_cycles"], int(r["sim_cycles"]),
-                              r["test_real_s"], r["cycles_per_s"], r["engine_wall_s"]]
-                             for r in s["speed"]], ["", "", "", "", "", ".2f", ".0f", ".2f"]))
+        out.append(md_table(["config", "simulator", "memory", "N", "exec cycles",
+                             "simulated cycles", "test real s", "cycles/s", "SimEngine.run wall s"],
+                            [[r["config"], r["sim"], r.get("memory", "axi"), r["N"], r["exec_cycles"],
+                              int(r["sim_cycles"]), r["test_real_s"], r["cycles_per_s"],
+                              r["engine_wall_s"]]
+                             for r in s["speed"]], ["", "", "", "", "", "", ".2f", ".0f", ".2f"]))
         jobs = s["builds"][0].get("make_jobs", "<cpus>") if s["builds"] else "?"
         out += ["", f"Verilator build of `fsa_top` from scratch (no ccache; cocotb's runner runs "
                 f"`make -j{jobs}`), in a child process; peak RSS of the largest build process:", ""]

@@ -5,7 +5,9 @@ Run as ``python bench/simspeed.py [--quick]`` from the repository root.
 (MyHDL conversion time and Verilog size: ``bench/convert.py``.)
 
 1. Attention (seq_q = seq_kv = N, d = R, fa3 inputs) through ``fsa_top``
-   with ``SimEngine``: the device's ``exec`` cycles, the simulated cycles of
+   with ``SimEngine``, on Verilator once per memory path (``memory="axi"``:
+   cocotbext-axi's AxiRam; ``"fast"``: the memory inside the simulation,
+   fsa/fastmem.py; the same build, the same exec cycles, checked): the device's ``exec`` cycles, the simulated cycles of
    the whole cocotb test (reset, loading the program over AXI4-Lite, the run,
    reading the counters and the output back: cocotb's sim_time / 10 ns), the
    test's real time as cocotb reports it, simulated cycles per second, and
@@ -115,11 +117,11 @@ def _problem(name: str, n: int, rng):
     return cfg, prog, inputs, GoldenEngine(cfg).run(prog, inputs)
 
 
-def attention_speed(name: str, n: int, sim: str, rng) -> dict:
+def attention_speed(name: str, n: int, sim: str, rng, memory: str = "axi") -> dict:
     cfg, prog, inputs, gold = _problem(name, n, rng)
     R, C = cfg.sa_rows, cfg.sa_cols
     q, k, v = inputs["Q"], inputs["K"], inputs["V"]
-    eng = SimEngine(cfg, sim=sim, max_cycles=20_000_000)
+    eng = SimEngine(cfg, sim=sim, max_cycles=20_000_000, memory=memory)
     # warm-up on a one-block program: builds (cached) and starts the simulator once;
     # then the same small run again, timed: the start-up cost subtracted below
     small = kernels.attention(cfg, C, R)
@@ -132,10 +134,12 @@ def attention_speed(name: str, n: int, sim: str, rng) -> dict:
     res = eng.run(prog, inputs)
     wall, cpu = time.perf_counter() - t, _child_cpu() - c0
     sim_cycles, real = _test_times(eng)
-    return {"config": cfg.name, "sim": sim, "N": n, "exec_cycles": res.cycles,
+    return {"config": cfg.name, "sim": sim, "memory": memory, "N": n, "exec_cycles": res.cycles,
             "sim_cycles": sim_cycles, "test_real_s": real, "cycles_per_s": sim_cycles / real,
             "cpu_s": cpu, "small_cpu_s": small_cpu,
-            "cycles_per_cpu_s": (sim_cycles - small_cycles) / max(cpu - small_cpu, 1e-9),
+            # (None when the run's CPU time is within the noise of the one-block run's)
+            "cycles_per_cpu_s": (sim_cycles - small_cycles) / (cpu - small_cpu)
+            if cpu - small_cpu > 0.1 else None,
             "engine_wall_s": wall, "bit_exact": _same_bits(res, gold)}
 
 
@@ -191,20 +195,32 @@ def main(argv: "list[str] | None" = None) -> int:
         runs = [r for r in runs if r[2] != "icarus"]
     speed = []
     for name, n, sim in runs:
-        r = attention_speed(name, n, sim, np.random.default_rng(2))
-        speed.append(r)
-        print(f"   {r['config']} N={n} {sim}: {r['cycles_per_cpu_s']:.0f} cycles per CPU s", flush=True)
-    print("\n1. Simulation speed, attention through fsa_top (cocotb + cocotbext-axi)")
-    print(table(["config", "simulator", "N", "exec cycles", "simulated cycles", "test real s",
-                 "cycles/s (real)", "cycles/CPU s", "before (CPU)", "SimEngine.run wall s",
-                 "= golden"],
-                [[r["config"], r["sim"], r["N"], r["exec_cycles"], int(r["sim_cycles"]),
+        # Verilator: both memory paths on the same build (fsa_memtop's run-time knob)
+        for memory in (("axi", "fast") if sim == "verilator" else ("axi",)):
+            r = attention_speed(name, n, sim, np.random.default_rng(2), memory)
+            speed.append(r)
+            cps = r["cycles_per_cpu_s"]
+            print(f"   {r['config']} N={n} {sim} memory={memory}: "
+                  f"{'(too short to time)' if cps is None else f'{cps:.0f}'} cycles per CPU s",
+                  flush=True)
+    print("\n1. Simulation speed, attention through fsa_top (cocotb; memory: axi = cocotbext-axi "
+          "AxiRam, fast = inside the simulation, fsa/fastmem.py)")
+    print(table(["config", "simulator", "memory", "N", "exec cycles", "simulated cycles",
+                 "test real s", "cycles/s (real)", "cycles/CPU s", "before (CPU)",
+                 "SimEngine.run wall s", "= golden"],
+                [[r["config"], r["sim"], r["memory"], r["N"], r["exec_cycles"], int(r["sim_cycles"]),
                   r["test_real_s"], r["cycles_per_s"], r["cycles_per_cpu_s"],
-                  BEFORE.get(r["config"]) if r["sim"] == "verilator" else None,
-                  r["engine_wall_s"], r["bit_exact"]] for r in speed],
-                ["", "", "", "", "", ".2f", ".0f", ".0f", ".0f", ".2f", ""]))
+                  BEFORE.get(r["config"]) if r["sim"] == "verilator" and r["memory"] == "axi"
+                  else None, r["engine_wall_s"], r["bit_exact"]] for r in speed],
+                ["", "", "", "", "", "", ".2f", ".0f", ".0f", ".0f", ".2f", ""]))
     if not all(r["bit_exact"] for r in speed):
         raise SystemExit("simspeed: a cocotb run's output differs from the golden model")
+    axi = {(r["config"], r["N"]): r for r in speed if r["memory"] == "axi"}
+    for r in speed:
+        if r["memory"] == "fast" and r["exec_cycles"] != axi[(r["config"], r["N"])]["exec_cycles"]:
+            raise SystemExit(f"simspeed: {r['config']} N={r['N']}: the fast memory took "
+                             f"{r['exec_cycles']} cycles, AxiRam "
+                             f"{axi[(r['config'], r['N'])]['exec_cycles']}")
 
     bare = []
     for name, n, sim in runs:
@@ -216,15 +232,17 @@ def main(argv: "list[str] | None" = None) -> int:
             print(f"   bare {r['config']} N={n}: {r['cycles_per_cpu_s']:.0f} cycles per CPU s",
                   flush=True)
     cocotb_cps = {(r["config"], r["N"]): r["cycles_per_cpu_s"] for r in speed
-                  if r["sim"] == "verilator"}
-    cocotb_exec = {(r["config"], r["N"]): r["exec_cycles"] for r in speed if r["sim"] == "verilator"}
+                  if r["sim"] == "verilator" and r["memory"] == "axi"}
+    cocotb_exec = {(r["config"], r["N"]): r["exec_cycles"] for r in speed
+                   if r["sim"] == "verilator" and r["memory"] == "axi"}
     print("\n1b. The ceiling: the same model in the bare C++ harness (bench/harness/fsa_bare.cpp)")
     print(table(["config", "N", "exec cycles", "(cocotb)", "simulated cycles", "cycles/CPU s",
                  "idle cycles/CPU s", "cocotb slower by", "build s", "= golden"],
                 [[r["config"], r["N"], r.get("exec_cycles"), cocotb_exec.get((r["config"], r["N"])),
                   r.get("sim_cycles"), r.get("cycles_per_cpu_s"), r.get("idle_cycles_per_cpu_s"),
                   (r["cycles_per_cpu_s"] / cocotb_cps[(r["config"], r["N"])])
-                  if "cycles_per_cpu_s" in r else None, r.get("build_s"),
+                  if "cycles_per_cpu_s" in r and cocotb_cps.get((r["config"], r["N"])) else None,
+                  r.get("build_s"),
                   r.get("bit_exact", r.get("skipped"))] for r in bare],
                 ["", "", "", "", "", ".0f", ".0f", ".1f", ".0f", ""]))
     if not all(r.get("bit_exact", True) for r in bare):

@@ -513,6 +513,11 @@ def main(argv: "list[str] | None" = None) -> int:
     p.add_argument("--keep", action="store_true",
                    help="keep the simulator's run folder (log, results) after a successful run")
     p.add_argument("--push", action="store_true", help=PUSH_HELP)
+    p.add_argument("--memory", choices=["axi", "fast"], default=None,
+                   help="the memory the device's AXI ports talk to: cocotbext-axi's AxiRam "
+                        "(axi) or a memory inside the simulation (fast: Verilator only, same "
+                        "bits and cycles); default fast on Verilator for arrays of 16x16 "
+                        "and larger, axi otherwise")
     p.add_argument("--kernel", choices=["reference", "ud"],
                    help="attention kernel (default: ud on a UD config, else reference)")
     p.set_defaults(func=_cmd_run)

@@ -140,8 +140,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         _say(f"cycle model: {res.cycles} cycles")
     else:
         report["cycles_from"] = "device exec counter"
+        from fsa.fastmem import default_memory
+        memory = args.memory or default_memory(cfg, args.sim)
+        if memory == "fast":
+            _say("memory inside the simulation (--memory fast; --memory axi for cocotbext-axi)")
+        report["memory"] = memory
         eng = SimEngine(cfg, sim=args.sim, progress=_say, waves=bool(args.waves),
-                        max_cycles=args.max_cycles, push=args.push)
+                        max_cycles=args.max_cycles, push=args.push, memory=memory)
         try:
             res = eng.run(prog, inputs)
         except DeviceError as e:

@@ -350,6 +350,10 @@ class SimEngine(Engine):
         push: push the words over the control port (the reference's way)
             instead of program fetch (the default: the program is placed at
             :func:`fsa.simdev.program_address` and the device reads it).
+        memory: "axi" (default): cocotbext-axi memories on the device's
+            ports; "fast": the memory inside the simulation (fsa/fastmem.py,
+            Verilator only, no pauses): the same bits and cycles, faster on
+            long runs.
     """
 
     name = "sim"
@@ -357,13 +361,16 @@ class SimEngine(Engine):
 
     def __init__(self, cfg: "FSAConfig | str", sim: str = "verilator", max_cycles: int = 5_000_000,
                  pauses: float = 0.0, progress=None, waves: bool = False, seed: int = 1,
-                 push: bool = False):
+                 push: bool = False, memory: str = "axi"):
         super().__init__(cfg)
         if sim not in self.SIMS:
             raise ValueError(f"SimEngine: sim must be one of {self.SIMS}, got {sim!r}")
+        from fsa.fastmem import MEMORIES
+        if memory not in MEMORIES:
+            raise ValueError(f"SimEngine: memory must be one of {MEMORIES}, got {memory!r}")
         self.sim, self.max_cycles, self.pauses = sim, max_cycles, pauses
         self.progress, self.waves, self.seed = progress, waves, seed
-        self.push = push
+        self.push, self.memory = push, memory
         self.last_run: dict | None = None
 
     def execute(self, program: Program, words: list[int],
@@ -379,7 +386,7 @@ class SimEngine(Engine):
             res = run_on_device(self.cfg, words, image, regions, sim=self.sim,
                                 max_cycles=self.max_cycles, pauses=self.pauses, seed=self.seed,
                                 progress=self.progress, settings=program.settings,
-                                fetch=not self.push)
+                                fetch=not self.push, mem_model=self.memory)
         finally:
             if self.waves:
                 if old is None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from fsa import simrun
 from fsa.config import FSAConfig
 
-__all__ = ["run_on_device", "program_address", "PROGRAM_ALIGN"]
+__all__ = ["run_on_device", "device_build", "program_address", "PROGRAM_ALIGN"]
 
 #: alignment of the program region (a 4 KiB page: a multiple of every beat size)
 PROGRAM_ALIGN = 4096
@@ -45,6 +45,22 @@ def program_address(cfg: FSAConfig, n_words: int,
     return addr
 
 
+def device_build(out: "str | Path", sim: "str | None" = None):
+    """``(top, sources, public)`` for :func:`fsa.simrun.run` of the device
+    generated in `out` (``gen/<config>``): on Verilator ``fsa_memtop``
+    (fsa/fastmem.py: ``fsa_top`` with a run-time choice of memory, so that
+    the AxiRam benches and the fast memory share one build per config), on
+    Icarus ``fsa_top`` itself."""
+    from fsa import fastmem
+    from fsa.hw.verilog import verilog_files
+
+    sources = verilog_files(out)
+    if simrun.get_sim(sim) != "verilator":
+        return "fsa_top", sources, "auto"
+    wrap = fastmem.wrapper(out)
+    return fastmem.MODULE, sources + [wrap], {fastmem.MODULE: tuple(fastmem.wrapper_ports(wrap))}
+
+
 def run_on_device(cfg: FSAConfig, words: list[int], memory: list[tuple[int, bytes]],
                   dumps: list[tuple[int, int]], *, sim: str | None = None,
                   max_cycles: int = 1_000_000, pauses: float = 0.0, seed: int = 1,
@@ -52,7 +68,7 @@ def run_on_device(cfg: FSAConfig, words: list[int], memory: list[tuple[int, byte
                   timeout_s: float = 1800, name: str | None = None,
                   progress=None, programs: list[list[int]] | None = None,
                   abort_midway: int = 0, settings: dict[str, int] | None = None,
-                  fetch: "bool | int" = False) -> dict:
+                  fetch: "bool | int" = False, mem_model: str = "axi") -> dict:
     """Run `words` (or several `programs` one after another, without a
     reset) on the device with `memory` preloaded; dump `dumps` after the last.
 
@@ -84,6 +100,10 @@ def run_on_device(cfg: FSAConfig, words: list[int], memory: list[tuple[int, byte
             device is idle (the extra ones must be refused, not hang the
             host; result "overfill"), then reset and run the program.
         progress: optional callable(str) for progress messages.
+        mem_model: "axi" (default): cocotbext-axi memories on the device's
+            ports (pauses, fault injection); "fast": the memory inside the
+            simulation (``fsa_memtop``, fsa/fastmem.py; Verilator only, no
+            pauses or faults), the same bits and cycles, for long runs.
         settings: setting registers (fsa/hw/regs.py SETTINGS, e.g. a
             Program's ``settings``) written after the reset, before the first
             program (they are kept across starts); a refused write fails the run.
@@ -92,11 +112,21 @@ def run_on_device(cfg: FSAConfig, words: list[int], memory: list[tuple[int, byte
         dict with "runs" (state, error, error_index, counters, waited),
         "dumps" (bytes), "identity", "run_dir".
     """
-    from fsa.hw.verilog import generate, verilog_files
+    from fsa.hw.verilog import generate
 
+    from fsa import fastmem
+
+    if mem_model not in fastmem.MEMORIES:
+        raise ValueError(f"mem_model must be one of {fastmem.MEMORIES}, got {mem_model!r}")
+    if mem_model == "fast":
+        if simrun.get_sim(sim) != "verilator":
+            raise ValueError("mem_model='fast' needs Verilator (the wrapper uses an associative array)")
+        if pauses or inject:
+            raise ValueError("mem_model='fast' has no pauses and injects no faults: use mem_model='axi'")
     say = progress or (lambda msg: None)
     say(f"generating Verilog for {cfg.name}")
     out = generate(cfg, quiet=True)
+    top, sources, public = device_build(out, sim)
     tmp = Path(tempfile.mkdtemp(prefix="fsa-case-"))
     progs = [[int(w) & 0xFFFFFFFF for w in p] for p in (programs if programs else [words])]
     fetch_at = None if fetch is False else int(fetch) if fetch is not True else program_address(
@@ -107,11 +137,13 @@ def run_on_device(cfg: FSAConfig, words: list[int], memory: list[tuple[int, byte
             "memory": [[int(a), bytes(b).hex()] for a, b in memory],
             "dumps": [[int(a), int(n)] for a, n in dumps], "max_cycles": int(max_cycles),
             "pauses": pauses, "seed": seed, "inject": inject or {}, "reset_midway": reset_midway,
-            "overfill": int(overfill), "settings": dict(settings or {}), "fetch": fetch_at}
+            "overfill": int(overfill), "settings": dict(settings or {}), "fetch": fetch_at,
+            "mem_model": mem_model}
     (tmp / "case.json").write_text(json.dumps(case))
     say(f"building and running the {simrun.get_sim(sim)} simulation")
-    tdir = simrun.run("fsa_top", verilog_files(out), "fsa.harness.tb_top", sim=sim, name=name,
-                      extra_env={"FSA_CASE": str(tmp / "case.json")}, timeout_s=timeout_s)
+    tdir = simrun.run(top, sources, "fsa.harness.tb_top", sim=sim, name=name,
+                      extra_env={"FSA_CASE": str(tmp / "case.json")}, timeout_s=timeout_s,
+                      public=public)
     # the case file is temporary: kept only when the run failed (the error above
     # leaves it for a re-run), removed here once the run has produced its result
     shutil.copy(tmp / "case.json", tdir / "case.json")

@@ -20,7 +20,11 @@
   tops in :data:`VPI_PUBLIC` (``fsa_top`` and the unit benches that read a
   few internals) the flag is dropped and only the signals the benches touch
   are made public, by a Verilator configuration file (:func:`public_text`)
-  that is part of the build's cache key.  Other tops keep cocotb's default.
+  that is part of the build's cache key; ``fsa_memtop`` (the device with
+  the fast memory beside it, fsa/fastmem.py) gets its ports the same way,
+  from :func:`fsa.simdev.device_build`.  Other tops keep cocotb's default.
+* ``FSA_BUILD_LOG=<file>`` logs every build request, ``FSA_BUILD_DRYRUN=1``
+  lists a run's builds without making them (:func:`_log_build`).
 
 Environment knobs: ``SIM`` (verilator|icarus), ``WAVES=1``, ``SEED``;
 ``FSA_CACHE`` (an installed ``fsa`` only: where ``sims/`` goes, fsa.paths).
@@ -34,6 +38,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import time
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -173,10 +178,13 @@ def build_args(sim: str, waves: bool) -> list[str]:
     if sim == "verilator":
         # --inline-mult 1: keep units (PE, CMP, ...) as separate C++ classes, compiled
         # once each: an 8x8 array builds in ~30 s instead of several minutes
-        # --output-split: Verilator's default kept.  Measured (8x8 fsa_top, ports-only
-        # visibility, no ccache, 2 loaded cores): 100000 gives 17 C++ files instead of 26
-        # and no gain (55.6 vs 52.8 compiler CPU s, 127 vs 108 s wall).
-        args = ["--inline-mult", "1", "--x-assign", "fast", "--x-initial", "fast"]
+        # --output-split 100000: fewer, larger C++ files (fewer headers parsed again).
+        # Measured without ccache on 2 loaded cores, CPU s of the whole build (Verilator's
+        # runtime, ~25 s, included): 16x16 fsa_top 141.1 -> 126.1 (61 -> 23 files);
+        # 8x8 fsa_top (an earlier measurement) 52.8 -> 55.6, within the noise.  The
+        # regression runs one build per core, so CPU, not a build's parallelism, counts.
+        args = ["--inline-mult", "1", "--x-assign", "fast", "--x-initial", "fast",
+                "--output-split", "100000"]
         if waves:
             args += ["--trace-fst", "--trace-structs"]
         return args
@@ -222,6 +230,9 @@ def build(sim: str, top: str, sources: Sequence[Path], *, waves: bool = False,
     key = h.hexdigest()[:16]
     bdir = SIMS / sim / f"{top}-{key}"
     stamp = bdir / ".built"
+    if os.environ.get("FSA_BUILD_DRYRUN", "0") not in ("", "0"):
+        _log_build(sim, top, key, sources, "dryrun", 0.0)
+        raise SimulationError(f"FSA_BUILD_DRYRUN: {sim} build of {top} ({key}) not made")
     bdir.parent.mkdir(parents=True, exist_ok=True)
     if runner is None:
         runner = _timed_runner(sim, timeout_s)
@@ -230,6 +241,7 @@ def build(sim: str, top: str, sources: Sequence[Path], *, waves: bool = False,
         sources = [bdir / PUBLIC_FILE] + sources
     kwargs = dict(sources=sources, hdl_toplevel=top, build_dir=bdir, build_args=args,
                   waves=waves, timescale=("1ns", "1ps"))
+    t0, c0 = time.perf_counter(), _children_cpu()
     with FileLock(str(bdir) + ".lock", timeout=timeout_s):
         if stamp.exists():
             runner.skip_exec = True
@@ -237,6 +249,7 @@ def build(sim: str, top: str, sources: Sequence[Path], *, waves: bool = False,
                 runner.build(**kwargs)
             finally:
                 runner.skip_exec = False
+            _log_build(sim, top, key, sources, "cached", time.perf_counter() - t0)
             return bdir
         if bdir.exists():
             shutil.rmtree(bdir)
@@ -250,7 +263,38 @@ def build(sim: str, top: str, sources: Sequence[Path], *, waves: bool = False,
             tail = log.read_text()[-4000:] if log.exists() else ""
             raise SimulationError(f"{sim} build of {top} failed ({e}); log {log}:\n{tail}") from None
         stamp.write_text(key)
+    _log_build(sim, top, key, sources, "built", time.perf_counter() - t0, _children_cpu() - c0)
     return bdir
+
+
+def _children_cpu() -> float:
+    import resource
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _log_build(sim: str, top: str, key: str, sources: Sequence[Path], what: str,
+               seconds: float, cpu_s: float = 0.0) -> None:
+    """With ``FSA_BUILD_LOG=<file>``: append one JSON line per :func:`build`
+    call (simulator, top, cache key, the folder of its Verilog, ``built`` /
+    ``cached`` / ``dryrun``, seconds including a wait for another worker's
+    build, the CPU seconds of the build's processes (Verilator, make, the
+    compiler), the pytest test asking).  ``FSA_BUILD_DRYRUN=1`` logs the build a
+    run would make and fails it instead of building (docs/testing.md: listing
+    a regression's builds without making them)."""
+    path = os.environ.get("FSA_BUILD_LOG")
+    if not path:
+        return
+    import json
+
+    verilog = sorted({str(Path(s).parent) for s in sources if Path(s).suffix in (".v", ".sv")})
+    line = json.dumps({"sim": sim, "top": top, "key": key, "what": what,
+                       "seconds": round(seconds, 2), "cpu_s": round(cpu_s, 2), "verilog": verilog,
+                       "test": os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0],
+                       "pid": os.getpid()})
+    with FileLock(path + ".lock", timeout=60):
+        with open(path, "a") as f:
+            f.write(line + "\n")
 
 
 class _TimedRunnerMixin:

@@ -67,9 +67,16 @@ def test_one_query_block_four_key_blocks(tmp_path, name):
     assert res["periods"] and max(res["periods"]) <= ref, (res["periods"], ref)
 
 
+#: the small programs run on the 4x4 four-block core of
+#: test_one_query_block_four_key_blocks (one build for all the 4x4 core tests)
+SMALL_BLOCKS = 4
+SMALL = core_config("FSA4X4Fp16Config", SMALL_BLOCKS)
+
+
 def _small(tmp_path, words, expect, **extra):
-    cfg = core_config("FSA4X4Fp16Config", 1)
-    return run_core(tmp_path, cfg, words, spad_image(cfg, 1, 0), expect=expect, limit=3000, **extra)
+    cfg = SMALL
+    return run_core(tmp_path, cfg, words, spad_image(cfg, SMALL_BLOCKS, 0), expect=expect,
+                    limit=3000, **extra)
 
 
 def test_illegal_type(tmp_path):
@@ -84,7 +91,7 @@ def test_illegal_function(tmp_path):
 
 
 def test_out_of_range_address(tmp_path):
-    cfg = core_config("FSA4X4Fp16Config", 1)
+    cfg = SMALL
     words = encode([Matrix(MxFunc.ATTENTION_SCORE, spad_addr=cfg.spad_rows - 2, spad_stride=1,
                            rev_input=True, rev_output=True, delay_output=True)])
     _small(tmp_path, words, "SRAM_RANGE", err_index=0)
@@ -101,19 +108,21 @@ def test_semaphore_that_never_comes_is_reported(tmp_path):
            max_cycles=64)
 
 
-# The SRAM range check at its edges (FSA4X4Fp16ConfigCore1: 12 scratchpad rows,
-# 5 accumulator rows): the first and the last row of every walk, both
+# The SRAM range check at its edges (SMALL: S = 36 scratchpad rows, A = 5
+# accumulator rows): the first and the last row of every walk, both
 # directions, the extreme strides; an in-range walk that ends on row 0 or on
 # the last row must run.
 _M = MxFunc
+S, A = SMALL.spad_rows, SMALL.acc_rows
+assert A == 5 and S > 15, (S, A)             # the accumulator cases below are written for A = 5
 RANGE_CASES = [
     ("load-ends-on-row-0", Matrix(_M.LOAD_STATIONARY, spad_addr=3, spad_stride=-1), "done"),
     ("load-below-0", Matrix(_M.LOAD_STATIONARY, spad_addr=2, spad_stride=-1), "SRAM_RANGE"),
     ("load-stride-15", Matrix(_M.LOAD_STATIONARY, spad_addr=0, spad_stride=15), "SRAM_RANGE"),
-    ("load-stride-minus-16", Matrix(_M.LOAD_STATIONARY, spad_addr=11, spad_stride=-16),
+    ("load-stride-minus-16", Matrix(_M.LOAD_STATIONARY, spad_addr=S - 1, spad_stride=-16),
      "SRAM_RANGE"),
-    ("load-ends-on-last-row", Matrix(_M.LOAD_STATIONARY, spad_addr=2, spad_stride=3), "done"),
-    ("score-first-row-outside", Matrix(_M.ATTENTION_SCORE, spad_addr=12, spad_stride=-1),
+    ("load-ends-on-last-row", Matrix(_M.LOAD_STATIONARY, spad_addr=S - 10, spad_stride=3), "done"),
+    ("score-first-row-outside", Matrix(_M.ATTENTION_SCORE, spad_addr=S, spad_stride=-1),
      "SRAM_RANGE"),
     ("score-acc-outside", Matrix(_M.ATTENTION_SCORE, spad_addr=4, spad_stride=1, acc_addr=5),
      "SRAM_RANGE"),

@@ -316,7 +316,8 @@ EXPECT = {(n, c["name"]): e for n, cases in CASES.items() for c, e in cases}
 def run_matrix(cfg, folder: Path):
     """Run every case of `cfg` in one simulation; ({case name: record}, the
     golden clean output, the whole result)."""
-    from fsa.hw.verilog import generate, verilog_files
+    from fsa.hw.verilog import generate
+    from fsa.simdev import device_build
     prog, memory, dump = clean_program(cfg)
     words = encode(prog)
     assert len(words) <= cfg.inst_queue_size
@@ -327,8 +328,9 @@ def run_matrix(cfg, folder: Path):
     path = folder / "case.json"
     path.write_text(json.dumps(spec))
     out = generate(cfg, quiet=True)
-    tdir = simrun.run("fsa_top", verilog_files(out), "tb_faults", name=f"fault_matrix_{cfg.name}",
-                      extra_env={"FSA_CASE": str(path)}, timeout_s=1800)
+    top, srcs, public = device_build(out)         # the device tests' shared build
+    tdir = simrun.run(top, srcs, "tb_faults", name=f"fault_matrix_{cfg.name}",
+                      extra_env={"FSA_CASE": str(path)}, timeout_s=1800, public=public)
     res = json.loads((tdir / "result.json").read_text())
     recs = {r["name"]: r for r in res["cases"]}
     return recs, golden_dump(cfg, prog, memory, dump), res

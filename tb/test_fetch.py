@@ -16,7 +16,7 @@ from fsa import cyclemodel
 from fsa.cyclefetch import FetchTiming
 from fsa.golden.machine import Machine, MachineError
 from fsa.isa import Fence, encode
-from fsa.simdev import program_address, run_on_device
+from fsa.simdev import device_build, program_address, run_on_device
 from fsa.simrun import os
 from test_restart import kernel_case
 
@@ -139,11 +139,12 @@ def test_fetch_registers_and_pushes_in_fetch_mode():
     import json
 
     from fsa import simrun
-    from fsa.hw.verilog import generate, verilog_files
+    from fsa.hw.verilog import generate
 
     out = generate(CFG, quiet=True)
     addr = program_address(CFG, 301)
-    tdir = simrun.run("fsa_top", verilog_files(out), "tb_fetch", name="fetch_registers",
+    top, srcs, public = device_build(out)         # the device tests' shared build
+    tdir = simrun.run(top, srcs, "tb_fetch", name="fetch_registers", public=public,
                       extra_env={"FSA_CFG": json.dumps(CFG.to_dict()),
                                  "FSA_FETCH_ADDR": str(addr)})
     r = json.loads((tdir / "result.json").read_text())

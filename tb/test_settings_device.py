@@ -15,8 +15,8 @@ from fsa import config as fconfig
 from fsa import cyclemodel as cm
 from fsa import simrun
 from fsa.engines import GoldenEngine, SimEngine
-from fsa.simdev import program_address
-from fsa.hw.verilog import generate, verilog_files
+from fsa.simdev import device_build, program_address
+from fsa.hw.verilog import generate
 from fsa.isa import Fence, Matrix, MxFunc, encode
 from tests.test_settings import inputs, masked_program
 
@@ -33,7 +33,8 @@ def test_setting_registers_over_axi_lite(tmp_path):
                     ["scale_e", 0x8000_3C00]],
             "busy": busy}
     (tmp_path / "case.json").write_text(json.dumps(case))
-    rd = simrun.run("fsa_top", verilog_files(generate(cfg, quiet=True)), "tb_settings",
+    top, srcs, public = device_build(generate(cfg, quiet=True))   # the device tests' shared build
+    rd = simrun.run(top, srcs, "tb_settings", public=public,
                     extra_env={"FSA_CASE": str(tmp_path / "case.json")})
     seen = json.loads((rd / "settings_result.json").read_text())
     assert seen["written"] == case["new"] and seen["after_abort"]["key_limit"] == 0

@@ -130,17 +130,23 @@ def test_illegal_instruction():
     assert (run["state"], run["error"], run["error_index"]) == ("error", "ILLEGAL_TYPE", 1), run
 
 
+#: the queue-depth tests run on the preset itself (its 256-word queue), on the
+#: device tests' shared build; they used a 16-word copy of it (one more build)
+QCFG = fconfig.get("FSA4X4Fp16Config")
+
+
 def test_program_longer_than_the_queue():
-    cfg = fconfig.get("FSA4X4Fp16Config").replace(name="FSA4X4Fp16Q16Config", inst_queue_size=16)
-    prog = [Dma(DmaFunc.LOAD, repeat=1, sram_addr=i % cfg.spad_rows, mem_addr=cfg.mem_base + 8 * i,
-                size=8) for i in range(40)]
+    cfg = QCFG
+    n = cfg.inst_queue_size * 2 + 8                  # two words a DMA instruction
+    prog = [Dma(DmaFunc.LOAD, repeat=1, sram_addr=i % cfg.spad_rows,
+                mem_addr=cfg.mem_base + 8 * (i % 64), size=8) for i in range(n)]
     prog += [Dma(DmaFunc.STORE, repeat=cfg.spad_rows, sram_addr=0, sram_stride=1,
                  mem_addr=cfg.mem_base + 0x1000, mem_stride=8, size=8), Fence(dma=True, stop=True)]
     memory = [(cfg.mem_base, bytes(range(256)) * 2)]
     dumps = [(cfg.mem_base + 0x1000, 8 * cfg.spad_rows)]
     words = encode(prog)
     assert len(words) > 4 * cfg.inst_queue_size
-    res = run_on_device(cfg, words, memory, dumps, max_cycles=20000)
+    res = run_on_device(cfg, words, memory, dumps, max_cycles=200_000)
     run = res["runs"][-1]
     assert run["state"] == "done" and run["counters"]["enq"] == len(words), run
     assert res["dumps"] == model_run(cfg, prog, memory, dumps)
@@ -150,8 +156,9 @@ def test_error_while_the_host_is_still_pushing():
     """An illegal word early in a program longer than the queue: the device
     stops in the error state while the host still has words to push; the run
     reports that error (not a timeout) without waiting out the cycle limit."""
-    cfg = fconfig.get("FSA4X4Fp16Config").replace(name="FSA4X4Fp16Q16Config", inst_queue_size=16)
-    words = encode([Fence(mx=True)] * 5) + [0xE0000000] + encode([Fence(mx=True)] * 60)
+    cfg = QCFG
+    words = encode([Fence(mx=True)] * 5) + [0xE0000000] + \
+        encode([Fence(mx=True)] * (4 * cfg.inst_queue_size))
     assert len(words) > 4 * cfg.inst_queue_size
     res = run_on_device(cfg, words, [(cfg.mem_base, bytes(64))], [], max_cycles=100_000)
     run = res["runs"][-1]
@@ -163,7 +170,7 @@ def test_pushes_to_a_full_idle_queue_are_refused():
     """Pushing more words than the queue holds before start: the extra writes
     answer SLVERR at once (nothing would drain the queue) instead of holding
     the host forever; after a reset the device runs normally."""
-    cfg = fconfig.get("FSA4X4Fp16Config").replace(name="FSA4X4Fp16Q16Config", inst_queue_size=16)
+    cfg = QCFG
     prog = [Fence(mx=True), Fence(dma=True, stop=True)]
     res = run_on_device(cfg, encode(prog), [(cfg.mem_base, bytes(64))], [], max_cycles=1000,
                         overfill=5)

@@ -200,7 +200,8 @@ def test_installed_simulator_engine_from_outside_the_repository(installed):
     cache = installed.cache.resolve()
     assert Path(out["run_dir"]).is_relative_to(cache / "sims" / "verilator")
     assert (cache / "gen" / CFG / "filelist.f").is_file()
-    assert list((cache / "sims" / "verilator").glob("fsa_top-*/.built"))
+    # (on Verilator the device build is fsa_memtop: fsa_top with its run-time memory choice)
+    assert list((cache / "sims" / "verilator").glob("fsa_memtop-*/.built"))
     # the simulator's Python imported the harness from the installation
     # (installed without .pyc files; nothing but the simulator imports these)
     pyc = {p.name.split(".")[0] for p in

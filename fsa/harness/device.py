@@ -27,6 +27,14 @@ API for device-level tests (all coroutines on :class:`Device`):
   write checked (OKAY, read back).
 * ``push(words)``, ``start()``, ``read(name)``, ``write(name, value)``,
   ``write_mem``/``read_mem``; :func:`poison` injects AXI error responses.
+* The toplevel is ``fsa_top`` or, on Verilator, ``fsa_memtop``
+  (fsa/fastmem.py), the same device with a memory inside the simulation
+  that its ``fast`` input selects at run time: ``Device(..., memory="axi")``
+  (default) sets it to 0 (the ``m_axi*`` ports pass through to the
+  cocotbext-axi models), ``memory="fast"`` to 1: no cocotbext-axi memory
+  models, no pauses, no faults; ``write_mem`` is staged until ``await
+  load_mem()`` and memory is read with ``await dump_mem(addr, n)`` (both
+  also work, immediately, on the AxiRam path).
 
 Speed: the bus models log at WARNING (cocotbext-axi logs every transfer at
 INFO otherwise), and every cycle limit is one ``Timer`` of that many clock
@@ -37,10 +45,11 @@ from __future__ import annotations
 
 import logging
 import random
+from pathlib import Path
 
 import cocotb
 from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles, First, RisingEdge, Timer
+from cocotb.triggers import ClockCycles, FallingEdge, First, RisingEdge, Timer
 from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster
 
 from fsa.harness.axi_faults import Fault, FaultList, FaultyAxiRam
@@ -97,12 +106,28 @@ class Device:
         seed: seed of the pause patterns.
     """
 
-    def __init__(self, dut, cfg, pauses: float = 0.0, seed: int = 1):
+    def __init__(self, dut, cfg, pauses: float = 0.0, seed: int = 1, memory: str = "axi"):
         self.dut, self.cfg = dut, cfg
         self.clk, self.rst = dut.clk, dut.rst
         self.pushed = self.refused = 0     # pushes answered / refused (see push())
         cocotb.start_soon(Clock(dut.clk, PERIOD_NS, unit="ns").start())
         self.ctrl = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
+        self.fast = None
+        if memory not in ("axi", "fast"):
+            raise ValueError(f"memory must be 'axi' or 'fast', got {memory!r}")
+        wrapped = hasattr(dut, "bd_load")      # fsa_memtop (fsa/fastmem.py) around fsa_top
+        if wrapped:
+            for name in ("fast", "bd_load", "bd_dump"):
+                getattr(dut, name).value = int(name == "fast" and memory == "fast")
+        if memory == "fast":
+            if not wrapped:
+                raise ValueError("memory='fast' needs the fsa_memtop toplevel (fsa/fastmem.py)")
+            if pauses > 0:
+                raise ValueError("memory='fast' has no pause generators: use memory='axi'")
+            self.fast = FastMemory(dut, cfg.axi_data_bits // 8)
+            self.rams, self.faults, self.mem = [], None, None
+            quiet(self.ctrl)
+            return
         prefixes = ["m_axi"] if cfg.mem_ports == 1 else [f"m_axi{i}" for i in range(cfg.mem_ports)]
         self.rams = []
         self.faults = FaultList()       # AXI error responses to inject (see poison())
@@ -191,10 +216,30 @@ class Device:
         return out
 
     def write_mem(self, addr: int, data: bytes) -> None:
-        self.mem.write(addr, data)
+        """Write memory (fast memory: staged until :meth:`load_mem`)."""
+        if self.fast is not None:
+            self.fast.write(addr, data)
+        else:
+            self.mem.write(addr, data)
 
     def read_mem(self, addr: int, n: int) -> bytes:
+        """Read memory (the AxiRam's; the fast memory needs :meth:`dump_mem`)."""
+        if self.fast is not None:
+            raise RuntimeError("memory='fast': read the memory with `await dump_mem()`")
         return bytes(self.mem.read(addr, n))
+
+    async def load_mem(self) -> None:
+        """Make the writes of :meth:`write_mem` visible to the device: the
+        fast memory's backdoor load (one clock cycle); nothing for AxiRam."""
+        if self.fast is not None:
+            await self.fast.load(self.clk)
+
+    async def dump_mem(self, addr: int, n: int) -> bytes:
+        """Read `n` bytes of memory at `addr` (the fast memory: a backdoor
+        dump, one clock cycle)."""
+        if self.fast is not None:
+            return await self.fast.dump(self.clk, addr, n)
+        return self.read_mem(addr, n)
 
     # ------------------------------------------------------------ programs
     async def push(self, words) -> None:
@@ -258,6 +303,7 @@ class Device:
     async def start_fetch(self, words, addr: int) -> None:
         """Write `words` to memory at `addr` and start them in fetch mode."""
         self.write_mem(addr, b"".join(int(w).to_bytes(4, "little") for w in words))
+        await self.load_mem()
         await self.write("fetch_lo", addr & 0xFFFFFFFF)
         await self.write("fetch_hi", addr >> 32)
         await self.write("fetch_words", len(words))
@@ -305,12 +351,81 @@ class Device:
         return st
 
 
+class FastMemory:
+    """The Python side of ``fsa_memtop``'s memory (rtl/fsa_memwrap.py): the
+    backdoor load and dump through hex files in the simulator's working
+    folder (the run folder).  Writes are staged per beat word; a word written
+    only in part is completed from earlier backdoor writes (zero elsewhere),
+    not from what the device stored, so load all memory before the programs
+    run (as fsa/harness/tb_top.py does)."""
+
+    def __init__(self, dut, lanes: int):
+        from fsa.fastmem import DUMP_FILE, LOAD_FILE
+        self.dut, self.lanes = dut, lanes
+        self.lb = lanes.bit_length() - 1
+        self.load_file, self.dump_file = Path(LOAD_FILE).resolve(), Path(DUMP_FILE).resolve()
+        self.shadow: dict[int, bytearray] = {}
+        self.pending: set[int] = set()
+
+    def write(self, addr: int, data: bytes) -> None:
+        lanes = self.lanes
+        for i in range(0, len(data)):
+            a = addr + i
+            word = self.shadow.get(a >> self.lb)
+            if word is None:
+                word = self.shadow[a >> self.lb] = bytearray(lanes)
+            word[a & (lanes - 1)] = data[i]
+            self.pending.add(a >> self.lb)
+
+    async def _pulse(self, clk, name: str) -> None:
+        sig = getattr(self.dut, name)
+        sig.value = 1
+        await RisingEdge(clk)
+        await FallingEdge(clk)           # the rising edge has run the $readmemh / $writememh
+        sig.value = 0
+
+    async def load(self, clk) -> None:
+        if not self.pending:
+            return
+        lines, prev = [], None
+        for k in sorted(self.pending):
+            if prev is None or k != prev + 1:
+                lines.append(f"@{k:x}")
+            lines.append(bytes(reversed(self.shadow[k])).hex())
+            prev = k
+        self.load_file.write_text("\n".join(lines) + "\n")
+        self.pending.clear()
+        await self._pulse(clk, "bd_load")
+
+    async def dump(self, clk, addr: int, n: int) -> bytes:
+        if n <= 0:
+            return b""
+        lo, hi = addr >> self.lb, (addr + n - 1) >> self.lb
+        self.dut.bd_lo.value, self.dut.bd_hi.value = lo, hi
+        if self.dump_file.exists():
+            self.dump_file.unlink()
+        await self._pulse(clk, "bd_dump")
+        words: dict[int, bytes] = {}
+        k = lo
+        for tok in self.dump_file.read_text().split() if self.dump_file.exists() else []:
+            if tok.startswith("@"):
+                k = int(tok[1:], 16)
+                continue
+            words[k] = int(tok, 16).to_bytes(self.lanes, "little")
+            k += 1
+        blob = b"".join(words.get(j, bytes(self.lanes)) for j in range(lo, hi + 1))
+        off = addr - (lo << self.lb)
+        return blob[off:off + n]
+
+
 def poison(dev: Device, reads: "tuple[int, int] | None" = None,
            writes: "tuple[int, int] | None" = None, resp: str = "SLVERR",
            beat: "str | int" = "range") -> None:
     """Make the memory answer `resp` (SLVERR or DECERR) for reads / writes
     in [lo, hi): on every beat in the range, or on the first / middle / last
     beat (or beat k) of every burst touching it (fsa/harness/axi_faults.py)."""
+    if dev.fast is not None and (reads is not None or writes is not None):
+        raise ValueError("memory='fast' injects no faults: use memory='axi'")
     if reads is not None:
         dev.faults.add(Fault("read", *reads, resp=resp, beat=beat))
     if writes is not None:

@@ -19,7 +19,10 @@ the reset and the memory load, before the programs; each write must be
 answered OKAY and read back, else the test fails);
 ``fetch`` (a byte address, or absent/None: where the programs are placed in
 memory and fetched by the device, instead of pushed; see
-fsa.simdev.program_address).
+fsa.simdev.program_address); ``mem_model`` (``"axi"``, the default:
+cocotbext-axi memories on the ``fsa_top`` ports; ``"fast"``: the toplevel is
+``fsa_memtop`` and the memory is inside the simulation, fsa/fastmem.py; no
+pauses or injected faults then).
 
 Used by tb/test_top.py (device tests), fsa.engines.SimEngine (fsa run /
 fsa exec) and tb/test_attention.py (the regression).
@@ -40,7 +43,8 @@ from fsa.config import FSAConfig
 async def run_program(dut):
     case = json.load(open(os.environ["FSA_CASE"]))
     cfg = FSAConfig.from_dict(case["config"])
-    dev = Device(dut, cfg, pauses=case.get("pauses", 0.0), seed=case.get("seed", 1))
+    dev = Device(dut, cfg, pauses=case.get("pauses", 0.0), seed=case.get("seed", 1),
+                 memory=case.get("mem_model", "axi"))
     inj = case.get("inject", {})
     poison(dev, reads=tuple(inj["read"]) if "read" in inj else None,
            writes=tuple(inj["write"]) if "write" in inj else None)
@@ -49,6 +53,7 @@ async def run_program(dut):
              "queue": await dev.read("queue")}
     for addr, data in case["memory"]:
         dev.write_mem(int(addr), bytes.fromhex(data))
+    await dev.load_mem()
     result = {"identity": ident, "runs": []}
     result["settings"] = await dev.write_settings(case.get("settings", {}))
     max_cycles = case["max_cycles"]
@@ -74,6 +79,7 @@ async def run_program(dut):
         result["after_abort"] = await dev.status()
         for addr, data in case["memory"]:
             dev.write_mem(int(addr), bytes.fromhex(data))
+        await dev.load_mem()
     if case.get("reset_midway"):
         # start the program, reset in the middle, then run it again cleanly
         await dev.push(programs[0][:cfg.inst_queue_size])
@@ -84,6 +90,7 @@ async def run_program(dut):
         await dev.reset()
         for addr, data in case["memory"]:
             dev.write_mem(int(addr), bytes.fromhex(data))
+        await dev.load_mem()
     for k, prog in enumerate(programs):
         if k and result["runs"][-1]["state"] == "error":
             # a start in ERROR is ignored (the error stays readable): record the
@@ -92,9 +99,9 @@ async def run_program(dut):
             result["runs"][-1]["start_in_error"] = (await dev.status())["state"]
             result["runs"][-1]["abort_cycles"] = await dev.abort(max_cycles)
         st = await dev.run(prog, max_cycles, fetch_addr=case.get("fetch"))
-        st["dumps"] = [dev.read_mem(int(a), int(n)).hex() for a, n in case.get("dumps", [])]
+        st["dumps"] = [(await dev.dump_mem(int(a), int(n))).hex() for a, n in case.get("dumps", [])]
         result["runs"].append(st)
-    result["dumps"] = [dev.read_mem(int(a), int(n)).hex() for a, n in case.get("dumps", [])]
+    result["dumps"] = [(await dev.dump_mem(int(a), int(n))).hex() for a, n in case.get("dumps", [])]
     json.dump(result, open(os.path.join(os.environ["FSA_RUN_DIR"], "result.json"), "w"))
     dut._log.info("state %s error %s after %d cycles; counters %s", st["state"], st["error"],
                   st["waited"], st["counters"])

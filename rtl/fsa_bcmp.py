@@ -6,8 +6,9 @@ Ports::
     max_in (2), up_in (2), od_in (2), causal_in   ->  [ BCMP(c) ]  ->  *_out
                    (three command lanes and the causal bit, to BCMP(c+1), 1 cycle)
     s_in   (A)  from PE(R-1,c).d_out (the sums flowing down)
-    u_out  (A)  to   PE(R-1,c).d_in  (the u-path driver; register, held)
-    od     (A)  to   the output delayer, column c (register, held)
+    u_out  (A)  to   PE(R-1,c).d_in  (the u-path register ``u_q``, or 0)
+    od     (A)  to   the output delayer, column c (the register ``od_q`` the
+                cycle after an ``od`` command, else ``s_in`` itself)
     col         constant: this unit's column index (causal mask)
 
 Commands, three lanes that may act in the same cycle (``fsa.plan.BCMP_CMDS``;
@@ -33,8 +34,16 @@ Units inside: ``fsa_fcmp`` (A: the maximum and the difference), and when
 ``E != A`` ``fsa_cvt`` A -> E (rounding) and E -> A (widening), as in the
 top CMP (``rtl/fsa_cmp.py``).
 
-Latency: one cycle (``u_out``, ``od`` and the state are registers written at
-the edge of the cycle holding the command).
+Latency: one cycle (``u_q``, ``od_q`` and the state are registers written
+at the edge of the cycle holding the command).
+
+The reference functions run unchanged on UD hardware: they expect row
+R-1's ``d_in`` to be 0 (ATTENTION_SCORE's sums start there) and the output
+delayer to see the bottom PE's ``d_out`` directly.  So ``u_q`` returns to
+0 the cycle after the POP that empties the LIFO (the UD schedule reads the
+last score in that cycle, ``load_reg_di``, and nothing more until the next
+PROP_MAX) and on RESET, and ``od`` shows ``od_q`` only in the cycle after
+an ``od`` command (``od_sel``), ``s_in`` otherwise.
 """
 from __future__ import annotations
 
@@ -82,6 +91,10 @@ def fsa_bcmp(clk, rst, max_in, up_in, od_in, causal_in, s_in, col, u_out, od, ma
     new_max = sig(aw, a_neg_inf)
     old_max = sig(aw, a_neg_inf)
     diff_q = sig(aw)                 # the max difference (MAX_DIFF), sent by SEND_DIFF
+    u_q = sig(aw)                    # the u-path register (PROP_MAX, POP)
+    u_clr = sig(1)                   # the LIFO was emptied by the last cycle's POP
+    od_q = sig(aw)                   # the od register (BYPASS, SEND_DIFF)
+    od_sel = sig(1)                  # the last cycle had an od command
     cnt = sig(COL_BITS + 1)          # UPDATEs since the last RESET / MAX_DIFF
     s_e = sig(ew)                    # score rounded to E
     s_e_m = sig(ew)                  # ... or -inf when masked
@@ -157,6 +170,15 @@ def fsa_bcmp(clk, rst, max_in, up_in, od_in, causal_in, s_in, col, u_out, od, ma
             top_z.next = lifo[rp]
     insts.append(lifo_top)
 
+    @always_comb
+    def outputs():
+        u_out.next = u_q
+        if od_sel:
+            od.next = od_q
+        else:
+            od.next = s_in
+    insts.append(outputs)
+
     @always(clk.posedge)
     def lifo_write():
         if bcmp_cmd_update:
@@ -187,20 +209,24 @@ def fsa_bcmp(clk, rst, max_in, up_in, od_in, causal_in, s_in, col, u_out, od, ma
             old_max.next = new_max
             cnt.next = 0
         # up lane (a POP and an UPDATE never share a cycle: the schedule)
+        u_clr.next = bcmp_cmd_pop and rp == 0
         if bcmp_cmd_prop_max:
             if (new_max & a_exp_mask) == a_exp_mask and (new_max & a_man_mask) != 0:
-                u_out.next = a_nan
+                u_q.next = a_nan
             else:
-                u_out.next = new_max ^ a_sign
+                u_q.next = new_max ^ a_sign
         elif bcmp_cmd_pop:
-            u_out.next = top_z
+            u_q.next = top_z
             if not bcmp_cmd_update:
                 wp.next = rp
+        elif u_clr or bcmp_cmd_reset:
+            u_q.next = 0
         # od lane
+        od_sel.next = bcmp_cmd_bypass or bcmp_cmd_send_diff
         if bcmp_cmd_bypass:
-            od.next = s_in
+            od_q.next = s_in
         elif bcmp_cmd_send_diff:
-            od.next = diff_q
+            od_q.next = diff_q
     insts.append(step)
     return insts
 

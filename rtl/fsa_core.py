@@ -129,6 +129,10 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, abort_req, abor
     cs.update(outer)
     # the matrix controller's semaphore release (to fsa_sem's mx_rel_*)
     mx_rel_v, mx_rel_id, mx_rel_val = sig(1), sig(len(cs["in_rel_id"])), sig(len(cs["in_rel_value"]))
+    # UD: the controller's second release channel (slot 1) to fsa_sem's mx2_rel_*
+    ud = cfg.dataflow == "ud"
+    mx2_rel = dict(mx2_rel_valid=sig(1), mx2_rel_id=sig(len(cs["in_rel_id"])),
+                   mx2_rel_value=sig(len(cs["in_rel_value"]))) if ud else {}
     mx_busy = cs["mx_busy"]
 
     def conns(mod, **rename):
@@ -147,7 +151,7 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, abort_req, abor
              (fsa_decode, "u_decode", {}, cfg.dataflow == "ud"),
              (fsa_dispatch, "u_dispatch", {}, True),
              (fsa_sem, "u_sem", dict(mx_rel_valid=mx_rel_v, mx_rel_id=mx_rel_id,
-                                     mx_rel_value=mx_rel_val), False),
+                                     mx_rel_value=mx_rel_val, **mx2_rel), False),
              (fsa_status, "u_status", {}, False), (fsa_counters, "u_counters", {}, False))
     for mod, inst_name, rename, with_cfg in units:
         c = conns(mod, **rename)
@@ -165,7 +169,6 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, abort_req, abor
 
     # ------------------------------------------------------------ controller
     NB = ctrl_width(cfg)
-    ud = cfg.dataflow == "ud"
     ctrl = sig(R * NB)
     cmp_cmd, cmp_causal, acc_cmd = sig(fsa_cmp.CMD_BITS), sig(1), sig(fsa_acc.CMD_BITS)
     cmp_mask = sig(1)
@@ -206,7 +209,8 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, abort_req, abor
         bcmp_max_arr = sig(LB)       # the controller's, or RESET after an abort
         ctl_ports.update(in_reset_max=cs["in_reset_max"], in_early_release=cs["in_early_release"],
                          bcmp_max=bcmp_max, bcmp_up=bcmp_up, bcmp_od=bcmp_od,
-                         bcmp_causal=bcmp_causal)
+                         bcmp_causal=bcmp_causal, rel2_valid=mx2_rel["mx2_rel_valid"],
+                         rel2_id=mx2_rel["mx2_rel_id"], rel2_value=mx2_rel["mx2_rel_value"])
         ud_out = set(fsa_mxctrl.UD_OUTPUTS)
         BCMP_RESET = fsa_bcmp.CMD_RESET
 

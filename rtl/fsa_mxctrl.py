@@ -43,9 +43,12 @@ Ports::
 
 UD configurations (docs/ud.md) take 4-bit function codes (0..8), 12-bit PE
 control words, the top CMP's LATCH, and have the extra ports
-``in_reset_max``, ``in_early_release`` (inputs) and ``bcmp_max``,
+``in_reset_max``, ``in_early_release`` (inputs), ``bcmp_max``,
 ``bcmp_up``, ``bcmp_od``, ``bcmp_causal`` (to the array's bottom comparator
-row); ``rtl/fsa_mxctrl_ud.py`` generates those parts, from the plans too.
+row) and a second release channel ``rel2_valid``, ``rel2_id``,
+``rel2_value`` (slot 1's; ``rel_*`` is slot 0's: with ``early_release`` both
+slots may release in one cycle); ``rtl/fsa_mxctrl_ud.py`` generates those
+parts, from the plans too.
 """
 from __future__ import annotations
 
@@ -276,7 +279,7 @@ def fsa_mxctrl(clk, rst,
                id_delay, acc_ren, acc_raddr, acc_zero, acc_wen, acc_waddr,
                rel_valid, rel_id, rel_value, busy, cfg=None, in_reset_max=None,
                in_early_release=None, bcmp_max=None, bcmp_up=None, bcmp_od=None,
-               bcmp_causal=None):
+               bcmp_causal=None, rel2_valid=None, rel2_id=None, rel2_value=None):
     """The matrix controller; see the module docstring."""
     R, P = cfg.sa_rows, cfg.exp2_pieces
     ud = cfg.dataflow == "ud"
@@ -562,6 +565,24 @@ def fsa_mxctrl(clk, rst,
     insts.append(last_slot)
 
     @always_comb
+    def sem_release_ud():         # UD: one channel per slot (both may release at once)
+        rel_valid.next = False
+        rel_id.next = 0
+        rel_value.next = 0
+        rel2_valid.next = False
+        rel2_id.next = 0
+        rel2_value.next = 0
+        if b0 and t0 == rls0 and rl0[RV]:
+            rel_valid.next = True
+            rel_id.next = rl0[RV:VB]
+            rel_value.next = rl0[VB:]
+        if b1 and t1 == rls1 and rl1[RV]:
+            rel2_valid.next = True
+            rel2_id.next = rl1[RV:VB]
+            rel2_value.next = rl1[VB:]
+        busy.next = b0 or b1
+
+    @always_comb
     def sem_release():
         rel_valid.next = False
         rel_id.next = 0
@@ -575,7 +596,7 @@ def fsa_mxctrl(clk, rst,
             rel_id.next = rl1[RV:VB]
             rel_value.next = rl1[VB:]
         busy.next = b0 or b1
-    insts.append(sem_release)
+    insts.append(sem_release_ud if ud else sem_release)
     return insts
 
 
@@ -653,13 +674,15 @@ def ports(cfg) -> dict:
     if cfg.dataflow == "ud":
         LB = fsa_bcmp.LANE_BITS
         p.update(in_reset_max=sig(1), in_early_release=sig(1), bcmp_max=sig(LB), bcmp_up=sig(LB),
-                 bcmp_od=sig(LB), bcmp_causal=sig(1))
+                 bcmp_od=sig(LB), bcmp_causal=sig(1), rel2_valid=sig(1),
+                 rel2_id=sig(SEM_ID_BITS), rel2_value=sig(SEM_VALUE_BITS))
     return p
 
 
 #: the UD controller's extra ports (inputs, then outputs)
 UD_INPUTS = ("in_reset_max", "in_early_release")
-UD_OUTPUTS = ("bcmp_max", "bcmp_up", "bcmp_od", "bcmp_causal")
+UD_OUTPUTS = ("bcmp_max", "bcmp_up", "bcmp_od", "bcmp_causal", "rel2_valid", "rel2_id",
+              "rel2_value")
 
 
 def convert(outdir, cfg):

@@ -495,8 +495,8 @@ def fsa_mxctrl(clk, rst,
               _per_func(f0, cf0, CF, TW), _per_func(f1, cf1, CF, TW)]
     if ud:        # early_release: the plan's read_release instead of release
         READ_REL = tuple(p.read_release for p in plans)
-        rm = [sig(1), sig(1)]
-        er = [sig(1), sig(1)]
+        rm = [sig(1), sig(1)]         # (Verilog: bcmp_reset_max<i>)
+        er = [sig(1), sig(1)]         # (Verilog: release_select<i>_early)
         insts += [fsa_mxctrl_ud.release_select(f0, er[0], rls0, RELEASE, READ_REL),
                   fsa_mxctrl_ud.release_select(f1, er[1], rls1, RELEASE, READ_REL)]
         bs0, bs1 = src[0]["bcmp"], src[1]["bcmp"]

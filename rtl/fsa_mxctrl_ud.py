@@ -9,7 +9,7 @@ generated from the UD plans like the rest of it: on a configuration with
   instruction has ``reset_max``; ``bcmp_causal`` is the causal bit of the
   slot whose UPDATE is on the ``max`` lane;
 * keeps per slot the ``reset_max`` and ``early_release`` bits
-  (``slot<i>_ud_flags_*``) and releases the semaphore at the plan's
+  (``bcmp_reset_max<i>``, ``release_select<i>_early``) and releases the semaphore at the plan's
   :attr:`~fsa.plan.Plan.read_release` instead of
   :attr:`~fsa.plan.Plan.release` when ``early_release`` is set;
 * numbers the constant reads' slope index per function (``slot<i>_kofs``):
@@ -110,8 +110,8 @@ def slope_offsets(plans, KB: int) -> tuple[int, ...]:
 
 
 @block
-def bcmp_merge(b0, b1, m0, m1, u0, u1, o0, o1, r0, r1, rm0, rm1, c0, c1, bcmp_max, bcmp_up,
-               bcmp_od, bcmp_causal):
+def bcmp_merge(b0, b1, m0, m1, u0, u1, o0, o1, r0, r1, reset_max0, reset_max1, c0, c1, bcmp_max,
+               bcmp_up, bcmp_od, bcmp_causal):
     """The two slots' BCMP lanes merged (the plans never drive one lane from
     both slots in a cycle); RESET only with the slot's ``reset_max``; the
     causal bit of the slot whose UPDATE is on the max lane."""
@@ -132,7 +132,7 @@ def bcmp_merge(b0, b1, m0, m1, u0, u1, o0, o1, r0, r1, rm0, rm1, c0, c1, bcmp_ma
             mm[:] = mm | m1
             uu[:] = uu | u1
             oo[:] = oo | o1
-        if (b0 and r0 and rm0) or (b1 and r1 and rm1):
+        if (b0 and r0 and reset_max0) or (b1 and r1 and reset_max1):
             mm[:] = RESET
         bcmp_max.next = mm
         bcmp_up.next = uu

@@ -112,3 +112,47 @@ def test_reference_kernel_on_ud_hardware(name, ref_name, causal):
     rrtl, _ = check_device(ref_cfg, rprog, rgold, rres, f"reference kernel on {ref_name}")
     assert rtl.tobytes() == rrtl.tobytes()
     assert res["runs"][-1]["counters"] == rres["runs"][-1]["counters"]
+
+
+def _golden_error(cfg, words):
+    from fsa import isa
+    from fsa.golden.machine import Machine, MachineError
+
+    try:
+        Machine(cfg).run(isa.decode(words))
+    except MachineError as e:
+        return e.code, e.index
+    return None, None
+
+
+def test_ud_decode_and_range_errors():
+    """The decoder and the range check of UD hardware, against the golden
+    model's errors: function codes above 8 are illegal, the UD functions'
+    scratchpad and accumulator walks are range-checked (STEP: 2R + R + 1
+    rows), and the UD codes are illegal on reference hardware."""
+    from fsa.isa import Fence, Matrix, MxFunc, encode
+
+    ud, ref = fconfig.get("FSA4X4Fp16UdConfig"), fconfig.get("FSA4X4Fp16Config")
+    R = ud.sa_rows
+    flags = dict(rev_input=True, delay_output=True)
+    ok = Matrix(MxFunc.LOAD_Q, spad_addr=0, spad_stride=1, **flags)
+    stop = Fence(mx=True, dma=True, stop=True)
+    cases = [
+        (ud, encode([ok]) + [(1 << 29) | (9 << 11), 0, 0] + encode([stop]), "ILLEGAL_FUNC", 1),
+        (ud, encode([ok, Matrix(MxFunc.KSTEP, spad_addr=ud.spad_rows - R + 1, spad_stride=1,
+                                **flags), stop]), "SRAM_RANGE", 1),
+        (ud, encode([ok, Matrix(MxFunc.STEP, spad_addr=ud.spad_rows - 2 * R + 1, spad_stride=1,
+                                acc_addr=0, acc_stride=1, **flags), stop]), "SRAM_RANGE", 1),
+        (ud, encode([ok, Matrix(MxFunc.KSTEP, spad_addr=0, spad_stride=1, **flags),
+                     Matrix(MxFunc.PVSTEP, spad_addr=0, spad_stride=1,
+                            acc_addr=ud.acc_rows - R, acc_stride=1, **flags), stop]),
+         "SRAM_RANGE", 2),
+        (ref, encode([Fence(mx=True), ok, stop]), "ILLEGAL_FUNC", 1),
+    ]
+    for n, (cfg, words, code, index) in enumerate(cases):
+        if n:         # (the golden model's decoder refuses code 9 outright)
+            assert _golden_error(cfg, words) == (code, index), (cfg.name, code)
+        res = run_on_device(cfg, words, [], [], max_cycles=100_000)
+        run = res["runs"][-1]
+        assert (run["state"], run["error"], run["error_index"]) == ("error", code, index), \
+            (cfg.name, code, run)

@@ -493,18 +493,7 @@ def fsa_mxctrl(clk, rst,
     ret0, ret1, cf0, cf1, rls0, rls1 = (sig(TW) for _ in range(6))
     insts += [_per_func(f0, ret0, RETIRE, TW), _per_func(f1, ret1, RETIRE, TW),
               _per_func(f0, cf0, CF, TW), _per_func(f1, cf1, CF, TW)]
-    if ud:        # early_release: the plan's read_release instead of release
-        READ_REL = tuple(p.read_release for p in plans)
-        rm = [sig(1), sig(1)]         # (Verilog: bcmp_reset_max<i>)
-        er = [sig(1), sig(1)]         # (Verilog: release_select<i>_early)
-        insts += [fsa_mxctrl_ud.release_select(f0, er[0], rls0, RELEASE, READ_REL),
-                  fsa_mxctrl_ud.release_select(f1, er[1], rls1, RELEASE, READ_REL)]
-        bs0, bs1 = src[0]["bcmp"], src[1]["bcmp"]
-        insts.append(named(fsa_mxctrl_ud.bcmp_merge(
-            b0, b1, bs0["max"], bs1["max"], bs0["up"], bs1["up"], bs0["od"], bs1["od"],
-            bs0["reset"], bs1["reset"], rm[0], rm[1], c0, c1, bcmp_max, bcmp_up, bcmp_od,
-            bcmp_causal), "bcmp"))
-    else:
+    if not ud:    # (UD: rtl/fsa_mxctrl_ud.py, with early_release)
         insts += [_per_func(f0, rls0, RELEASE, TW), _per_func(f1, rls1, RELEASE, TW)]
 
     @always_comb
@@ -553,34 +542,17 @@ def fsa_mxctrl(clk, rst,
                                       s_sstr[i], s_aptr[i], s_astr[i], s_flags[i], s_zero[i],
                                       s_causal[i], s_maskk[i], s_rel[i], rets[i], src[i]["sram"],
                                       src[i]["accrd"], inp), f"slot{i}_regs"))
-        if ud:
-            insts.append(named(fsa_mxctrl_ud.ud_flags(clk, rst, loads[i], in_reset_max,
-                                                      in_early_release, rm[i], er[i]),
-                               f"slot{i}_ud_flags"))
+    if ud:        # the slots' UD flags, release cycles and channels, the BCMP lanes
+        insts.append(named(fsa_mxctrl_ud.ud_control(
+            clk, rst, loads, in_reset_max, in_early_release, s_func, s_busy, s_t, s_rel, s_causal,
+            [d["bcmp"] for d in src], bcmp_max, bcmp_up, bcmp_od, bcmp_causal, rel_valid, rel_id,
+            rel_value, rel2_valid, rel2_id, rel2_value, busy, plans, TW), "ud"))
 
     @always_seq(clk.posedge, reset=rst)
     def last_slot():
         if accept:
             last.next = take
     insts.append(last_slot)
-
-    @always_comb
-    def sem_release_ud():         # UD: one channel per slot (both may release at once)
-        rel_valid.next = False
-        rel_id.next = 0
-        rel_value.next = 0
-        rel2_valid.next = False
-        rel2_id.next = 0
-        rel2_value.next = 0
-        if b0 and t0 == rls0 and rl0[RV]:
-            rel_valid.next = True
-            rel_id.next = rl0[RV:VB]
-            rel_value.next = rl0[VB:]
-        if b1 and t1 == rls1 and rl1[RV]:
-            rel2_valid.next = True
-            rel2_id.next = rl1[RV:VB]
-            rel2_value.next = rl1[VB:]
-        busy.next = b0 or b1
 
     @always_comb
     def sem_release():
@@ -596,7 +568,8 @@ def fsa_mxctrl(clk, rst,
             rel_id.next = rl1[RV:VB]
             rel_value.next = rl1[VB:]
         busy.next = b0 or b1
-    insts.append(sem_release_ud if ud else sem_release)
+    if not ud:
+        insts.append(sem_release)
     return insts
 
 
@@ -672,17 +645,11 @@ def ports(cfg) -> dict:
         acc_wen=sig(1), acc_waddr=sig(ADDR_BITS), rel_valid=sig(1), rel_id=sig(SEM_ID_BITS),
         rel_value=sig(SEM_VALUE_BITS), busy=sig(1))
     if cfg.dataflow == "ud":
-        LB = fsa_bcmp.LANE_BITS
-        p.update(in_reset_max=sig(1), in_early_release=sig(1), bcmp_max=sig(LB), bcmp_up=sig(LB),
-                 bcmp_od=sig(LB), bcmp_causal=sig(1), rel2_valid=sig(1),
-                 rel2_id=sig(SEM_ID_BITS), rel2_value=sig(SEM_VALUE_BITS))
+        p.update(fsa_mxctrl_ud.ud_ports(SEM_ID_BITS, SEM_VALUE_BITS))
     return p
 
 
-#: the UD controller's extra ports (inputs, then outputs)
-UD_INPUTS = ("in_reset_max", "in_early_release")
-UD_OUTPUTS = ("bcmp_max", "bcmp_up", "bcmp_od", "bcmp_causal", "rel2_valid", "rel2_id",
-              "rel2_value")
+UD_OUTPUTS = fsa_mxctrl_ud.UD_OUTPUTS
 
 
 def convert(outdir, cfg):

@@ -9,7 +9,7 @@ generated from the UD plans like the rest of it: on a configuration with
   instruction has ``reset_max``; ``bcmp_causal`` is the causal bit of the
   slot whose UPDATE is on the ``max`` lane;
 * keeps per slot the ``reset_max`` and ``early_release`` bits
-  (``bcmp_reset_max<i>``, ``release_select<i>_early``) and releases the semaphore at the plan's
+  (``ud_slot<i>_flags_*``) and releases the semaphore at the plan's
   :attr:`~fsa.plan.Plan.read_release` instead of
   :attr:`~fsa.plan.Plan.release` when ``early_release`` is set;
 * numbers the constant reads' slope index per function (``slot<i>_kofs``):
@@ -26,7 +26,21 @@ from myhdl import always_comb, always_seq, block, intbv
 from rtl import fsa_bcmp
 from rtl.convert import named
 
-__all__ = ["bcmp_sources", "ud_flags", "release_select", "slope_offsets", "bcmp_merge"]
+__all__ = ["bcmp_sources", "ud_control", "slope_offsets", "ud_ports", "UD_OUTPUTS"]
+
+#: the UD controller's extra outputs (its extra inputs: in_reset_max, in_early_release)
+UD_OUTPUTS = ("bcmp_max", "bcmp_up", "bcmp_od", "bcmp_causal", "rel2_valid", "rel2_id",
+              "rel2_value")
+
+
+def ud_ports(id_bits: int, value_bits: int) -> dict:
+    """Fresh signals for the UD controller's extra ports."""
+    from rtl.convert import sig
+
+    LB = fsa_bcmp.LANE_BITS
+    return dict(in_reset_max=sig(1), in_early_release=sig(1), bcmp_max=sig(LB), bcmp_up=sig(LB),
+                bcmp_od=sig(LB), bcmp_causal=sig(1), rel2_valid=sig(1), rel2_id=sig(id_bits),
+                rel2_value=sig(value_bits))
 
 
 @block
@@ -62,6 +76,55 @@ def _runs(cycles) -> list[tuple[int, int]]:
         else:
             out.append([c, c + 1])
     return [(s, e) for s, e in out]
+
+
+@block
+def ud_control(clk, rst, loads, in_reset_max, in_early_release, funcs, busys, ts, rels, causals,
+               bcmps, bcmp_max, bcmp_up, bcmp_od, bcmp_causal, rel_valid, rel_id, rel_value,
+               rel2_valid, rel2_id, rel2_value, busy, plans, TW):
+    """The UD parts of fsa_mxctrl after its slots (module docstring): per
+    slot the flags and the release cycle; the merged BCMP lanes; one release
+    channel per slot (slot 0: ``rel_*``, slot 1: ``rel2_*``) and ``busy``."""
+    from rtl.convert import sig
+
+    f0, f1 = funcs
+    b0, b1 = busys
+    t0, t1 = ts
+    rl0, rl1 = rels
+    RELEASE = tuple(p.release for p in plans)
+    READ_REL = tuple(p.read_release for p in plans)
+    rm = [sig(1), sig(1)]          # reset_max of each slot
+    er = [sig(1), sig(1)]          # early_release of each slot
+    rls0, rls1 = sig(TW), sig(TW)  # the slots' release cycles
+    insts = [named(ud_flags(clk, rst, loads[i], in_reset_max, in_early_release, rm[i], er[i]),
+                   f"slot{i}_flags") for i in range(2)]
+    insts += [named(release_select(f0, er[0], rls0, RELEASE, READ_REL), "slot0_release"),
+              named(release_select(f1, er[1], rls1, RELEASE, READ_REL), "slot1_release")]
+    bs0, bs1 = bcmps
+    insts.append(named(bcmp_merge(b0, b1, bs0["max"], bs1["max"], bs0["up"], bs1["up"], bs0["od"],
+                                  bs1["od"], bs0["reset"], bs1["reset"], rm[0], rm[1], causals[0],
+                                  causals[1], bcmp_max, bcmp_up, bcmp_od, bcmp_causal), "bcmp"))
+    RV, VB = len(rl0) - 1, len(rel_value)        # valid bit; value bits below the id
+
+    @always_comb
+    def sem_release():          # one channel per slot: both may release in one cycle
+        rel_valid.next = False
+        rel_id.next = 0
+        rel_value.next = 0
+        rel2_valid.next = False
+        rel2_id.next = 0
+        rel2_value.next = 0
+        if b0 and t0 == rls0 and rl0[RV]:
+            rel_valid.next = True
+            rel_id.next = rl0[RV:VB]
+            rel_value.next = rl0[VB:]
+        if b1 and t1 == rls1 and rl1[RV]:
+            rel2_valid.next = True
+            rel2_id.next = rl1[RV:VB]
+            rel2_value.next = rl1[VB:]
+        busy.next = b0 or b1
+    insts.append(sem_release)
+    return insts
 
 
 @block

@@ -21,8 +21,10 @@ fsa/plan.py and fsa/plan_ud.py; table 3 is measured on the RTL (Verilator).
    presets' memory system (4x4: 64-bit AXI, one bank; 8x8: 128-bit, two
    banks; ``--rtl16`` adds 16x16, 256-bit): cycles per key block measured
    as ``(cycles(seq_kv = 2aR) - cycles(seq_kv = aR)) / a`` with seq_q = C
-   (``SimEngine``, program fetch), the cycle model's steady state for the
-   same memory system, the bound T = 2R + P + 3, and a whole N x N run
+   (``SimEngine``: the device fetches the program over memory port 0, which
+   it shares with the DMA, so these include the fetch's bursts), the cycle
+   model's steady state for the same memory system without the fetch, the
+   bound T = 2R + P + 3, and a whole N x N run
    (N = 64; 256 at 16x16, the issue's target >= 55 %) with its utilisation.
 """
 from __future__ import annotations
@@ -137,8 +139,8 @@ def main() -> None:
     rt = []
     if args.rtl or args.rtl16:
         rt = rtl((4, 8, 16) if args.rtl16 else (4, 8))
-        print("\n3. The RTL (Verilator, the presets' memory system; kernel 'reference' runs on the "
-              "UD hardware, cycle-identical to the reference config)\n")
+        print("\n3. The RTL (Verilator, the presets' memory system, program fetched by the "
+              "device; kernel 'reference' runs on the UD hardware)\n")
         print(table(["config", "kernel", "RTL/kb", "model/kb", "T", "N", "cycles", "util"],
                     [[r["config"], r["kernel"], r["rtl_per_kb"], r["model_per_kb"], r["bound_T"],
                       r["N"], r["cycles"], r["util"]] for r in rt],

@@ -21,7 +21,7 @@ from fsa.report import bound_scale, error_stats, fa3_inputs, torch_reference, wi
 from fsa.simdev import run_on_device
 
 import coverage_report as cov
-from test_attention import SEED, check_device, edge_inputs
+from test_attention import FULL, SEED, check_device, edge_inputs
 
 pytestmark = pytest.mark.sim
 
@@ -41,10 +41,11 @@ def _run(cfg, q, k, v, causal, pauses=0.0, kernel=None):
     return prog, gold, res
 
 
-def case(name, sq, skv, causal=False, pauses=0.0):
+def case(name, sq, skv, causal=False, pauses=0.0, full=False):
     return pytest.param(name, sq, skv, causal, pauses,
                         id=f"{name}-{sq}x{skv}{'-causal' if causal else ''}"
-                           f"{'-pauses' if pauses else ''}")
+                           f"{'-pauses' if pauses else ''}",
+                        marks=[pytest.mark.full] if full else [])
 
 
 CASES = [
@@ -60,11 +61,14 @@ CASES = [
     case("FSA4X4Fp16OnlyUdConfig", 8, 12),                  # fp16 accumulation
     case("FSA4X8Fp16UdConfig", 16, 8),                      # non-square (R=4, C=8)
     case("FSA8X4Fp16UdConfig", 8, 16),                      # non-square (R=8, C=4)
+    case("FSA16X16Fp16UdConfig", 256, 256, full=True),      # the target size
 ]
 
 
 @pytest.mark.parametrize("name,sq,skv,causal,pauses", CASES)
 def test_ud_attention(name, sq, skv, causal, pauses):
+    if name.startswith("FSA16X16") and not FULL:
+        pytest.skip("long sweep: FULL=1")
     cfg = fconfig.get(name)
     assert cfg.dataflow == "ud"
     q, k, v = _inputs(cfg, sq, skv)

@@ -1,10 +1,10 @@
 """The UD dataflow (docs/ud.md) in the cycle model, beside the reference schedule.
 
-Run as ``python bench/ud.py [--quick]`` from the repository root. Prints two
-tables and writes ``bench/results/ud.json`` (``bench/results/quick/`` with
-``--quick``). Everything here is the cycle model (fsa/cyclemodel.py) running
-the plans of fsa/plan.py and fsa/plan_ud.py: there is no UD RTL yet (issue
-15, stage 2), so these are predictions, not measurements.
+Run as ``python bench/ud.py [--quick] [--rtl] [--rtl16]`` from the
+repository root. Prints two tables (three with ``--rtl``) and writes
+``bench/results/ud.json`` (``bench/results/quick/`` with ``--quick``).
+Tables 1 and 2 are the cycle model (fsa/cyclemodel.py) running the plans of
+fsa/plan.py and fsa/plan_ud.py; table 3 is measured on the RTL (Verilator).
 
 1. Steady state per key block with a free DMA (the matrix schedule alone),
    fitted by :func:`fsa.cyclemodel.steady_state` on short programs: the
@@ -17,6 +17,15 @@ the plans of fsa/plan.py and fsa/plan_ud.py: there is no UD RTL yet (issue
    scratchpad row, at most 512 bits; one DMA engine, as
    built today: a UD STEP reads 2R scratchpad rows every T cycles, which the
    64-bit AXI cannot deliver from 8x8 on).
+3. ``--rtl``: the UD RTL (issue 15 stage 2) beside the reference RTL, the
+   presets' memory system (4x4: 64-bit AXI, one bank; 8x8: 128-bit, two
+   banks; ``--rtl16`` adds 16x16, 256-bit): cycles per key block measured
+   as ``(cycles(seq_kv = 2aR) - cycles(seq_kv = aR)) / a`` with seq_q = C
+   (``SimEngine``: the device fetches the program over memory port 0, which
+   it shares with the DMA, so these include the fetch's bursts), the cycle
+   model's steady state for the same memory system without the fetch, the
+   bound T = 2R + P + 3, and a whole N x N run
+   (N = 64; 256 at 16x16, the issue's target >= 55 %) with its utilisation.
 """
 from __future__ import annotations
 
@@ -75,9 +84,45 @@ def predictions(quick: bool) -> list[dict]:
     return rows
 
 
+def _rtl_cycles(cfg, seq_q: int, seq_kv: int, kernel: str) -> int:
+    import numpy as np
+
+    from fsa import kernels
+    from fsa.engines import SimEngine
+    from fsa.report import fa3_inputs
+
+    rng = np.random.default_rng(1)
+    R = cfg.sa_rows
+    q, k, v = (fa3_inputs(rng, (n, R)) for n in (seq_q, seq_kv, seq_kv))
+    prog = kernels.attention(cfg, seq_q, seq_kv, kernel=kernel)
+    res = SimEngine(cfg, sim="verilator", max_cycles=20_000_000).run(prog, {"Q": q, "K": k, "V": v})
+    return int(res.cycles)
+
+
+def rtl(sizes) -> list[dict]:
+    """Table 3: the UD and the reference RTL (module docstring)."""
+    rows = []
+    for n in sizes:
+        cfg = fconfig.get(ud_name(n, n))
+        N = 256 if n >= 16 else 64
+        a = 2
+        for kern in ("reference", "ud"):
+            c1 = _rtl_cycles(cfg, n, a * n, kern)
+            c2 = _rtl_cycles(cfg, n, 2 * a * n, kern)
+            ss = cm.steady_state(cfg, cm.DEFAULT_DMA, kernel=kern)
+            cyc = _rtl_cycles(cfg, N, N, kern)
+            _, util = attention_util(n, n, N, False, cyc)
+            rows.append({"config": cfg.name, "kernel": kern, "rtl_per_kb": (c2 - c1) / a,
+                         "model_per_kb": ss["per_key_block"], "bound_T": 2 * n + cfg.exp2_pieces + 3,
+                         "N": N, "cycles": cyc, "util": util})
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--rtl", action="store_true", help="table 3: the RTL (4x4, 8x8)")
+    ap.add_argument("--rtl16", action="store_true", help="table 3 with 16x16 too (long build)")
     args = ap.parse_args()
     st = steady(args.quick)
     print("1. Steady state per key block, free DMA (cycle model; UD bound T = 2R + P + 3)\n")
@@ -91,7 +136,17 @@ def main() -> None:
                 [[r["config"], r["N"], r["dma"], r["kernel"], "yes" if r["causal"] else "no",
                   r["per_kb"], r["cycles"], r["util"]] for r in pr],
                 ["", "", "", "", "", "g", "", ".3f"]))
-    out = write_json("ud", {"quick": args.quick, "steady_state": st, "predictions": pr})
+    rt = []
+    if args.rtl or args.rtl16:
+        rt = rtl((4, 8, 16) if args.rtl16 else (4, 8))
+        print("\n3. The RTL (Verilator, the presets' memory system, program fetched by the "
+              "device; kernel 'reference' runs on the UD hardware)\n")
+        print(table(["config", "kernel", "RTL/kb", "model/kb", "T", "N", "cycles", "util"],
+                    [[r["config"], r["kernel"], r["rtl_per_kb"], r["model_per_kb"], r["bound_T"],
+                      r["N"], r["cycles"], r["util"]] for r in rt],
+                    ["", "", "g", "g", "", "", "", ".3f"]))
+    out = write_json("ud", {"quick": args.quick, "steady_state": st, "predictions": pr,
+                            "rtl": rt})
     print(f"\nwrote {out}")
 
 

@@ -87,9 +87,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     def fits(st) -> None:          # before the program is built (that takes time too)
         _check_golden_fits(cfg, st.padded[0], st.padded[1], args.causal, args.force, st.heads)
 
-    if args.sim != "golden" and cfg.dataflow == "ud":
-        raise ValueError(f"{cfg.name}: the UD dataflow has no RTL yet (issue 15, stage 2); "
-                         f"use --sim golden")
     job = api.prepare(q, k, v, args.causal, args.scale, args.gqa, config=cfg, before_build=fits,
                       kernel=args.kernel)
     st = job.stats

@@ -18,20 +18,33 @@ Ports (the controller, or a testbench, drives everything per cycle)::
 
 Hierarchy: ``fsa_pe`` x R*C, ``fsa_cmp`` x C, ``fsa_acc`` x C, one
 ``fsa_idelay`` and one ``fsa_odelay``; each is its own Verilog module.
+
+UD configurations (``cfg.dataflow == "ud"``, docs/ud.md): ``ctrl`` is R*12
+bits (``fsa_pe.ctrl_width``; the UD PE), the CMPs decode LATCH, and a row of
+``fsa_bcmp`` x C sits below the last PE row (instances ``u_bcmp_<c>``):
+PE(R-1,c).d_out is its ``s_in``, its ``u_out`` drives PE(R-1,c).d_in (0 on
+reference configs) and its ``od`` register feeds the output delayer instead
+of the bottom PE's d_out.  Extra ports (column 0's commands, travelling
+right one column per cycle like the CMP's)::
+
+    bcmp_max, bcmp_up, bcmp_od   2 each   the three BCMP command lanes
+                                          (fsa_bcmp.LANE_CODES)
+    bcmp_causal                  1        the causal bit of the UPDATE's instruction
 """
 from __future__ import annotations
 
 from myhdl import ConcatSignal, ResetSignal, always_comb, block
 
 from rtl.convert import Const, convert_block, sig, submodule
-from rtl import fsa_acc, fsa_cmp, fsa_delay, fsa_pe
+from rtl import fsa_acc, fsa_bcmp, fsa_cmp, fsa_delay, fsa_pe
 
 MODULE = "fsa_array"
 
 
 @block
 def fsa_array(clk, rst, ctrl, cmp_cmd, cmp_causal, cmp_mask, key_limit, scale_a, id_data,
-              id_valid, id_rev_in, id_rev_out, id_delay, acc_cmd, acc_sram, acc_wb, cfg=None):
+              id_valid, id_rev_in, id_rev_out, id_delay, acc_cmd, acc_sram, acc_wb, cfg=None,
+              bcmp_max=None, bcmp_up=None, bcmp_od=None, bcmp_causal=None):
     """The array; see the module docstring. `cfg` is an FSAConfig.
 
     ctrl[9r +: 9] is row r's PE control word (fsa.plan.PE_BITS), bits 0..8 =
@@ -44,7 +57,10 @@ def fsa_array(clk, rst, ctrl, cmp_cmd, cmp_causal, cmp_mask, key_limit, scale_a,
     R, C, P = cfg.sa_rows, cfg.sa_cols, cfg.exp2_pieces
     e, a = cfg.e_type, cfg.a_type
     EW, AW = cfg.e_fmt.width, cfg.a_fmt.width
-    NB = fsa_pe.CTRL_BITS
+    ud = cfg.dataflow == "ud"
+    NB = fsa_pe.ctrl_width(cfg)
+    if ud and any(x is None for x in (bcmp_max, bcmp_up, bcmp_od, bcmp_causal)):
+        raise ValueError("fsa_array: a UD config needs the bcmp_* ports")
     checks = (("ctrl", ctrl, R * NB), ("id_data", id_data, R * EW), ("acc_sram", acc_sram, C * AW),
               ("acc_wb", acc_wb, C * AW), ("cmp_cmd", cmp_cmd, fsa_cmp.CMD_BITS),
               ("acc_cmd", acc_cmd, fsa_acc.CMD_BITS), ("key_limit", key_limit, fsa_cmp.KL_BITS),
@@ -71,14 +87,17 @@ def fsa_array(clk, rst, ctrl, cmp_cmd, cmp_causal, cmp_mask, key_limit, scale_a,
     cz = [cmp_causal] + [sig(1) for _ in range(C)]
     cm = [cmp_mask] + [sig(1) for _ in range(C)]
     zero = Const(AW, 0)
+    b_up = [sig(AW) for _ in range(C)] if ud else None      # BCMP u_out -> PE(R-1,c).d_in
+    b_od = [sig(AW) for _ in range(C)] if ud else None      # BCMP od -> output delayer
+    pe_block = fsa_pe.pe_block(ud)
 
     for r in range(R):
         for c in range(C):
-            d_in = up[r + 1][c] if r + 1 < R else zero
+            d_in = up[r + 1][c] if r + 1 < R else (b_up[c] if ud else zero)
             port = {"clk": clk, "rst": rst, "l_in": h[r][c], "u_in": down[r][c], "d_in": d_in,
                     "ctrl_in": ct[r][c], "r_out": h[r][c + 1], "d_out": down[r + 1][c],
                     "u_out": up[r][c], "ctrl_out": ct[r][c + 1]}
-            insts.append(submodule(fsa_pe.fsa_pe, (), dict(port, e_type=e, a_type=a, pieces=P),
+            insts.append(submodule(pe_block, (), dict(port, e_type=e, a_type=a, pieces=P),
                                    fsa_pe.MODULE, f"u_pe_{r}_{c}", port,
                                    {"r_out", "d_out", "u_out", "ctrl_out"}))
     for c in range(C):
@@ -86,13 +105,27 @@ def fsa_array(clk, rst, ctrl, cmp_cmd, cmp_causal, cmp_mask, key_limit, scale_a,
                 "s_in": up[0][c], "col": Const(fsa_cmp.COL_BITS, c), "key_limit": key_limit,
                 "out": down[0][c], "cmd_out": cc[c + 1], "causal_out": cz[c + 1],
                 "mask_out": cm[c + 1]}
-        insts.append(submodule(fsa_cmp.fsa_cmp, (), dict(port, e_type=e, a_type=a, pieces=P),
+        kw = dict(port, e_type=e, a_type=a, pieces=P, **(dict(ud=True) if ud else {}))
+        insts.append(submodule(fsa_cmp.fsa_cmp, (), kw,
                                fsa_cmp.MODULE, f"u_cmp_{c}", port,
                                {"out", "cmd_out", "causal_out", "mask_out"}))
+    if ud:
+        LB = fsa_bcmp.LANE_BITS
+        bm = [bcmp_max] + [sig(LB) for _ in range(C)]
+        bu = [bcmp_up] + [sig(LB) for _ in range(C)]
+        bo = [bcmp_od] + [sig(LB) for _ in range(C)]
+        bz = [bcmp_causal] + [sig(1) for _ in range(C)]
+        for c in range(C):
+            port = {"clk": clk, "rst": rst, "max_in": bm[c], "up_in": bu[c], "od_in": bo[c],
+                    "causal_in": bz[c], "s_in": down[R][c], "col": Const(fsa_bcmp.COL_BITS, c),
+                    "u_out": b_up[c], "od": b_od[c], "max_out": bm[c + 1], "up_out": bu[c + 1],
+                    "od_out": bo[c + 1], "causal_out": bz[c + 1]}
+            insts.append(submodule(fsa_bcmp.fsa_bcmp, (), dict(port, R=R, e_type=e, a_type=a),
+                                   fsa_bcmp.MODULE, f"u_bcmp_{c}", port, fsa_bcmp.OUTPUTS))
 
     # output delayer: bottom d_out of every column -> aligned
     # (a ConcatSignal cannot be a submodule port directly: copy it to a wire)
-    bottom = ConcatSignal(*reversed(down[R]))
+    bottom = ConcatSignal(*reversed(b_od if ud else down[R]))
     od_in = sig(C * AW)
 
     @always_comb
@@ -115,7 +148,7 @@ def fsa_array(clk, rst, ctrl, cmp_cmd, cmp_causal, cmp_mask, key_limit, scale_a,
     # the last column's pass-through outputs go nowhere: gather them in one
     # signal whose name tells lint they are unused by design
     unused_edge = ConcatSignal(*[h[r][C] for r in range(R)], *[ct[r][C] for r in range(R)],
-                               cc[C], cz[C], cm[C])
+                               cc[C], cz[C], cm[C], *((bm[C], bu[C], bo[C], bz[C]) if ud else ()))
     unused_sink = sig(len(unused_edge))
 
     @always_comb
@@ -133,12 +166,20 @@ def fsa_array(clk, rst, ctrl, cmp_cmd, cmp_causal, cmp_mask, key_limit, scale_a,
 def ports(cfg) -> dict:
     R, C = cfg.sa_rows, cfg.sa_cols
     EW, AW = cfg.e_fmt.width, cfg.a_fmt.width
-    return dict(clk=sig(1), rst=ResetSignal(0, active=1, isasync=False),
-                ctrl=sig(R * fsa_pe.CTRL_BITS), cmp_cmd=sig(fsa_cmp.CMD_BITS), cmp_causal=sig(1),
+    p = dict(clk=sig(1), rst=ResetSignal(0, active=1, isasync=False),
+                ctrl=sig(R * fsa_pe.ctrl_width(cfg)), cmp_cmd=sig(fsa_cmp.CMD_BITS), cmp_causal=sig(1),
                 cmp_mask=sig(1), key_limit=sig(fsa_cmp.KL_BITS), scale_a=sig(AW),
                 id_data=sig(R * EW), id_valid=sig(1), id_rev_in=sig(1), id_rev_out=sig(1),
                 id_delay=sig(1), acc_cmd=sig(fsa_acc.CMD_BITS), acc_sram=sig(C * AW),
                 acc_wb=sig(C * AW))
+    if cfg.dataflow == "ud":
+        LB = fsa_bcmp.LANE_BITS
+        p.update(bcmp_max=sig(LB), bcmp_up=sig(LB), bcmp_od=sig(LB), bcmp_causal=sig(1))
+    return p
+
+
+#: the UD array's extra input ports (fsa_array's keyword arguments)
+UD_PORTS = ("bcmp_max", "bcmp_up", "bcmp_od", "bcmp_causal")
 
 
 def convert(outdir, cfg):

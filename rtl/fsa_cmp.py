@@ -21,6 +21,11 @@ UPDATE, PROP_MAX, PROP_MAX_DIFF, PROP_EXP2_INTERCEPTS, PROP_ZERO, RESET; in
 the Verilog each is a named decode of ``cmd_in`` (``cmp_cmd_update`` ...).  State: ``new_max``, ``old_max``
 (reset to -inf), the UPDATE counter (causal and key masks) and the intercept index.
 
+UD configurations (``ud=True``, docs/ud.md) add command 7 ``LATCH``
+(``fsa.plan.UD_CMP_CMDS``): ``out <- s_in``, the top PE's ``u_out``
+(``-m`` arriving up the u path); the reference configurations' CMP is
+generated without it (the same Verilog).
+
 Latency: one cycle (``out`` and the state are registers written at the edge
 of the cycle holding the command).  The running max is kept over the
 E-rounded scores; ``PROP_MAX`` never folds 0 into it.
@@ -30,7 +35,7 @@ from __future__ import annotations
 from myhdl import always_comb, always_seq, block, concat, intbv
 
 from fsa.formats import get_format
-from fsa.plan import CMP_CMDS
+from fsa.plan import CMP_CMDS, UD_CMP_CMDS
 from rtl.convert import convert_block, sig, submodule
 from rtl.fp import fsa_cvt, fsa_fcmp
 
@@ -40,7 +45,8 @@ CMD_BITS = 3
 (CMD_NOP, CMD_UPDATE, CMD_PROP_MAX, CMD_PROP_MAX_DIFF, CMD_PROP_EXP2_INTERCEPTS,
  CMD_PROP_ZERO, CMD_RESET) = (CMP_CMDS.index(c) for c in (
      "NOP", "UPDATE", "PROP_MAX", "PROP_MAX_DIFF", "PROP_EXP2_INTERCEPTS", "PROP_ZERO", "RESET"))
-assert len(CMP_CMDS) <= 1 << CMD_BITS
+CMD_LATCH = UD_CMP_CMDS.index("LATCH")
+assert len(UD_CMP_CMDS) <= 1 << CMD_BITS
 COL_BITS = 8
 #: width of the key_limit input (the UPDATE counter's: 0..2**COL_BITS)
 KL_BITS = COL_BITS + 1
@@ -59,7 +65,7 @@ def encoded_intercepts(e_type: str, a_type: str, pieces: int) -> tuple[int, ...]
 
 @block
 def fsa_cmp(clk, rst, cmd_in, causal_in, mask_in, s_in, col, key_limit, out, cmd_out,
-            causal_out, mask_out, e_type="fp16", a_type="fp32", pieces=8):
+            causal_out, mask_out, e_type="fp16", a_type="fp32", pieces=8, ud=False):
     """One comparator unit; see the module docstring."""
     fe, fa = get_format(e_type), get_format(a_type)
     ew, aw = fe.width, fa.width
@@ -182,6 +188,50 @@ def fsa_cmp(clk, rst, cmd_in, causal_in, mask_in, s_in, col, key_limit, out, cmd
             old_max.next = neg_inf
             new_max.next = neg_inf
 
+    if ud:
+        cmp_cmd_latch = sig(1)
+
+        @always_comb
+        def latch_command():
+            cmp_cmd_latch.next = cmd_in == CMD_LATCH
+
+        @always_seq(clk.posedge, reset=rst)
+        def step_ud():
+            cmd_out.next = cmd_in
+            causal_out.next = causal_in
+            mask_out.next = mask_in
+            if cmp_cmd_update:
+                out.next = s_e_m_z
+                new_max.next = mx
+                cnt.next = cnt + 1
+            else:
+                cnt.next = 0
+            if cmp_cmd_prop_exp2_intercepts:
+                out.next = icpt
+                if k == last_k:
+                    k.next = 0
+                else:
+                    k.next = k + 1
+            else:
+                k.next = 0
+            if cmp_cmd_prop_max:
+                if (new_max & a_exp_mask) == a_exp_mask and (new_max & a_man_mask) != 0:
+                    out.next = a_nan
+                else:
+                    out.next = new_max ^ a_sign
+            elif cmp_cmd_prop_max_diff:
+                out.next = diff
+                old_max.next = new_max
+            elif cmp_cmd_prop_zero:
+                out.next = 0
+            elif cmp_cmd_reset:
+                old_max.next = neg_inf
+                new_max.next = neg_inf
+            elif cmp_cmd_latch:
+                out.next = s_in
+
+        insts += [operands, latch_command, step_ud]
+        return insts
     insts += [operands, step]
     return insts
 
@@ -196,8 +246,10 @@ def ports(e_type: str = "fp16", a_type: str = "fp32") -> dict:
                 mask_out=sig(1))
 
 
-def convert(outdir, e_type: str = "fp16", a_type: str = "fp32", pieces: int = 8):
-    """Write ``<outdir>/fsa_cmp.v`` (instantiates fsa_cvt and fsa_fcmp modules)."""
+def convert(outdir, e_type: str = "fp16", a_type: str = "fp32", pieces: int = 8,
+            ud: bool = False):
+    """Write ``<outdir>/fsa_cmp.v`` (instantiates fsa_cvt and fsa_fcmp modules;
+    `ud`: with the LATCH command)."""
     p = ports(e_type, a_type)
-    return convert_block(lambda: fsa_cmp(**p, e_type=e_type, a_type=a_type, pieces=pieces),
+    return convert_block(lambda: fsa_cmp(**p, e_type=e_type, a_type=a_type, pieces=pieces, ud=ud),
                          MODULE, outdir)

@@ -57,7 +57,9 @@ out-of-range SRAM row of a matrix instruction, any DMA error, a deadlock and
 a program that runs dry without a stop put the core in the ERROR state:
 nothing more is issued. The last cycle of an abort (``clear``) also sends a
 CMP RESET into the comparator row (it travels along the row like any CMP
-command), so the next program finds the maxima as after a reset.
+command), so the next program finds the maxima as after a reset; on UD
+configurations it also sends a RESET into the bottom comparator row
+(``fsa_bcmp``: maxima, causal counter and LIFO pointer).
 """
 from __future__ import annotations
 
@@ -65,11 +67,11 @@ from myhdl import ConcatSignal, ResetSignal, always_comb, block
 
 from fsa.hw.errors import ERR_BITS
 from fsa.hw.regs import COUNTER_BITS, COUNTERS, STATE_BITS
-from rtl import (fsa_acc, fsa_array, fsa_cmp, fsa_counters, fsa_decode, fsa_dispatch, fsa_mxctrl,
-                 fsa_queue, fsa_regs, fsa_sem, fsa_sram, fsa_status)
+from rtl import (fsa_acc, fsa_array, fsa_bcmp, fsa_cmp, fsa_counters, fsa_decode, fsa_dispatch,
+                 fsa_mxctrl, fsa_queue, fsa_regs, fsa_sem, fsa_sram, fsa_status)
 from rtl.convert import Const, convert_block, sig, submodule
 from rtl.fsa_decode import IDX_BITS
-from rtl.fsa_pe import CTRL_BITS
+from rtl.fsa_pe import ctrl_width
 
 MODULE = "fsa_core"
 __all__ = ["MODULE", "COUNTERS", "IDX_BITS", "fsa_core", "ports", "convert", "sram_geometries"]
@@ -127,6 +129,10 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, abort_req, abor
     cs.update(outer)
     # the matrix controller's semaphore release (to fsa_sem's mx_rel_*)
     mx_rel_v, mx_rel_id, mx_rel_val = sig(1), sig(len(cs["in_rel_id"])), sig(len(cs["in_rel_value"]))
+    # UD: the controller's second release channel (slot 1) to fsa_sem's mx2_rel_*
+    ud = cfg.dataflow == "ud"
+    mx2_rel = dict(mx2_rel_valid=sig(1), mx2_rel_id=sig(len(cs["in_rel_id"])),
+                   mx2_rel_value=sig(len(cs["in_rel_value"]))) if ud else {}
     mx_busy = cs["mx_busy"]
 
     def conns(mod, **rename):
@@ -141,10 +147,11 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, abort_req, abor
     def queue_clear():
         q_clear.next = st_clear or fetch_flush
     insts.append(queue_clear)
-    units = ((fsa_queue, "u_queue", dict(clear=q_clear), True), (fsa_decode, "u_decode", {}, False),
+    units = ((fsa_queue, "u_queue", dict(clear=q_clear), True),
+             (fsa_decode, "u_decode", {}, cfg.dataflow == "ud"),
              (fsa_dispatch, "u_dispatch", {}, True),
              (fsa_sem, "u_sem", dict(mx_rel_valid=mx_rel_v, mx_rel_id=mx_rel_id,
-                                     mx_rel_value=mx_rel_val), False),
+                                     mx_rel_value=mx_rel_val, **mx2_rel), False),
              (fsa_status, "u_status", {}, False), (fsa_counters, "u_counters", {}, False))
     for mod, inst_name, rename, with_cfg in units:
         c = conns(mod, **rename)
@@ -161,7 +168,7 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, abort_req, abor
     in_rel_valid, in_rel_id, in_rel_value = cs["in_rel_valid"], cs["in_rel_id"], cs["in_rel_value"]
 
     # ------------------------------------------------------------ controller
-    NB = CTRL_BITS
+    NB = ctrl_width(cfg)
     ctrl = sig(R * NB)
     cmp_cmd, cmp_causal, acc_cmd = sig(fsa_cmp.CMD_BITS), sig(1), sig(fsa_acc.CMD_BITS)
     cmp_mask = sig(1)
@@ -195,13 +202,33 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, abort_req, abor
                      acc_ren=acc_ren, acc_raddr=acc_raddr, acc_zero=acc_zero, acc_wen=acc_wen,
                      acc_waddr=acc_waddr, rel_valid=mx_rel_v, rel_id=mx_rel_id,
                      rel_value=mx_rel_val, busy=mx_busy)
+    ud_out = set()
+    if ud:        # the UD controller's extra ports (docs/ud.md)
+        LB = fsa_bcmp.LANE_BITS
+        bcmp_max, bcmp_up, bcmp_od, bcmp_causal = sig(LB), sig(LB), sig(LB), sig(1)
+        bcmp_max_arr = sig(LB)       # the controller's, or RESET after an abort
+        ctl_ports.update(in_reset_max=cs["in_reset_max"], in_early_release=cs["in_early_release"],
+                         bcmp_max=bcmp_max, bcmp_up=bcmp_up, bcmp_od=bcmp_od,
+                         bcmp_causal=bcmp_causal, rel2_valid=mx2_rel["mx2_rel_valid"],
+                         rel2_id=mx2_rel["mx2_rel_id"], rel2_value=mx2_rel["mx2_rel_value"])
+        ud_out = set(fsa_mxctrl.UD_OUTPUTS)
+        BCMP_RESET = fsa_bcmp.CMD_RESET
+
+        @always_comb
+        def bcmp_reset():
+            if clear:
+                bcmp_max_arr.next = BCMP_RESET
+            else:
+                bcmp_max_arr.next = bcmp_max
+        insts.append(bcmp_reset)
     insts.append(submodule(fsa_mxctrl.fsa_mxctrl, (), dict(ctl_ports, cfg=cfg), fsa_mxctrl.MODULE,
                            "u_mxctrl", ctl_ports,
                            {"in_ready", "ctrl", "cmp_cmd", "cmp_causal", "cmp_mask", "acc_cmd",
                             "spad_en",
                             "spad_addr", "id_valid", "id_const", "id_csel", "id_k", "id_rev_in",
                             "id_rev_out", "id_delay", "acc_ren", "acc_raddr", "acc_zero",
-                            "acc_wen", "acc_waddr", "rel_valid", "rel_id", "rel_value", "busy"}))
+                            "acc_wen", "acc_waddr", "rel_valid", "rel_id", "rel_value", "busy"}
+                           | ud_out))
 
     # ------------------------------------------------------------ SRAMs
     sp_rows, sp_bits, sp_lane, sp_banks = geo["spad"]
@@ -285,6 +312,9 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, abort_req, abor
                      id_data=id_data, id_valid=id_valid, id_rev_in=id_rev_in,
                      id_rev_out=id_rev_out, id_delay=id_delay, acc_cmd=acc_cmd,
                      acc_sram=acc_sram, acc_wb=acc_wb)
+    if ud:
+        arr_ports.update(bcmp_max=bcmp_max_arr, bcmp_up=bcmp_up, bcmp_od=bcmp_od,
+                         bcmp_causal=bcmp_causal)
     insts.append(submodule(fsa_array.fsa_array, (), dict(arr_ports, cfg=cfg), fsa_array.MODULE,
                            "u_array", arr_ports, {"acc_wb"}))
     return insts

@@ -21,6 +21,7 @@ Ports::
                             function code
     is_fence                complete and a fence
     bad_func                complete and an unknown matrix / DMA function code
+                            (matrix: above 4, or above 8 on a UD configuration)
     illegal_type            word 0 of the instruction being collected has an
                             unknown type (the core stops with ILLEGAL_TYPE)
 
@@ -57,11 +58,12 @@ def type_signal(word0):
 
 @block
 def fsa_decode(clk, rst, run, fresh, head, nonempty, pop, take, dec_full, w0, w1, w2, w3, inst_idx,
-               to_mx, to_dma, is_fence, bad_func, illegal_type):
+               to_mx, to_dma, is_fence, bad_func, illegal_type, cfg=None):
     """The decoder; see the module docstring."""
     T_FENCE, T_MX, T_DMA = hwisa.TYPES["FENCE"], hwisa.TYPES["MATRIX"], hwisa.TYPES["DMA"]
     N_MX, N_DMA = hwisa.WORDS["MATRIX"], hwisa.WORDS["DMA"]
-    MX_MAX = hwisa.field("MATRIX", "func").range[1]
+    # the largest matrix code: 4, or 8 on a UD configuration (fsa.hw.isa.mx_func_max)
+    MX_MAX = hwisa.mx_func_max(cfg.dataflow if cfg is not None else "reference")
     DMA_MAX = hwisa.field("DMA", "func").range[1]
     head_type = type_signal(head)
     w0_type = type_signal(w0)
@@ -138,4 +140,4 @@ OUTPUTS = {"pop", "dec_full", "w0", "w1", "w2", "w3", "inst_idx", "to_mx", "to_d
 
 def convert(outdir, cfg=None):
     p = ports(cfg)
-    return convert_block(lambda: fsa_decode(**p), MODULE, outdir)
+    return convert_block(lambda: fsa_decode(**p, cfg=cfg), MODULE, outdir)

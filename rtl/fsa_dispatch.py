@@ -20,6 +20,12 @@ with ``u = stride + 16`` (0..31), the last row ``addr + K * stride`` equals
 ``addr + K * u - 16 K``, so it is in ``0..rows-1`` exactly when
 ``16 K <= addr + K * u < rows + 16 K``.
 
+UD configurations (docs/ud.md): 4-bit function codes, the UD functions'
+walks (LOAD_Q C scratchpad rows; KSTEP R; STEP 2R scratchpad + R + 1
+accumulator; PVSTEP R + R + 1) and the UD-only fields ``reset_max`` and
+``early_release`` passed to the controller (``in_reset_max``,
+``in_early_release``).
+
 Field positions come from ``fsa/hw/isa.py`` (:func:`rtl.fsa_decode.field_signal`).
 Ports: the decoder's outputs and ``take`` (this cycle consumes the decoded
 instruction); ``fence_done`` (a fence retires); the matrix controller's
@@ -38,11 +44,17 @@ from __future__ import annotations
 from myhdl import ConcatSignal, ResetSignal, always_comb, always_seq, block, concat, intbv
 
 from fsa.hw import isa as hwisa
-from rtl.convert import convert_block, sig
+from rtl.convert import convert_block, named, sig
 from rtl.fsa_decode import IDX_BITS, field_signal
 
 MODULE = "fsa_dispatch"
 FUNC_BITS = 3                 # matrix function codes 0..4 (checked by the decoder)
+UD_FUNC_BITS = 4              # 0..8 on UD configurations
+
+
+def func_bits(cfg) -> int:
+    """Bits of the matrix function code passed on (3; 4 on UD configurations)."""
+    return UD_FUNC_BITS if cfg.dataflow == "ud" else FUNC_BITS
 DMA_FUNC_BITS = 1             # DMA function codes 0..1
 
 
@@ -68,9 +80,12 @@ def fsa_dispatch(clk, rst, run, clear, dec_full, w0, w1, w2, w3, inst_idx, to_mx
                  dm_rel_valid, dm_rel_id, dm_rel_value,
                  dma_valid, dma_ready, dma_func, dma_repeat, dma_sram_addr, dma_sram_stride,
                  dma_is_accum, dma_mem_addr, dma_mem_stride, dma_size, dma_done, dma_busy,
-                 dm_issue, dm_inflight, dm_fidx, mx_pend, dm_pend, dm_idx, cfg=None):
+                 dm_issue, dm_inflight, dm_fidx, mx_pend, dm_pend, dm_idx, cfg=None,
+                 in_reset_max=None, in_early_release=None):
     """The dispatcher; see the module docstring."""
     R, C = cfg.sa_rows, cfg.sa_cols
+    ud = cfg.dataflow == "ud"
+    FB = func_bits(cfg)
     SPR, ACR = cfg.spad_rows, cfg.acc_rows
     AB = _w("MATRIX", "spad_addr")
     insts = []
@@ -90,7 +105,7 @@ def fsa_dispatch(clk, rst, run, clear, dec_full, w0, w1, w2, w3, inst_idx, to_mx
 
     f_mx, f_dma, f_stop = (field_signal((w0,), "FENCE", n) for n in ("mx", "dma", "stop"))
     func_f = hwisa.field("MATRIX", "func")
-    m_func = mx_w0(func_f.lo + FUNC_BITS, func_f.lo)
+    m_func = mx_w0(func_f.lo + FB, func_f.lo)
     m_sp, m_sps, m_ac, m_acs = mf("spad_addr"), mf("spad_stride"), mf("acc_addr"), mf("acc_stride")
     m_fields = [mf(n) for n in ("rev_input", "rev_output", "delay_output", "zero", "causal",
                                 "mask_keys", "wait_prev_acc", "release_valid", "sem_id",
@@ -127,9 +142,11 @@ def fsa_dispatch(clk, rst, run, clear, dec_full, w0, w1, w2, w3, inst_idx, to_mx
                     b -= 1
         return pieces
 
-    mx_used = {f.name for f in hwisa.FIELDS["MATRIX"]} - {"func"} - set(hwisa.UD_ONLY_FIELDS)
+    mx_used = {f.name for f in hwisa.FIELDS["MATRIX"]} - {"func"}
+    if not ud:
+        mx_used -= set(hwisa.UD_ONLY_FIELDS)
     dm_used = {f.name for f in hwisa.FIELDS["DMA"]} - {"func"}
-    unused_bits = ConcatSignal(*_unread(mxw, "MATRIX", mx_used, FUNC_BITS),
+    unused_bits = ConcatSignal(*_unread(mxw, "MATRIX", mx_used, FB),
                                *_unread(dmw, "DMA", dm_used, DMA_FUNC_BITS))
     unused_dispatch = sig(len(unused_bits))
 
@@ -174,7 +191,19 @@ def fsa_dispatch(clk, rst, run, clear, dec_full, w0, w1, w2, w3, inst_idx, to_mx
         sp_bc.next = sp_a_c + KC * sp_u
         sp_br.next = sp_a_r + KR * sp_u
         ac_br.next = ac_a_r + KR * ac_u
-    insts += [walk_ends, walk_ends_biased]
+    insts += [walk_ends] if ud else [walk_ends, walk_ends_biased]
+
+    if ud:                      # the UD walks (module docstring)
+        insts.append(named(_ud_range(m_func, m_sp, m_ac, sp_u, ac_u, mx_p, run, mx_acq_ok,
+                                     dm_p, mx_range_bad, mx_in_valid, mx_pend, dm_pend, cfg),
+                           "ud"))
+        rm_f, er_f = mf("reset_max"), mf("early_release")
+
+        @always_comb
+        def ud_fields():
+            in_reset_max.next = rm_f
+            in_early_release.next = er_f
+        insts.append(ud_fields)
 
     @always_comb
     def mx_range_check():
@@ -195,7 +224,8 @@ def fsa_dispatch(clk, rst, run, clear, dec_full, w0, w1, w2, w3, inst_idx, to_mx
         mx_in_valid.next = mx_p and not bad and run and mx_acq_ok
         mx_pend.next = mx_p
         dm_pend.next = dm_p
-    insts.append(mx_range_check)
+    if not ud:
+        insts.append(mx_range_check)
 
     @always_comb
     def mx_issue_now():          # (its own block: in_ready depends on in_valid's block)
@@ -282,6 +312,67 @@ def fsa_dispatch(clk, rst, run, clear, dec_full, w0, w1, w2, w3, inst_idx, to_mx
     return insts
 
 
+@block
+def _ud_range(m_func, m_sp, m_ac, sp_u, ac_u, mx_p, run, mx_acq_ok, dm_p, mx_range_bad,
+              mx_in_valid, mx_pend, dm_pend, cfg):
+    """The range check of a UD configuration: the reference functions' walks
+    and the UD functions' (codes 5..8), in place of ``mx_range_check``."""
+    R, C = cfg.sa_rows, cfg.sa_cols
+    SPR, ACR = cfg.spad_rows, cfg.acc_rows
+    AB = _w("MATRIX", "spad_addr")
+    # walk lengths: C, R, 2R scratchpad rows; R, R + 1 accumulator rows
+    walks = {"c": C, "r": R, "r2": 2 * R}
+    sp_end = {k: sig(_bias_bits(n)) for k, n in walks.items()}
+    ac_end = {k: sig(_bias_bits(n)) for k, n in (("r", R), ("r1", R + 1))}
+    sp_ext = {k: (ConcatSignal(intbv(0)[len(v) - AB:], m_sp) if len(v) > AB else m_sp)
+              for k, v in sp_end.items()}
+    ac_ext = {k: (ConcatSignal(intbv(0)[len(v) - AB:], m_ac) if len(v) > AB else m_ac)
+              for k, v in ac_end.items()}
+    spc, spr, spr2 = sp_end["c"], sp_end["r"], sp_end["r2"]
+    acr, acr1 = ac_end["r"], ac_end["r1"]
+    xc, xr, xr2 = sp_ext["c"], sp_ext["r"], sp_ext["r2"]
+    yr, yr1 = ac_ext["r"], ac_ext["r1"]
+    KC, KR, KR2, KR1 = C - 1, R - 1, 2 * R - 1, R
+    LO_C, LO_R, LO_R2, LO_R1 = 16 * KC, 16 * KR, 16 * KR2, 16 * KR1
+    HI_SC, HI_SR, HI_SR2 = SPR + LO_C, SPR + LO_R, SPR + LO_R2
+    HI_AR, HI_AR1 = ACR + LO_R, ACR + LO_R1
+
+    @always_comb
+    def ud_walk_ends():
+        spc.next = xc + KC * sp_u
+        spr.next = xr + KR * sp_u
+        spr2.next = xr2 + KR2 * sp_u
+        acr.next = yr + KR * ac_u
+        acr1.next = yr1 + KR1 * ac_u
+
+    @always_comb
+    def ud_range_check():
+        bad = False
+        if m_func == 0 or m_func == 5:         # LOAD_STATIONARY, LOAD_Q: C scratchpad rows
+            if m_sp >= SPR or spc < LO_C or spc >= HI_SC:
+                bad = True
+        elif m_func <= 2 or m_func == 6 or m_func == 8:   # SCORE, VALUE, KSTEP, PVSTEP: R
+            if m_sp >= SPR or spr < LO_R or spr >= HI_SR:
+                bad = True
+        elif m_func == 7:                      # STEP: 2R scratchpad rows
+            if m_sp >= SPR or spr2 < LO_R2 or spr2 >= HI_SR2:
+                bad = True
+        if m_func == 2 or m_func == 4:         # VALUE, LSE_NORM: R accumulator rows
+            if m_ac >= ACR or acr < LO_R or acr >= HI_AR:
+                bad = True
+        elif m_func == 7 or m_func == 8:       # STEP, PVSTEP: R + 1 accumulator rows
+            if m_ac >= ACR or acr1 < LO_R1 or acr1 >= HI_AR1:
+                bad = True
+        elif m_func == 1 or m_func == 3:       # SCORE, LSE_NORM_SCALE: one row
+            if m_ac >= ACR:
+                bad = True
+        mx_range_bad.next = mx_p and bad
+        mx_in_valid.next = mx_p and not bad and run and mx_acq_ok
+        mx_pend.next = mx_p
+        dm_pend.next = dm_p
+    return ud_walk_ends, ud_range_check
+
+
 def ports(cfg) -> dict:
     AB, SB = _w("MATRIX", "spad_addr"), _w("MATRIX", "spad_stride")
     IB, VB = _w("MATRIX", "sem_id"), _w("MATRIX", "release_value")
@@ -290,7 +381,7 @@ def ports(cfg) -> dict:
              inst_idx=sig(IDX_BITS), to_mx=sig(1), to_dma=sig(1), is_fence=sig(1), take=sig(1),
              fence_done=sig(1), stop_go=sig(1), mx_range_bad=sig(1), mx_idx=sig(IDX_BITS),
              mx_in_valid=sig(1), mx_in_ready=sig(1), mx_issue=sig(1), mx_busy=sig(1),
-             in_func=sig(FUNC_BITS), in_spad_addr=sig(AB), in_spad_stride=sig(SB),
+             in_func=sig(func_bits(cfg)), in_spad_addr=sig(AB), in_spad_stride=sig(SB),
              in_rev_in=sig(1), in_rev_out=sig(1), in_delay=sig(1), in_acc_addr=sig(AB),
              in_acc_stride=sig(SB), in_zero=sig(1), in_causal=sig(1), in_mask_keys=sig(1),
              in_wpa=sig(1),
@@ -301,6 +392,8 @@ def ports(cfg) -> dict:
     p.update(dma_ports())
     p.update(dm_issue=sig(1), dm_inflight=sig(1), dm_fidx=sig(IDX_BITS), mx_pend=sig(1),
              dm_pend=sig(1), dm_idx=sig(IDX_BITS))
+    if cfg.dataflow == "ud":
+        p.update(in_reset_max=sig(1), in_early_release=sig(1))
     return p
 
 
@@ -322,7 +415,8 @@ OUTPUTS = {"take", "fence_done", "stop_go", "mx_range_bad", "mx_idx", "mx_in_val
            "dm_acq_valid", "dm_sem_id", "dm_acq_value", "dm_rel_valid", "dm_rel_id",
            "dm_rel_value", "dma_valid", "dma_func", "dma_repeat", "dma_sram_addr",
            "dma_sram_stride", "dma_is_accum", "dma_mem_addr", "dma_mem_stride", "dma_size",
-           "dm_issue", "dm_inflight", "dm_fidx", "mx_pend", "dm_pend", "dm_idx"}
+           "dm_issue", "dm_inflight", "dm_fidx", "mx_pend", "dm_pend", "dm_idx",
+           "in_reset_max", "in_early_release"}
 
 
 def convert(outdir, cfg):

@@ -40,6 +40,15 @@ Ports::
     acc_wen, acc_waddr                          acc write-back of acc_wb
     rel_valid, rel_id, rel_value                semaphore release pulse
     busy                                        a slot is busy
+
+UD configurations (docs/ud.md) take 4-bit function codes (0..8), 12-bit PE
+control words, the top CMP's LATCH, and have the extra ports
+``in_reset_max``, ``in_early_release`` (inputs), ``bcmp_max``,
+``bcmp_up``, ``bcmp_od``, ``bcmp_causal`` (to the array's bottom comparator
+row) and a second release channel ``rel2_valid``, ``rel2_id``,
+``rel2_value`` (slot 1's; ``rel_*`` is slot 0's: with ``early_release`` both
+slots may release in one cycle); ``rtl/fsa_mxctrl_ud.py`` generates those
+parts, from the plans too.
 """
 from __future__ import annotations
 
@@ -49,8 +58,8 @@ from fsa import plan as fplan
 from fsa.hw import isa as hwisa
 from fsa.hw import timing
 from rtl.convert import comb_expr, convert_block, named, sig
-from rtl import fsa_acc, fsa_cmp
-from rtl.fsa_pe import CTRL_BITS
+from rtl import fsa_acc, fsa_bcmp, fsa_cmp, fsa_mxctrl_ud
+from rtl.fsa_pe import ctrl_width, pe_bits
 
 MODULE = "fsa_mxctrl"
 # field widths from the ISA table (fsa/hw/isa.py)
@@ -59,14 +68,20 @@ STRIDE_BITS = hwisa.field("MATRIX", "spad_stride").width
 SEM_ID_BITS = hwisa.field("MATRIX", "sem_id").width
 SEM_VALUE_BITS = hwisa.SEM_VALUE_BITS
 CSEL_ONE, CSEL_SCALE, CSEL_SLOPE = 0, 1, 2
+
+
+def func_bits(cfg) -> int:
+    """Bits of the function code the controller takes: 3 (codes 0..4), 4 on
+    UD configurations (codes 0..8)."""
+    return max(3, hwisa.mx_func_max(cfg.dataflow).bit_length())
 BLOCKING = tuple(i for i, f in enumerate(fplan.FUNCS) if f in ("ATTENTION_LSE_NORM_SCALE",
                                                                   "ATTENTION_LSE_NORM"))
 
 
 def plans_for(cfg) -> list:
-    """The five plans of a config, indexed by ISA function code: the
-    contract's :func:`fsa.hw.timing.plans` (the plans ``fsa plan show`` draws
-    and the cycle model runs)."""
+    """The plans of a config, indexed by ISA function code (five, nine on UD
+    configurations): the contract's :func:`fsa.hw.timing.plans` (the plans
+    ``fsa plan show`` draws and the cycle model runs)."""
     return timing.plans(cfg)
 
 
@@ -101,7 +116,7 @@ def _member(func, t, hit, table):
 @block
 def _per_func(func, out, values, width):
     """out = values[func] (a small ROM)."""
-    V = tuple(int(v) for v in values) + (0,) * (8 - len(values))
+    V = tuple(int(v) for v in values) + (0,) * ((1 << len(func)) - len(values))
 
     @always_comb
     def comb():
@@ -111,14 +126,14 @@ def _per_func(func, out, values, width):
 
 @block
 def _slot_sources(func, t, par, down, up, cmp_cmd, acc_cmd, sram_rd, const_rd, csel, acc_rd,
-                  plans):
+                  plans, bit_names=fplan.PE_BITS, cmp_names=fplan.CMP_CMDS, bcmp=None):
     """Everything one slot asks for in the current cycle."""
     insts = []
     # PE control bits per wave kind (the comparator outputs are kept in lists
     # only, never in a local, so that each is named by its instance)
     for kind, vec in (("parallel", par), ("down", down), ("up", up)):
         bits = []
-        for b in fplan.PE_BITS:
+        for b in bit_names:
             table = []
             for f, pl in enumerate(plans):
                 for s, n in fplan.compact(pl).get((b, kind), ()):
@@ -130,7 +145,7 @@ def _slot_sources(func, t, par, down, up, cmp_cmd, acc_cmd, sram_rd, const_rd, c
                 bits.append(False)          # never used by any plan: constant 0
         insts.append(named(_pack_bits(bits, vec), f"{kind}_bits"))
     # CMP and ACC commands: one membership per command
-    for unit, names, out in (("cmp", fplan.CMP_CMDS, cmp_cmd), ("acc", fplan.ACC_CMDS, acc_cmd)):
+    for unit, names, out in (("cmp", cmp_names, cmp_cmd), ("acc", fplan.ACC_CMDS, acc_cmd)):
         members = []
         for code, name in enumerate(names):
             if code == 0:
@@ -160,6 +175,10 @@ def _slot_sources(func, t, par, down, up, cmp_cmd, acc_cmd, sram_rd, const_rd, c
     for f, pl in enumerate(plans):
         acc_t += [(f, s, e) for s, e in _runs(a.cycle for a in pl.acc_reads)]
     insts.append(named(_member(func, t, acc_rd, acc_t), "rd_acc"))
+    if bcmp is not None:          # UD: the bottom row's lanes (rtl/fsa_mxctrl_ud.py)
+        insts.append(named(fsa_mxctrl_ud.bcmp_sources(func, t, bcmp["max"], bcmp["up"],
+                                                      bcmp["od"], bcmp["reset"], plans, _member,
+                                                      _encode, sig), "ud"))
 
     @always_comb
     def const_select():
@@ -258,19 +277,23 @@ def fsa_mxctrl(clk, rst,
                ctrl, cmp_cmd, cmp_causal, cmp_mask, acc_cmd,
                spad_en, spad_addr, id_valid, id_const, id_csel, id_k, id_rev_in, id_rev_out,
                id_delay, acc_ren, acc_raddr, acc_zero, acc_wen, acc_waddr,
-               rel_valid, rel_id, rel_value, busy, cfg=None):
+               rel_valid, rel_id, rel_value, busy, cfg=None, in_reset_max=None,
+               in_early_release=None, bcmp_max=None, bcmp_up=None, bcmp_od=None,
+               bcmp_causal=None, rel2_valid=None, rel2_id=None, rel2_value=None):
     """The matrix controller; see the module docstring."""
     R, P = cfg.sa_rows, cfg.exp2_pieces
-    NB = CTRL_BITS
+    ud = cfg.dataflow == "ud"
+    NB = ctrl_width(cfg)
+    FB = func_bits(cfg)
     plans = plans_for(cfg)
     TW = max(p.retire for p in plans).bit_length() + 1
     CF = tuple(p.conflict_free for p in plans)
     RETIRE = tuple(p.retire for p in plans)
     RELEASE = tuple(p.release for p in plans)
     slope_starts = {r.cycle - r.index for p in plans for r in p.spad_reads if r.source == "slope"}
-    if len(slope_starts) > 1:
+    if len(slope_starts) > 1 and not ud:
         raise ValueError("fsa_mxctrl: all slope reads must start at the same cycle")
-    SLOPE0 = slope_starts.pop() if slope_starts else 0
+    SLOPE0 = min(slope_starts) if slope_starts else 0
     KB = max(1, (P - 1).bit_length())
     K_OFS = (-SLOPE0) % (1 << KB)      # k = (t - SLOPE0) mod 2**KB = (t[KB:] + K_OFS)[KB:]
     acc_w_code = (fplan.ACC_CMDS.index("ACC_SA"), fplan.ACC_CMDS.index("ACC"))
@@ -281,7 +304,7 @@ def fsa_mxctrl(clk, rst,
     insts = []
     # ---------------------------------------------------------------- slots
     s_busy = [sig(1), sig(1)]
-    s_func = [sig(3), sig(3)]
+    s_func = [sig(FB), sig(FB)]
     s_t = [sig(TW), sig(TW)]
     s_sptr = [sig(ADDR_BITS), sig(ADDR_BITS)]      # row pointers (wrap modulo 2**ADDR_BITS)
     s_sstr = [sig(STRIDE_BITS), sig(STRIDE_BITS)]  # signed strides
@@ -296,13 +319,18 @@ def fsa_mxctrl(clk, rst,
     last = sig(1)                        # slot of the most recent instruction
 
     src = []
+    LB = fsa_bcmp.LANE_BITS
     for i in range(2):
         d = dict(par=sig(NB), down=sig(NB), up=sig(NB), cmp=sig(3), acc=sig(3), sram=sig(1),
                  const=sig(1), csel=sig(2), accrd=sig(1))
         src.append(d)
+        ud_kw = {}
+        if ud:
+            d["bcmp"] = dict(max=sig(LB), up=sig(LB), od=sig(LB), reset=sig(1))
+            ud_kw = dict(bit_names=pe_bits(cfg), cmp_names=fplan.UD_CMP_CMDS, bcmp=d["bcmp"])
         insts.append(named(_slot_sources(s_func[i], s_t[i], d["par"], d["down"], d["up"], d["cmp"],
                                          d["acc"], d["sram"], d["const"], d["csel"], d["accrd"],
-                                         plans), f"slot{i}"))
+                                         plans, **ud_kw), f"slot{i}"))
 
     # ---------------------------------------------------------------- waves
     par, down, up = sig(NB), sig(NB), sig(NB)
@@ -361,6 +389,13 @@ def fsa_mxctrl(clk, rst,
     nxt_valid, nxt_const, nxt_csel, nxt_k, nxt_flags = sig(1), sig(1), sig(2), sig(KB), sig(3)
     nxt_zero = sig(1)
     raddr_q = sig(ADDR_BITS)
+    if ud:        # the slope index offset of each slot's function (fsa_mxctrl_ud)
+        KOFS = fsa_mxctrl_ud.slope_offsets(plans, KB)
+        ko0, ko1 = sig(KB), sig(KB)
+        insts += [named(_per_func(s_func[0], ko0, KOFS, KB), "slot0_kofs"),
+                  named(_per_func(s_func[1], ko1, KOFS, KB), "slot1_kofs")]
+    else:
+        ko0 = ko1 = K_OFS
     acc_cmd_i = sig(3)
 
     @always_comb
@@ -403,7 +438,7 @@ def fsa_mxctrl(clk, rst,
             else:
                 nxt_const.next = True
                 nxt_csel.next = cs0
-                kk[:] = t0[KB:] + K_OFS
+                kk[:] = t0[KB:] + ko0
                 nxt_k.next = kk[KB:]
                 nxt_flags.next = 1
         elif b1 and (slot1_rd_sram or slot1_rd_const):
@@ -415,7 +450,7 @@ def fsa_mxctrl(clk, rst,
             else:
                 nxt_const.next = True
                 nxt_csel.next = cs1
-                kk[:] = t1[KB:] + K_OFS
+                kk[:] = t1[KB:] + ko1
                 nxt_k.next = kk[KB:]
                 nxt_flags.next = 1
         # accumulator read
@@ -457,8 +492,9 @@ def fsa_mxctrl(clk, rst,
     f0, f1 = s_func
     ret0, ret1, cf0, cf1, rls0, rls1 = (sig(TW) for _ in range(6))
     insts += [_per_func(f0, ret0, RETIRE, TW), _per_func(f1, ret1, RETIRE, TW),
-              _per_func(f0, cf0, CF, TW), _per_func(f1, cf1, CF, TW),
-              _per_func(f0, rls0, RELEASE, TW), _per_func(f1, rls1, RELEASE, TW)]
+              _per_func(f0, cf0, CF, TW), _per_func(f1, cf1, CF, TW)]
+    if not ud:    # (UD: rtl/fsa_mxctrl_ud.py, with early_release)
+        insts += [_per_func(f0, rls0, RELEASE, TW), _per_func(f1, rls1, RELEASE, TW)]
 
     @always_comb
     def issue():
@@ -506,6 +542,11 @@ def fsa_mxctrl(clk, rst,
                                       s_sstr[i], s_aptr[i], s_astr[i], s_flags[i], s_zero[i],
                                       s_causal[i], s_maskk[i], s_rel[i], rets[i], src[i]["sram"],
                                       src[i]["accrd"], inp), f"slot{i}_regs"))
+    if ud:        # the slots' UD flags, release cycles and channels, the BCMP lanes
+        insts.append(named(fsa_mxctrl_ud.ud_control(
+            clk, rst, loads, in_reset_max, in_early_release, s_func, s_busy, s_t, s_rel, s_causal,
+            [d["bcmp"] for d in src], bcmp_max, bcmp_up, bcmp_od, bcmp_causal, rel_valid, rel_id,
+            rel_value, rel2_valid, rel2_id, rel2_value, busy, plans, TW), "ud"))
 
     @always_seq(clk.posedge, reset=rst)
     def last_slot():
@@ -527,7 +568,8 @@ def fsa_mxctrl(clk, rst,
             rel_id.next = rl1[RV:VB]
             rel_value.next = rl1[VB:]
         busy.next = b0 or b1
-    insts.append(sem_release)
+    if not ud:
+        insts.append(sem_release)
     return insts
 
 
@@ -588,9 +630,10 @@ def ports(cfg) -> dict:
     from myhdl import ResetSignal
     R = cfg.sa_rows
     KB = max(1, (cfg.exp2_pieces - 1).bit_length())
-    return dict(
+    CTRL_BITS = ctrl_width(cfg)
+    p = dict(
         clk=sig(1), rst=ResetSignal(0, active=1, isasync=False),
-        in_valid=sig(1), in_ready=sig(1), in_func=sig(3), in_spad_addr=sig(ADDR_BITS),
+        in_valid=sig(1), in_ready=sig(1), in_func=sig(func_bits(cfg)), in_spad_addr=sig(ADDR_BITS),
         in_spad_stride=sig(STRIDE_BITS), in_rev_in=sig(1), in_rev_out=sig(1), in_delay=sig(1),
         in_acc_addr=sig(ADDR_BITS), in_acc_stride=sig(STRIDE_BITS), in_zero=sig(1),
         in_causal=sig(1), in_mask_keys=sig(1), in_wait_prev_acc=sig(1), in_rel_valid=sig(1), in_rel_id=sig(SEM_ID_BITS),
@@ -601,6 +644,12 @@ def ports(cfg) -> dict:
         id_delay=sig(1), acc_ren=sig(1), acc_raddr=sig(ADDR_BITS), acc_zero=sig(1),
         acc_wen=sig(1), acc_waddr=sig(ADDR_BITS), rel_valid=sig(1), rel_id=sig(SEM_ID_BITS),
         rel_value=sig(SEM_VALUE_BITS), busy=sig(1))
+    if cfg.dataflow == "ud":
+        p.update(fsa_mxctrl_ud.ud_ports(SEM_ID_BITS, SEM_VALUE_BITS))
+    return p
+
+
+UD_OUTPUTS = fsa_mxctrl_ud.UD_OUTPUTS
 
 
 def convert(outdir, cfg):

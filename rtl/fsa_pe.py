@@ -17,6 +17,15 @@ Ports (all registered outputs, one hop per direction)::
 * FMA: ``f = reg * l_in + (acc_ui ? u_in : d_in)`` (``fsa_fma``, E x E + A,
   exp2 mode with ``exp2``); a separate module instance ``u_fma``.
 
+UD configurations (``cfg.dataflow == "ud"``, docs/ud.md; ``ud=True``) add a
+second register ``qreg`` (E) and three control bits after those nine,
+``fsa.plan.UD_PE_BITS`` (``ctrl_in`` is 12 bits, :func:`ctrl_width`):
+``use_q`` (bit 9) multiplies ``qreg`` instead of ``reg``; ``load_q`` (bit
+10): ``qreg <- l_in`` and ``r_out <- qreg`` (Q shifts in like a chain);
+``load_reg_di`` (bit 11): ``reg <- d_in`` (its low E bits: a score coming
+back up the u path), the semantics of ``fsa/golden/ud_cycle.py``.  The
+reference configurations' PE is generated without them (the same Verilog).
+
 Latency: every output is a register written at the clock edge; everything is
 held when not written.  Synchronous active-high reset clears all registers.
 
@@ -32,7 +41,7 @@ from __future__ import annotations
 from myhdl import always_comb, always_seq, block
 
 from fsa.formats import get_format
-from fsa.plan import PE_BITS
+from fsa.plan import PE_BITS, UD_PE_BITS
 from rtl.convert import convert_block, sig, submodule
 from rtl.fp import fsa_fma
 
@@ -43,6 +52,22 @@ from rtl.fp import fsa_fma
 CTRL_BITS = len(PE_BITS)
 #: Verilog name of each control bit (``pe_ctrl_<PE_BITS name>``), by position.
 CTRL_NAMES = tuple(f"pe_ctrl_{b}" for b in PE_BITS)
+#: The UD PE's control bits after the nine (fsa.plan.UD_PE_BITS).
+USE_Q, LOAD_Q, LOAD_REG_DI = (len(PE_BITS) + UD_PE_BITS.index(b)
+                              for b in ("use_q", "load_q", "load_reg_di"))
+UD_CTRL_BITS = len(PE_BITS) + len(UD_PE_BITS)
+
+
+def ctrl_width(cfg_or_ud) -> int:
+    """Control word width: 9 (reference), 12 (UD); `cfg_or_ud` is an
+    FSAConfig or a bool (UD)."""
+    ud = cfg_or_ud if isinstance(cfg_or_ud, bool) else cfg_or_ud.dataflow == "ud"
+    return UD_CTRL_BITS if ud else CTRL_BITS
+
+
+def pe_bits(cfg_or_ud) -> tuple:
+    """The control bit names by position (PE_BITS, plus UD_PE_BITS on UD)."""
+    return PE_BITS + (UD_PE_BITS if ctrl_width(cfg_or_ud) == UD_CTRL_BITS else ())
 
 
 #: One Verilog tree per configuration (gen/<config>/), so the PE module is
@@ -131,12 +156,116 @@ def fsa_pe(clk, rst, l_in, u_in, d_in, ctrl_in, r_out, d_out, u_out, ctrl_out,
     return u_fma, ctrl_bits, select, step
 
 
-def ports(e_type: str = "fp16", a_type: str = "fp32") -> dict:
-    """Fresh signals for every port of fsa_pe."""
+def _check_ports(ew, aw, nb, l_in, u_in, d_in, ctrl_in, r_out, d_out, u_out, ctrl_out):
+    for name, s, w in (("l_in", l_in, ew), ("r_out", r_out, ew), ("u_in", u_in, aw),
+                       ("d_in", d_in, aw), ("d_out", d_out, aw), ("u_out", u_out, aw),
+                       ("ctrl_in", ctrl_in, nb), ("ctrl_out", ctrl_out, nb)):
+        if len(s) != w:
+            raise ValueError(f"fsa_pe: port {name} must be {w} bits wide, got {len(s)}")
+
+
+@block
+def fsa_pe_ud(clk, rst, l_in, u_in, d_in, ctrl_in, r_out, d_out, u_out, ctrl_out,
+              e_type="fp16", a_type="fp32", pieces=8):
+    """The UD PE (module docstring): the reference PE plus ``qreg``,
+    ``use_q``, ``load_q`` and ``load_reg_di``; the same ports, a 12-bit
+    control word.  Converted as module ``fsa_pe`` of a UD configuration."""
     ew, aw = get_format(e_type).width, get_format(a_type).width
+    _check_ports(ew, aw, UD_CTRL_BITS, l_in, u_in, d_in, ctrl_in, r_out, d_out, u_out, ctrl_out)
+    sreg = sig(ew)          # the PE register ("reg" is a Verilog keyword)
+    qreg = sig(ew)          # the second register (Q, resident)
+    mul = sig(ew)           # the multiplicand: qreg (use_q) or reg
+    addend = sig(aw)
+    f_a, f_e = sig(aw), sig(ew)
+    pbits = max(1, (pieces - 1).bit_length())
+    unused_piece = sig(pbits)    # (the PE uses match, not the index)
+    match = sig(1)
+    (pe_ctrl_mac, pe_ctrl_acc_ui, pe_ctrl_load_reg_li, pe_ctrl_load_reg_ui, pe_ctrl_flow_lr,
+     pe_ctrl_flow_ud, pe_ctrl_flow_du, pe_ctrl_update_reg, pe_ctrl_exp2, pe_ctrl_use_q,
+     pe_ctrl_load_q, pe_ctrl_load_reg_di) = (sig(1) for _ in range(UD_CTRL_BITS))
+
+    u_fma = submodule(fsa_fma.fsa_fma, (mul, l_in, addend, pe_ctrl_exp2, f_a, f_e, unused_piece,
+                                        match),
+                      dict(mul=e_type, add=a_type, pieces=pieces),
+                      fsa_fma.module_name(e_type, a_type, pieces), "u_fma",
+                      {"a": mul, "b": l_in, "c": addend, "exp2": pe_ctrl_exp2, "out_a": f_a,
+                       "out_e": f_e, "piece": unused_piece, "match": match},
+                      {"out_a", "out_e", "piece", "match"})
+
+    @always_comb
+    def ctrl_bits_ud():
+        """The control word's bits by name (fsa.plan.PE_BITS + UD_PE_BITS)."""
+        pe_ctrl_mac.next = ctrl_in[MAC]
+        pe_ctrl_acc_ui.next = ctrl_in[ACC_UI]
+        pe_ctrl_load_reg_li.next = ctrl_in[LOAD_REG_LI]
+        pe_ctrl_load_reg_ui.next = ctrl_in[LOAD_REG_UI]
+        pe_ctrl_flow_lr.next = ctrl_in[FLOW_LR]
+        pe_ctrl_flow_ud.next = ctrl_in[FLOW_UD]
+        pe_ctrl_flow_du.next = ctrl_in[FLOW_DU]
+        pe_ctrl_update_reg.next = ctrl_in[UPDATE_REG]
+        pe_ctrl_exp2.next = ctrl_in[EXP2]
+        pe_ctrl_use_q.next = ctrl_in[USE_Q]
+        pe_ctrl_load_q.next = ctrl_in[LOAD_Q]
+        pe_ctrl_load_reg_di.next = ctrl_in[LOAD_REG_DI]
+
+    @always_comb
+    def select_ud():
+        if pe_ctrl_acc_ui:
+            addend.next = u_in
+        else:
+            addend.next = d_in
+        if pe_ctrl_use_q:
+            mul.next = qreg
+        else:
+            mul.next = sreg
+
+    insts = [u_fma, ctrl_bits_ud, select_ud]
+
+    @always_seq(clk.posedge, reset=rst)
+    def step_ud():
+        ctrl_out.next = ctrl_in
+        # d_out: mac (sum goes down) or flow_ud
+        if pe_ctrl_mac and pe_ctrl_acc_ui:
+            d_out.next = f_a
+        elif pe_ctrl_flow_ud:
+            d_out.next = u_in
+        # u_out: mac (sum goes up) or flow_du
+        if pe_ctrl_mac and not pe_ctrl_acc_ui:
+            u_out.next = f_a
+        elif pe_ctrl_flow_du:
+            u_out.next = d_in
+        # r_out: Q shifts like a chain (either register), or data passes right
+        if pe_ctrl_load_q:
+            r_out.next = qreg
+        elif pe_ctrl_load_reg_li:
+            r_out.next = sreg
+        elif pe_ctrl_flow_lr:
+            r_out.next = l_in
+        if pe_ctrl_load_q:
+            qreg.next = l_in
+        # the register
+        if pe_ctrl_load_reg_li:
+            sreg.next = l_in
+        elif pe_ctrl_load_reg_ui:
+            sreg.next = u_in[ew:]
+        elif pe_ctrl_load_reg_di:
+            sreg.next = d_in[ew:]
+        elif pe_ctrl_update_reg:
+            sreg.next = f_e
+        elif pe_ctrl_exp2 and match:
+            sreg.next = f_e
+
+    insts.append(step_ud)
+    return insts
+
+
+def ports(e_type: str = "fp16", a_type: str = "fp32", ud: bool = False) -> dict:
+    """Fresh signals for every port of fsa_pe (`ud`: the UD PE's 12-bit control)."""
+    ew, aw = get_format(e_type).width, get_format(a_type).width
+    nb = ctrl_width(bool(ud))
     return dict(clk=sig(1), rst=sig(1), l_in=sig(ew), u_in=sig(aw), d_in=sig(aw),
-                ctrl_in=sig(CTRL_BITS), r_out=sig(ew), d_out=sig(aw), u_out=sig(aw),
-                ctrl_out=sig(CTRL_BITS))
+                ctrl_in=sig(nb), r_out=sig(ew), d_out=sig(aw), u_out=sig(aw),
+                ctrl_out=sig(nb))
 
 
 def make_reset(p: dict) -> dict:
@@ -145,8 +274,15 @@ def make_reset(p: dict) -> dict:
     return p
 
 
-def convert(outdir, e_type: str = "fp16", a_type: str = "fp32", pieces: int = 8):
-    """Write ``<outdir>/<module_name>.v`` (instantiates the fsa_fma module)."""
-    p = make_reset(ports(e_type, a_type))
-    return convert_block(lambda: fsa_pe(**p, e_type=e_type, a_type=a_type, pieces=pieces),
+def convert(outdir, e_type: str = "fp16", a_type: str = "fp32", pieces: int = 8,
+            ud: bool = False):
+    """Write ``<outdir>/<module_name>.v`` (instantiates the fsa_fma module;
+    `ud`: the UD PE)."""
+    p = make_reset(ports(e_type, a_type, ud))
+    return convert_block(lambda: pe_block(ud)(**p, e_type=e_type, a_type=a_type, pieces=pieces),
                          MODULE, outdir)
+
+
+def pe_block(ud: bool):
+    """The PE block function: :func:`fsa_pe_ud` on UD configs, else :func:`fsa_pe`."""
+    return fsa_pe_ud if ud else fsa_pe

@@ -66,7 +66,7 @@ class Unit:
 
 def units_for(cfg) -> list[Unit]:
     """The modules a configuration needs, leaves first."""
-    from rtl import (fsa_acc, fsa_array, fsa_cmp, fsa_core, fsa_counters, fsa_decode,
+    from rtl import (fsa_acc, fsa_array, fsa_bcmp, fsa_cmp, fsa_core, fsa_counters, fsa_decode,
                      fsa_delay, fsa_dispatch, fsa_dma, fsa_dma_port, fsa_fetch, fsa_mxctrl,
                      fsa_pe, fsa_rdarb,
                      fsa_queue, fsa_regs, fsa_sem, fsa_sram, fsa_status, fsa_top)
@@ -99,8 +99,17 @@ def units_for(cfg) -> list[Unit]:
         add(fsa_cvt, "CMP widening E -> A", src=e, dst=a)
     add(fsa_div, "ACC reciprocal", fmt=a, bits_per_cycle=cfg.div_bits_per_cycle)
     # array units
-    add_fixed(fsa_pe.MODULE, lambda d: fsa_pe.convert(d, e, a, p), f"processing element (x{cfg.sa_rows * cfg.sa_cols})")
-    add_fixed(fsa_cmp.MODULE, lambda d: fsa_cmp.convert(d, e, a, p), f"comparator unit (x{cfg.sa_cols})")
+    ud = cfg.dataflow == "ud"       # the UD units (docs/ud.md)
+    if ud:
+        add_fixed(fsa_pe.MODULE, lambda d: fsa_pe.convert(d, e, a, p, ud=True),
+                  f"UD processing element with qreg (x{cfg.sa_rows * cfg.sa_cols})")
+        add_fixed(fsa_cmp.MODULE, lambda d: fsa_cmp.convert(d, e, a, p, ud=True),
+                  f"comparator unit with LATCH (x{cfg.sa_cols})")
+        add_fixed(fsa_bcmp.MODULE, lambda d: fsa_bcmp.convert(d, cfg.sa_rows, e, a),
+                  f"bottom comparator unit (x{cfg.sa_cols})")
+    else:
+        add_fixed(fsa_pe.MODULE, lambda d: fsa_pe.convert(d, e, a, p), f"processing element (x{cfg.sa_rows * cfg.sa_cols})")
+        add_fixed(fsa_cmp.MODULE, lambda d: fsa_cmp.convert(d, e, a, p), f"comparator unit (x{cfg.sa_cols})")
     add_fixed(fsa_acc.MODULE, lambda d: fsa_acc.convert(d, a, p, cfg.div_bits_per_cycle),
               f"accumulator unit (x{cfg.sa_cols})")
     add_fixed("fsa_idelay", lambda d: fsa_delay.convert_idelay(d, cfg.sa_rows, e), "input delayer",
@@ -250,9 +259,6 @@ def generate(cfg, outdir: "str | Path | None" = None, *, force: bool = False,
     from rtl.convert import check_prefix
 
     cfg = fconfig.get(cfg)
-    if cfg.dataflow != "reference":     # docs/ud.md: the UD units are issue 15, stage 2
-        raise ValueError(f"{cfg.name}: no RTL for dataflow {cfg.dataflow!r} yet (issue 15 stage 2); "
-                         f"the software side runs on the golden model and the cycle model")
     check_prefix(prefix)
     outdir = Path(outdir) if outdir is not None else default_outdir(cfg.name, prefix)
     outdir.parent.mkdir(parents=True, exist_ok=True)

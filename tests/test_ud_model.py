@@ -67,9 +67,7 @@ def test_cli_plan_show_ud(func, capsys):
 
 
 def test_cli_run_and_compile_ud(tmp_path, capsys):
-    assert main(["run", "--config", "FSA4X4Fp16UdConfig", "--sim", "verilator", "--seq-q", "8",
-                 "--seq-kv", "8"]) == 2
-    assert "no RTL yet" in capsys.readouterr().err
+    # (the UD RTL on a simulator: tb/test_ud_attention.py)
     assert main(["run", "--config", "FSA4X4Fp16UdConfig", "--sim", "golden", "--seq-q", "8",
                  "--seq-kv", "12"]) == 0
     capsys.readouterr()
@@ -82,16 +80,16 @@ def test_cli_run_and_compile_ud(tmp_path, capsys):
         assert (isa.MxFunc.ATTENTION_SCORE in funcs) == (not want_ud)
 
 
-def test_no_ud_rtl_yet(capsys):
-    """Stage 1 is software only: generating a UD config's Verilog, or running
-    it on an HDL simulator, is refused with a message (not a crash)."""
+def test_ud_units_generated():
+    """Stage 2: a UD config generates the UD units (the bottom comparator
+    row among them); a reference config does not (docs/ud.md)."""
     from rtl import generate
 
-    with pytest.raises(ValueError, match="no RTL for dataflow 'ud'"):
-        generate.generate("FSA4X4Fp16UdConfig")
-    assert main(["run", "--config", "FSA4X4Fp16UdConfig", "--sim", "icarus", "--seq-q", "4",
-                 "--seq-kv", "4", "--kernel", "reference"]) == 2
-    assert "no RTL yet" in capsys.readouterr().err
+    ud = {u.module for u in generate.units_for(fconfig.get("FSA4X4Fp16UdConfig"))}
+    ref = {u.module for u in generate.units_for(fconfig.get("FSA4X4Fp16Config"))}
+    assert ud - ref == {"fsa_bcmp"} and ref <= ud
+    roles = {u.module: u.role for u in generate.units_for(fconfig.get("FSA4X4Fp16UdConfig"))}
+    assert "qreg" in roles["fsa_pe"] and "LATCH" in roles["fsa_cmp"]
 
 
 @pytest.mark.parametrize("early", [False, True])

@@ -1,0 +1,209 @@
+"""The UD parts of the matrix controller (``rtl/fsa_mxctrl.py``; docs/ud.md),
+generated from the UD plans like the rest of it: on a configuration with
+``dataflow = "ud"`` the controller also
+
+* drives the bottom comparator row's three command lanes (``bcmp_max``,
+  ``bcmp_up``, ``bcmp_od``: codes of ``rtl.fsa_bcmp.LANE_CODES``) from the
+  plans' :attr:`fsa.plan.Plan.bcmp` lists, one interval comparator per
+  command (``slot<i>_bcmp_<command>_hit``), RESET only when the slot's
+  instruction has ``reset_max``; ``bcmp_causal`` is the causal bit of the
+  slot whose UPDATE is on the ``max`` lane;
+* keeps per slot the ``reset_max`` and ``early_release`` bits
+  (``ud_slot<i>_flags_*``) and releases the semaphore at the plan's
+  :attr:`~fsa.plan.Plan.read_release` instead of
+  :attr:`~fsa.plan.Plan.release` when ``early_release`` is set;
+* numbers the constant reads' slope index per function (``slot<i>_kofs``):
+  the UD plans' slope reads start at another cycle than ATTENTION_SCORE's.
+
+Every function here is a MyHDL block instantiated by ``fsa_mxctrl`` only on
+UD configurations, so the reference configurations' controller is the same
+Verilog as before.
+"""
+from __future__ import annotations
+
+from myhdl import always_comb, always_seq, block, intbv
+
+from rtl import fsa_bcmp
+from rtl.convert import named
+
+__all__ = ["bcmp_sources", "ud_control", "slope_offsets", "ud_ports", "UD_OUTPUTS"]
+
+#: the UD controller's extra outputs (its extra inputs: in_reset_max, in_early_release)
+UD_OUTPUTS = ("bcmp_max", "bcmp_up", "bcmp_od", "bcmp_causal", "rel2_valid", "rel2_id",
+              "rel2_value")
+
+
+def ud_ports(id_bits: int, value_bits: int) -> dict:
+    """Fresh signals for the UD controller's extra ports."""
+    from rtl.convert import sig
+
+    LB = fsa_bcmp.LANE_BITS
+    return dict(in_reset_max=sig(1), in_early_release=sig(1), bcmp_max=sig(LB), bcmp_up=sig(LB),
+                bcmp_od=sig(LB), bcmp_causal=sig(1), rel2_valid=sig(1), rel2_id=sig(id_bits),
+                rel2_value=sig(value_bits))
+
+
+@block
+def bcmp_sources(func, t, lane_max, lane_up, lane_od, reset_hit, plans, member, encode, sig):
+    """One slot's BCMP commands in the current cycle: the lanes' codes
+    (RESET excluded from `lane_max`) and `reset_hit` (the plan has RESET
+    now). `member` / `encode` / `sig` are fsa_mxctrl's comparator, encoder
+    and signal helpers (so the Verilog names follow the same scheme)."""
+    insts = []
+    outs = {"max": lane_max, "up": lane_up, "od": lane_od}
+    for lane in fsa_bcmp.LANES:
+        members = []
+        for name, code in fsa_bcmp.LANE_CODES[lane].items():
+            table = []
+            for f, pl in enumerate(plans):
+                cyc = [c for c, cmd in pl.bcmp if cmd == name]
+                table += [(f, s, e) for s, e in _runs(cyc)]
+            if not table:
+                continue
+            hit = reset_hit if name == "RESET" else sig(1)
+            insts.append(named(member(func, t, hit, table), f"bcmp_{name.lower()}"))
+            if name != "RESET":
+                members.append((code, hit))
+        insts.append(named(encode(members, outs[lane]), f"bcmp_{lane}_code"))
+    return insts
+
+
+def _runs(cycles) -> list[tuple[int, int]]:
+    out: list[list[int]] = []
+    for c in sorted(set(cycles)):
+        if out and c == out[-1][1]:
+            out[-1][1] += 1
+        else:
+            out.append([c, c + 1])
+    return [(s, e) for s, e in out]
+
+
+@block
+def ud_control(clk, rst, loads, in_reset_max, in_early_release, funcs, busys, ts, rels, causals,
+               bcmps, bcmp_max, bcmp_up, bcmp_od, bcmp_causal, rel_valid, rel_id, rel_value,
+               rel2_valid, rel2_id, rel2_value, busy, plans, TW):
+    """The UD parts of fsa_mxctrl after its slots (module docstring): per
+    slot the flags and the release cycle; the merged BCMP lanes; one release
+    channel per slot (slot 0: ``rel_*``, slot 1: ``rel2_*``) and ``busy``."""
+    from rtl.convert import sig
+
+    f0, f1 = funcs
+    b0, b1 = busys
+    t0, t1 = ts
+    rl0, rl1 = rels
+    RELEASE = tuple(p.release for p in plans)
+    READ_REL = tuple(p.read_release for p in plans)
+    rm = [sig(1), sig(1)]          # reset_max of each slot
+    er = [sig(1), sig(1)]          # early_release of each slot
+    rls0, rls1 = sig(TW), sig(TW)  # the slots' release cycles
+    insts = [named(ud_flags(clk, rst, loads[i], in_reset_max, in_early_release, rm[i], er[i]),
+                   f"slot{i}_flags") for i in range(2)]
+    insts += [named(release_select(f0, er[0], rls0, RELEASE, READ_REL), "slot0_release"),
+              named(release_select(f1, er[1], rls1, RELEASE, READ_REL), "slot1_release")]
+    bs0, bs1 = bcmps
+    insts.append(named(bcmp_merge(b0, b1, bs0["max"], bs1["max"], bs0["up"], bs1["up"], bs0["od"],
+                                  bs1["od"], bs0["reset"], bs1["reset"], rm[0], rm[1], causals[0],
+                                  causals[1], bcmp_max, bcmp_up, bcmp_od, bcmp_causal), "bcmp"))
+    RV, VB = len(rl0) - 1, len(rel_value)        # valid bit; value bits below the id
+
+    @always_comb
+    def sem_release():          # one channel per slot: both may release in one cycle
+        rel_valid.next = False
+        rel_id.next = 0
+        rel_value.next = 0
+        rel2_valid.next = False
+        rel2_id.next = 0
+        rel2_value.next = 0
+        if b0 and t0 == rls0 and rl0[RV]:
+            rel_valid.next = True
+            rel_id.next = rl0[RV:VB]
+            rel_value.next = rl0[VB:]
+        if b1 and t1 == rls1 and rl1[RV]:
+            rel2_valid.next = True
+            rel2_id.next = rl1[RV:VB]
+            rel2_value.next = rl1[VB:]
+        busy.next = b0 or b1
+    insts.append(sem_release)
+    return insts
+
+
+@block
+def ud_flags(clk, rst, load, rm_in, er_in, reset_max, early_release):
+    """A slot's ``reset_max`` and ``early_release`` bits, loaded with the
+    accepted instruction."""
+    @always_seq(clk.posedge, reset=rst)
+    def flags():
+        if load:
+            reset_max.next = rm_in
+            early_release.next = er_in
+    return flags
+
+
+@block
+def release_select(func, early, out, release, read_release):
+    """out = (read_release if early else release)[func] (two small ROMs)."""
+    n = 1 << len(func)
+    REL = tuple(int(v) for v in release) + (0,) * (n - len(release))
+    RREL = tuple(int(v) for v in read_release) + (0,) * (n - len(read_release))
+
+    @always_comb
+    def comb():
+        if early:
+            out.next = RREL[func]
+        else:
+            out.next = REL[func]
+    return comb
+
+
+def slope_offsets(plans, KB: int) -> tuple[int, ...]:
+    """Per function, the offset that numbers its slope reads: piece
+    ``k = (t + ofs) mod 2**KB`` at slot cycle ``t`` (0 for functions without
+    slope reads).
+
+    Raises:
+        ValueError: a function whose slope reads do not start at one cycle.
+    """
+    out = []
+    for p in plans:
+        starts = {r.cycle - r.index for r in p.spad_reads if r.source == "slope"}
+        if len(starts) > 1:
+            raise ValueError(f"fsa_mxctrl: {p.func}'s slope reads must start at one cycle")
+        out.append((-starts.pop()) % (1 << KB) if starts else 0)
+    return tuple(out)
+
+
+@block
+def bcmp_merge(b0, b1, m0, m1, u0, u1, o0, o1, r0, r1, reset_max0, reset_max1, c0, c1, bcmp_max,
+               bcmp_up, bcmp_od, bcmp_causal):
+    """The two slots' BCMP lanes merged (the plans never drive one lane from
+    both slots in a cycle); RESET only with the slot's ``reset_max``; the
+    causal bit of the slot whose UPDATE is on the max lane."""
+    RESET = fsa_bcmp.CMD_RESET
+    UPDATE = fsa_bcmp.CMD_UPDATE
+    LB = fsa_bcmp.LANE_BITS
+
+    @always_comb
+    def merge():
+        mm = intbv(0)[LB:]
+        uu = intbv(0)[LB:]
+        oo = intbv(0)[LB:]
+        if b0:
+            mm[:] = mm | m0
+            uu[:] = uu | u0
+            oo[:] = oo | o0
+        if b1:
+            mm[:] = mm | m1
+            uu[:] = uu | u1
+            oo[:] = oo | o1
+        if (b0 and r0 and reset_max0) or (b1 and r1 and reset_max1):
+            mm[:] = RESET
+        bcmp_max.next = mm
+        bcmp_up.next = uu
+        bcmp_od.next = oo
+        if b0 and m0 == UPDATE:
+            bcmp_causal.next = c0
+        elif b1 and m1 == UPDATE:
+            bcmp_causal.next = c1
+        else:
+            bcmp_causal.next = False
+    return merge

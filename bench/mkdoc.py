@@ -108,7 +108,7 @@ def sec_utilisation(u: dict) -> list[str]:
             "Not modelled: the host's pushes, AXI pauses, 4 KiB burst splits, errors. "
             "Predictions for long sequences use the model's own steady state: cycles = fixed + "
             "query blocks x per-query-block + key-block steps x per-key-block, fitted on four "
-            "short programs (2 and 3 query blocks x 4 and 8 key blocks). Besides the RTL "
+            "short programs (2 and 3 query blocks x 12 and 20 key blocks). Besides the RTL "
             "points above, the regression checks the model on every attention run without AXI "
             "pauses (`tb/test_attention.py`: exec, bubble, mx_active and dma_active equal; "
             "configs 4x4 fp16/bf16/fp32/fp16-only, 8x8, 8x4, 4x8, causal and not; more "

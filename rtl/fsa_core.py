@@ -23,7 +23,7 @@ Ports::
     cnt_*                             the reference's counters (32 bits)
     q_free                            free words in the instruction queue
     dma_*                             DMA command port (valid/ready), and the
-                                      DMA engine's done/busy/err/err_code
+                                      DMA engine's done/busy/err/err_code/err_slot
     sp_n_*, ac_n_*                    narrow (AXI-beat) ports of the
                                       scratchpad and accumulator SRAMs
     scale_e, scale_a, key_limit       the setting registers (fsa/hw/regs.py,
@@ -94,7 +94,7 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, abort_req, abor
              cnt_dma_active, cnt_words, cnt_mx, cnt_dma, cnt_fence, cnt_enq, cnt_deq,
              dma_valid, dma_ready, dma_func, dma_repeat, dma_sram_addr, dma_sram_stride,
              dma_is_accum, dma_mem_addr, dma_mem_stride, dma_size, dma_done, dma_busy, dma_err,
-             dma_err_code,
+             dma_err_code, dma_err_slot,
              sp_n_valid, sp_n_ready, sp_n_we, sp_n_addr, sp_n_lane, sp_n_wdata, sp_n_rvalid,
              sp_n_rdata,
              ac_n_valid, ac_n_ready, ac_n_we, ac_n_addr, ac_n_lane, ac_n_wdata, ac_n_rvalid,
@@ -122,6 +122,7 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, abort_req, abor
                  dma_sram_stride=dma_sram_stride, dma_is_accum=dma_is_accum,
                  dma_mem_addr=dma_mem_addr, dma_mem_stride=dma_mem_stride, dma_size=dma_size,
                  dma_done=dma_done, dma_busy=dma_busy, dma_err=dma_err, dma_err_code=dma_err_code,
+                 dma_err_slot=dma_err_slot,
                  fetch_more=fetch_more, fetch_end=fetch_end, fetch_busy=fetch_busy,
                  fetch_err=fetch_err, fetch_err_code=fetch_err_code)
     cs.update(outer)

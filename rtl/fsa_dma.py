@@ -1,12 +1,17 @@
 """DMA engine: moves rows between memory (AXI4 master port(s)) and the
-scratchpad or accumulator SRAM (their one-lane narrow ports), one decoded DMA
-instruction at a time (docs/architecture.md sections 8 and 9).
+scratchpad or accumulator SRAM (their one-lane narrow ports), for decoded
+DMA instructions, up to ``inflight_depth(P)`` of them in flight
+(``fsa/hw/dma.py``: 2 LOADs with one port; docs/architecture.md sections 7, 8 and 9).
 
 Ports (``P = cfg.mem_ports``; ``LB = cfg.axi_data_bits``, ``BB = LB/8``)::
 
     clk, rst                  clock; synchronous active-high reset
     cmd_valid      in   1     command (valid/ready): one decoded DMA instruction
-    cmd_ready      out  1     1 while idle (no instruction in progress)
+    cmd_ready      out  1     1 when the sequencer is idle and the engine holds no
+                              instruction, or (one port) holds fewer than
+                              ``INFLIGHT`` and they and the command are LOADs
+                              into the same SRAM (depends on cmd_func and
+                              cmd_is_accum, not on cmd_valid)
     cmd_func       in   1     0 LOAD memory -> SRAM, 1 STORE SRAM -> memory
     cmd_repeat     in   9     rows (0: nothing to do, the instruction completes)
     cmd_sram_addr  in   20    first SRAM row
@@ -15,18 +20,24 @@ Ports (``P = cfg.mem_ports``; ``LB = cfg.axi_data_bits``, ``BB = LB/8``)::
     cmd_mem_addr   in   39    byte address of the first row in memory
     cmd_mem_stride in   21    byte stride between rows, two's complement
     cmd_size       in   10    bytes per row (0: nothing to do)
-    done           out  1     one-cycle pulse: the instruction accepted last has
+    done           out  1     one-cycle pulse: the oldest instruction in flight has
                               finished (LOAD: every beat written into the SRAM;
                               STORE: every write response received), also when
-                              it was cut short by an error (then err is 1)
-    busy           out  1     an instruction is in progress (not cmd_ready)
+                              it was cut short by an error (then err is 1);
+                              one pulse per instruction, in the order accepted
+    busy           out  1     an instruction is in flight (accepted, not done)
     err            out  1     an error happened (sticky until reset or an abort)
     err_code       out  3     the first error: the ``ERR_*`` constants below
+    err_slot       out  1     the in-flight queue slot of the instruction the
+                              error belongs to (slots are given out 0, 1, 0,
+                              ... in the order commands are accepted, the
+                              dispatch's numbering too)
     aborting       in   1     level, the core is aborting (rtl/fsa_status.py): no
                               new burst is issued (the instruction in progress
-                              stops as after an error, its issued bursts
-                              drain, then ``done``); while idle, ``err`` and
-                              ``err_code`` are cleared
+                              stops as after an error, the issued bursts
+                              drain, then each ``done``); while idle with
+                              nothing in flight, ``err`` and ``err_code`` are
+                              cleared
     spad_n_*                  scratchpad narrow port (rtl/fsa_sram.py): n_valid,
                               n_ready, n_we, n_addr, n_lane, n_wdata, n_rvalid,
                               n_rdata; lane width LB, a row of sa_rows x e_type
@@ -66,6 +77,18 @@ the W data of issued AW bursts is sent), then ``done`` pulses and ``busy``
 falls.  While ``err`` is set, later commands are accepted and complete at
 once without any traffic.
 
+In-flight queue.  The sequencer is idle again the cycle after it queued an
+instruction's last burst (the cycle after the check when there is none), and
+the instruction waits in a queue slot (``INFLIGHT`` = 2 slots, one port; one
+slot with several ports) until its bursts have finished: each slot counts
+its bursts queued and not finished (a port's bursts finish in order, so a
+finishing burst belongs to the oldest slot with one unfinished).  The oldest
+slot with no burst left and nothing more to queue is done: ``done`` pulses
+in the next cycle and the slot is free in that cycle.  A command that is not
+a LOAD into the SRAM of the instructions held waits until the queue is empty
+(``cmd_ready``), so the ports' direction and the SRAM they use never change
+while a burst is in flight.
+
 Structure.  ``fsa_dma`` holds the command register, the up-front checks and
 the row sequencer, which hands one burst per cycle to the port whose turn it
 is; each AXI port is an instance ``u_port<i>`` of the module
@@ -73,7 +96,7 @@ is; each AXI port is an instance ``u_port<i>`` of the module
 FIFO of ``max_outstanding`` bursts (the config's ``dma_outstanding``,
 default 8 = ``MAX_OUTSTANDING``), a ``WDATA_DEPTH``-entry W data FIFO, the
 count of bursts in flight: at most that many reads or writes outstanding per
-port; one instruction is either all reads or all writes).  The SRAM narrow port is shared by the ports through a
+port; the instructions in flight are all reads or all writes).  The SRAM narrow port is shared by the ports through a
 round-robin arbiter (``rtl.prim.rr_arbiter``: a stalled request keeps its
 grant, so it is held stable until accepted); R data goes from the granted
 port's ``RDATA`` straight to the SRAM.  ``BREADY`` is always 1; ``RREADY`` of
@@ -86,20 +109,23 @@ Latency and throughput: a command is accepted in an idle cycle (c0); c1
 checks it; the first burst is queued in c2 and AR/AW is valid from c3.  At
 most one burst is queued per cycle and the SRAM port moves at most one beat
 per cycle (shared by all ports), so a LOAD of rows of one beat runs at one
-row per cycle once the slave responds.  A STORE beat leaves the SRAM one
+row per cycle once the slave responds; a second LOAD accepted the cycle after
+the first one's last burst was queued has its first beat ready 5 cycles later,
+so a stream of LOADs pays the AXI latency once.  A STORE beat leaves the SRAM one
 cycle after its read is accepted.  ``done`` is high two cycles after the
 cycle in which the last beat is written (LOAD) or the last B response is
-accepted (STORE); ``busy`` is low and a new command can be accepted in that
-cycle.  A command that fails its up-front checks, or any command while
-``err`` is set, is done in c3.
+accepted (STORE); the instruction has left the engine in that cycle (``busy`` is low
+when it was the only one) and a new command can be accepted.  A command
+that fails its up-front checks, or any command while ``err`` is set, is
+done in c3 (or the cycle after the done of the instruction before it).
 
 Timing (LOAD, P = 1, two rows of one beat, a slave answering at once; ``.``
 is don't care)::
 
     cycle        0     1     2     3     4     5     6     7     8
     cmd_valid    1     0     .     .     .     .     .     .     .
-    cmd_ready    1     0     0     0     0     0     0     0     1
-    state        idle  check run   run   wait  wait  wait  wait  idle
+    cmd_ready    1     0     0     0     0*    0*    0*    0*    1
+    state        idle  check run   run   idle  idle  idle  idle  idle
     arvalid      0     0     0     1     1     0     0     0     0
     araddr       .     .     .     a0    a1    .     .     .     .
     rvalid       0     0     0     0     0     1     1     0     0
@@ -108,7 +134,8 @@ is don't care)::
     done         0     0     0     0     0     0     0     0     1
     busy         0     1     1     1     1     1     1     1     0
 
-(the slave's latency between AR and R is its own; ``tb/tb_dma.py`` checks
+(``0*``: 1 for a LOAD into the same SRAM, which would be accepted into the
+second slot; the slave's latency between AR and R is its own; ``tb/tb_dma.py`` checks
 contents, not this cycle count).
 """
 from __future__ import annotations
@@ -121,14 +148,14 @@ from rtl import fsa_dma_port
 from rtl.convert import comb_expr, convert_block, sig, submodule
 from rtl.fsa_dma_if import (AXI_SIGNALS, CMD_SIGNALS, ERR_AXI_RD, ERR_AXI_WR, ERR_DMA_ALIGN,  # noqa: F401
                             ERR_DMA_SIZE, ERR_MEM_RANGE, ERR_NAMES, ERR_NONE, ERR_SRAM_RANGE,
-                            MAX_OUTSTANDING, NARROW_SIGNALS, WDATA_DEPTH, axi_prefixes, geometry,
-                            port_table, ports)
+                            INFLIGHT, MAX_OUTSTANDING, NARROW_SIGNALS, WDATA_DEPTH, axi_prefixes,
+                            geometry, inflight_depth, port_table, ports)
 from rtl.prim import Bundle, clog2, mux_tree, rr_arbiter, vsig, zext
 
 __all__ = ["fsa_dma", "convert", "ports", "port_table", "geometry", "LINT_WAIVERS",
            "MODULE", "ERR_NONE", "ERR_AXI_RD", "ERR_AXI_WR", "ERR_MEM_RANGE", "ERR_DMA_ALIGN",
            "ERR_DMA_SIZE", "ERR_SRAM_RANGE", "ERR_NAMES", "MAX_OUTSTANDING", "WDATA_DEPTH",
-           "axi_prefixes", "AXI_SIGNALS"]
+           "INFLIGHT", "inflight_depth", "axi_prefixes", "AXI_SIGNALS"]
 
 MODULE = "fsa_dma"
 
@@ -137,13 +164,15 @@ MODULE = "fsa_dma"
 LINT_WAIVERS: dict[str, str] = {}
 
 # sequencer states
-_S_IDLE, _S_CHECK, _S_RUN, _S_WAIT = 0, 1, 2, 3
+_S_IDLE, _S_CHECK, _S_RUN = 0, 1, 2
+#: bits of a per-instruction burst count (at most 511 rows of two bursts)
+_CNT_BITS = 11
 
 
 # ---------------------------------------------------------------- the DMA
 @block
 def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=None,
-            cfg=None, max_outstanding=None):
+            err_slot=None, cfg=None, max_outstanding=None):
     """The DMA engine; ports, behaviour and timing: the docstring of
     rtl/fsa_dma.py.  `cmd`, `spad`, `acc`, `m` are signal bundles as made
     by :func:`ports`; `max_outstanding` (bursts in flight per port and
@@ -160,7 +189,7 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
         raise ValueError(f"fsa_dma: max_outstanding must be 2, 4, 8 or 16, got {max_outstanding!r}")
     table = {n: w for n, _, w in port_table(cfg)}
     given = dict(clk=clk, rst=rst, done=done, busy=busy, err=err, err_code=err_code,
-                 aborting=aborting)
+                 err_slot=err_slot, aborting=aborting)
     for n, _, _ in CMD_SIGNALS:
         given[f"cmd_{n}"] = getattr(cmd, n, None)
     for pre, b in (("spad", spad), ("acc", acc)):
@@ -191,6 +220,7 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
     TB = clog2(P)
     RAW = 40                    # row address: < 2**39 + 511 * 2**20 < 2**40
     D = max_outstanding
+    QD = inflight_depth(P)
     insts = []
 
     cmd_valid, cmd_ready, cmd_func, cmd_repeat = cmd.valid, cmd.ready, cmd.func, cmd.repeat
@@ -240,6 +270,17 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
     done_r = sig(1)
     axi_rd_err = sig(1)
     axi_wr_err = sig(1)
+    # ---- the in-flight queue: slot wp is allocated on accept, rp is the oldest
+    occ = sig(2)                # instructions accepted and not done
+    wp, rp, cur = sig(1), sig(1), sig(1)    # next slot, oldest slot, the sequencer's slot
+    iss0, iss1 = sig(1), sig(1)             # the slot's bursts are still being issued
+    h_iss = sig(1)
+    rdy = sig(1)                # cmd_ready
+    acc_cmd = sig(1)            # a command is accepted this cycle
+    seq_end = sig(1)            # the sequencer finishes its instruction this cycle
+    hd_done = sig(1)            # the oldest instruction is done (done pulses next cycle)
+    fslot = sig(1)              # the slot of the oldest unfinished burst
+    slot_r = sig(1)             # err_slot
 
     # ---- burst shape (bytes, 16-bit arithmetic)
     size16 = zext(c_size, 16)
@@ -359,6 +400,7 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
     # ---- ports
     cans = [sig(1) for _ in range(P)]
     idles = [sig(1) for _ in range(P)]
+    fins = [sig(1) for _ in range(P)]
     reqs = [sig(1) for _ in range(P)]
     grants = [sig(1) for _ in range(P)]
     q_rows = [sig(RB) for _ in range(P)]
@@ -377,7 +419,8 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
             insts.append(comb_expr(push, f"issue and tp == {p}", issue=issue, tp=tp))
         ax = getattr(m, pre[2:])
         conn = dict(clk=clk, rst=rst, is_store=c_store, push=push, d_addr=d_addr, d_len=d_len,
-                    d_row=d_row, d_lane=d_lane, can=cans[p], idle=idles[p], req=reqs[p],
+                    d_row=d_row, d_lane=d_lane, can=cans[p], idle=idles[p], fin=fins[p],
+                    req=reqs[p],
                     q_row=q_rows[p], q_lane=q_lanes[p], grant=grants[p], sram_ready=sram_ready,
                     sram_rvalid=sram_rvalid, sram_rdata=sram_rdata, rd_err=rd_errs[p],
                     wr_err=wr_errs[p])
@@ -460,22 +503,123 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
 
     @always_comb
     def status():
-        cmd_ready.next = state == _S_IDLE
-        busy.next = state != _S_IDLE
+        cmd_ready.next = rdy
+        busy.next = state != _S_IDLE or occ != 0
         done.next = done_r
         err.next = err_r
         err_code.next = code_r
+        err_slot.next = slot_r
     insts.append(status)
+
+    # ---- the in-flight queue
+    @always_comb
+    def head_sel():
+        if rp:
+            h_iss.next = iss1
+        else:
+            h_iss.next = iss0
+    insts.append(head_sel)
+
+    @always_comb
+    def ending():
+        if state == _S_CHECK:
+            seq_end.next = (err_r or aborting or c_rep == 0 or c_size == 0 or szbad
+                            or sz_lo != 0 or srbad)
+        elif state == _S_RUN:
+            seq_end.next = (err_r or aborting or rowerr
+                            or (issue and (second or not xing) and left == 1))
+        else:
+            seq_end.next = 0
+    insts.append(ending)
+
+    if QD > 1:
+        # one port: its bursts finish in order, so a burst count per slot
+        # tells when the oldest instruction's last burst has finished
+        cnt0, cnt1, h_cnt = sig(_CNT_BITS), sig(_CNT_BITS), sig(_CNT_BITS)
+        fin0 = fins[0]
+
+        @always_comb
+        def admit():
+            if rp:
+                h_cnt.next = cnt1
+            else:
+                h_cnt.next = cnt0
+            rdy.next = state == _S_IDLE and (occ == 0 or (
+                occ < QD and not cmd_func and not c_store and cmd_is_accum == c_accum))
+            acc_cmd.next = state == _S_IDLE and not aborting and cmd_valid and (occ == 0 or (
+                occ < QD and not cmd_func and not c_store and cmd_is_accum == c_accum))
+        insts.append(admit)
+
+        @always_comb
+        def oldest():
+            hd_done.next = occ != 0 and not h_iss and h_cnt == 0
+            # (nothing in flight: a stray beat or response is the oldest's error)
+            if all_idle or h_iss or h_cnt != 0:
+                fslot.next = rp
+            else:
+                fslot.next = not rp
+        insts.append(oldest)
+
+        @always_seq(clk.posedge, reset=rst)
+        def counts():
+            if issue and not cur and not (fin0 and not fslot):
+                cnt0.next = cnt0 + 1
+            elif fin0 and not fslot and not (issue and not cur):
+                cnt0.next = cnt0 - 1
+            if issue and cur and not (fin0 and fslot):
+                cnt1.next = cnt1 + 1
+            elif fin0 and fslot and not (issue and cur):
+                cnt1.next = cnt1 - 1
+        insts.append(counts)
+    else:
+        # several ports: one instruction at a time, done when every port is idle
+        @always_comb
+        def admit():
+            rdy.next = state == _S_IDLE and occ == 0
+            acc_cmd.next = state == _S_IDLE and not aborting and cmd_valid and occ == 0
+        insts.append(admit)
+
+        fin_v = ConcatSignal(*reversed(fins))
+        unused_fins = sig(P)    # (the ports' idle flags tell the same here)
+
+        @always_comb
+        def oldest():
+            hd_done.next = occ != 0 and not h_iss and all_idle
+            fslot.next = rp
+            unused_fins.next = fin_v
+        insts.append(oldest)
+
+    @always_seq(clk.posedge, reset=rst)
+    def track():
+        done_r.next = hd_done
+        if acc_cmd:
+            cur.next = wp
+            wp.next = not wp
+        if hd_done:
+            rp.next = not rp
+        if acc_cmd and not hd_done:
+            occ.next = occ + 1
+        elif hd_done and not acc_cmd:
+            occ.next = occ - 1
+        if acc_cmd and not wp:
+            iss0.next = 1
+        elif seq_end and not cur:
+            iss0.next = 0
+        if acc_cmd and wp:
+            iss1.next = 1
+        elif seq_end and cur:
+            iss1.next = 0
+    insts.append(track)
 
     # ---- the sequencer
     @always_seq(clk.posedge, reset=rst)
     def seq():
-        done_r.next = 0
         if state == _S_IDLE:
             if aborting:
-                err_r.next = 0
-                code_r.next = ERR_NONE
-            elif cmd_valid:
+                if occ == 0:
+                    err_r.next = 0
+                    code_r.next = ERR_NONE
+            elif acc_cmd:
                 state.next = _S_CHECK
                 c_store.next = cmd_func
                 c_accum.next = cmd_is_accum
@@ -507,31 +651,35 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
             tp.next = 0
             solo.next = solo_c
             if err_r or aborting or c_rep == 0 or c_size == 0:
-                state.next = _S_WAIT
+                state.next = _S_IDLE
             elif szbad:
                 err_r.next = 1
+                slot_r.next = cur
                 code_r.next = ERR_DMA_SIZE
-                state.next = _S_WAIT
+                state.next = _S_IDLE
             elif sz_lo != 0:
                 err_r.next = 1
+                slot_r.next = cur
                 code_r.next = ERR_DMA_ALIGN
-                state.next = _S_WAIT
+                state.next = _S_IDLE
             elif srbad:
                 err_r.next = 1
+                slot_r.next = cur
                 code_r.next = ERR_SRAM_RANGE
-                state.next = _S_WAIT
+                state.next = _S_IDLE
             else:
                 state.next = _S_RUN
         elif state == _S_RUN:
             if err_r or aborting:
-                state.next = _S_WAIT
+                state.next = _S_IDLE
             elif rowerr:
                 err_r.next = 1
+                slot_r.next = cur
                 if mis:
                     code_r.next = ERR_DMA_ALIGN
                 else:
                     code_r.next = ERR_MEM_RANGE
-                state.next = _S_WAIT
+                state.next = _S_IDLE
             elif issue:
                 if not second and xing:
                     second.next = 1
@@ -540,7 +688,7 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
                 else:
                     second.next = 0
                     if left == 1:
-                        state.next = _S_WAIT
+                        state.next = _S_IDLE
                     else:
                         left.next = left - 1
                         first.next = 0
@@ -560,13 +708,11 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
                                 tp.next = 0
                             else:
                                 tp.next = tp + 1
-        else:
-            if all_idle:
-                done_r.next = 1
-                state.next = _S_IDLE
-        # AXI errors (any state; the first error is kept)
+        # AXI errors (any state; the first error is kept), of the oldest
+        # instruction with a burst in flight
         if not err_r and (axi_rd_err or axi_wr_err):
             err_r.next = 1
+            slot_r.next = fslot
             if axi_rd_err:
                 code_r.next = ERR_AXI_RD
             else:

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from myhdl import ResetSignal
 
+from fsa.hw.dma import INFLIGHT, inflight_depth  # noqa: F401  (the in-flight queue depth)
 from rtl.convert import sig
 from rtl.prim import Bundle, clog2
 
 __all__ = ["ERR_NONE", "ERR_AXI_RD", "ERR_AXI_WR", "ERR_MEM_RANGE", "ERR_DMA_ALIGN",
            "ERR_DMA_SIZE", "ERR_SRAM_RANGE", "ERR_NAMES", "MAX_OUTSTANDING", "WDATA_DEPTH",
-           "AXI_SIGNALS", "CMD_SIGNALS", "STATUS_SIGNALS", "NARROW_SIGNALS", "geometry",
+           "INFLIGHT", "inflight_depth", "AXI_SIGNALS", "CMD_SIGNALS", "STATUS_SIGNALS",
+           "NARROW_SIGNALS", "geometry",
            "axi_prefixes", "port_table", "ports"]
 
 # ---- error codes (err_code)
@@ -45,7 +47,7 @@ CMD_SIGNALS = (("valid", 1, "in"), ("ready", 1, "out"), ("func", 1, "in"),
                ("is_accum", 1, "in"), ("mem_addr", 39, "in"), ("mem_stride", 21, "in"),
                ("size", 10, "in"))
 STATUS_SIGNALS = (("done", 1, "out"), ("busy", 1, "out"), ("err", 1, "out"),
-                  ("err_code", 3, "out"), ("aborting", 1, "in"))
+                  ("err_code", 3, "out"), ("err_slot", 1, "out"), ("aborting", 1, "in"))
 #: AXI channel signals: (name, width or a key into the widths (A address,
 #: D data, S strobes), direction of the master)
 AXI_SIGNALS = (

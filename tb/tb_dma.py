@@ -353,13 +353,20 @@ class Bench:
         if not (busy.is_resolvable and done.is_resolvable and ready.is_resolvable):
             self.errors.append(f"cycle {self.cyc}: busy/done/cmd_ready = {busy}/{done}/{ready}")
             return
-        if int(ready) == int(busy):
-            self.errors.append(f"cycle {self.cyc}: cmd_ready {ready} == busy {busy}")
+        # idle (not busy) means ready; while busy, ready only with room in the
+        # in-flight queue (one port: up to INFLIGHT LOADs into one SRAM)
+        if not int(busy) and not int(ready):
+            self.errors.append(f"cycle {self.cyc}: cmd_ready low while not busy")
         if int(done):
             self.dones += 1
             self.done_cycles.append(self.cyc)
-            if int(busy):
-                self.errors.append(f"cycle {self.cyc}: busy high in the done cycle")
+            if int(busy) and self.accepted == self.dones:
+                self.errors.append(f"cycle {self.cyc}: busy high in the done cycle of the "
+                                   f"last instruction accepted")
+        in_flight = self.accepted - self.dones
+        if int(ready) and in_flight >= fsa_dma.inflight_depth(self.cfg.mem_ports):
+            self.errors.append(f"cycle {self.cyc}: cmd_ready with {in_flight} instructions "
+                               f"in flight")
         if self.pending is not None and int(ready):
             self.pending = None
             self.accepted += 1

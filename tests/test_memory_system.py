@@ -28,8 +28,13 @@ def test_preset_memory_keeps_up_with_the_schedule(name):
     if cfg.sa_rows * cfg.e_fmt.width <= 512:
         assert need["beats"] == 2 * cfg.sa_rows and need["ud_occupancy"] < 1
     narrow = cfg.replace(axi_data_bits=64, spad_banks=1, name="N")
-    if cfg.sa_rows >= 8:        # the narrow bus is slower: the test can tell them apart
-        assert cm.steady_state(narrow)["per_key_block"] > free
+    slow = cm.steady_state(narrow)["per_key_block"]
+    assert slow >= free
+    # where the narrow bus needs over half the narrow port (all but 4x4 and
+    # 8x16, whose LOADs in flight hide the latency) it is slower: the test
+    # can tell them apart
+    if cm.dma_demand(narrow)["occupancy"] > 0.5:
+        assert slow > free
 
 
 def test_demand_formula_counts_the_kernels_beats():

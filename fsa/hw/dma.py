@@ -1,0 +1,24 @@
+"""The DMA engine's in-flight queue (hardware contract): how many DMA
+instructions the device keeps in flight at once.
+
+``rtl/fsa_dma.py`` and the dispatch (``rtl/fsa_dispatch.py``) hold up to
+:func:`inflight_depth` DMA instructions in flight; the cycle model
+(:mod:`fsa.cycledma`) follows the same rule.  On one memory port a LOAD may
+be accepted while earlier LOADs into the same SRAM are still receiving their
+data (their beats reach the SRAM in program order, through one port); every
+other instruction waits until the DMA engine holds nothing in flight.  With
+several ports the beats of two instructions would reach the SRAM and the
+memory in no fixed order, so one instruction is in flight at a time there.
+"""
+from __future__ import annotations
+
+__all__ = ["INFLIGHT", "inflight_depth"]
+
+#: DMA instructions in flight at once on a one-port DMA (the in-flight queue depth)
+INFLIGHT = 2
+
+
+def inflight_depth(ports: int) -> int:
+    """DMA instructions in flight on a DMA with `ports` AXI memory ports:
+    :data:`INFLIGHT` with one port, else 1 (see the module docstring)."""
+    return INFLIGHT if ports == 1 else 1

@@ -4,7 +4,7 @@ the in-flight queue of ``rtl/fsa_dma.py`` and the dispatch, cycle by cycle.
 What it models (the RTL's rules, docs/architecture.md section 8):
 
 * acceptance: the dispatch keeps at most :func:`fsa.hw.dma.inflight_depth`
-  DMA instructions in flight (from the cycle after acceptance to their
+  DMA instructions in flight (one while program fetch has words left to read) (from the cycle after acceptance to their
   ``done`` cycle, inclusive); the engine accepts a command when its
   sequencer is idle and it holds nothing (an instruction leaves the engine
   the cycle before its ``done``), or, on one port, when the command is a
@@ -33,12 +33,11 @@ from __future__ import annotations
 import math
 
 from fsa import isa
-from fsa.hw.dma import inflight_depth
+from fsa.hw.dma import bank_ports, inflight_depth
 
 __all__ = ["DmaEngine"]
 
 LOAD = isa.DmaFunc.LOAD
-_PER_BANK = False       # per-bank narrow ports (work in progress, off)
 
 
 class DmaEngine:
@@ -67,8 +66,9 @@ class DmaEngine:
         # several ports into a banked scratchpad: each bank has its own narrow
         # port (rtl/fsa_sram.py), so each AXI port moves its own beats
         self.ports = cfg.mem_ports
-        self.per_bank = _PER_BANK and cfg.mem_ports > 1 and cfg.spad_banks > 1
-        self.rr = [0] * cfg.spad_banks     # the banks' round-robin pointers
+        self.per_bank = {m: bank_ports(cfg.mem_ports, nb) for m, nb in self.banks.items()}
+        self.rr = {m: [0] * nb for m, nb in self.banks.items()}   # the banks' arbiters
+        self.seq_pp: "dict | None" = None
 
     # ---------------------------------------------------------------- queries
     def inflight(self) -> bool:
@@ -78,9 +78,10 @@ class DmaEngine:
         """A LOAD is in flight (the port-0 read arbiter's view)."""
         return any(e["func"] == LOAD for e in self.fl)
 
-    def can_accept(self, c: int, x: isa.Dma) -> bool:
-        """The dispatch may issue `x` in cycle c and the engine accepts it."""
-        if len(self.fl) >= self.depth or c < self.seq_free:
+    def can_accept(self, c: int, x: isa.Dma, fetching: bool = False) -> bool:
+        """The dispatch may issue `x` in cycle c and the engine accepts it
+        (`fetching`: program fetch still has words to read, so one at a time)."""
+        if len(self.fl) >= (1 if fetching else self.depth) or c < self.seq_free:
             return False
         held = [e for e in self.fl if e["done"] is None or e["done"] > c]
         if not held:
@@ -91,7 +92,7 @@ class DmaEngine:
     def busy(self) -> bool:
         """Something changes every cycle (beats, pushes, a done to fix)."""
         return any(e["done"] is None for e in self.fl) or self.seq is not None or \
-            getattr(self, "seq_pp", None) is not None
+            self.seq_pp is not None
 
     def next_done(self, c: int) -> "int | None":
         ds = [e["done"] for e in self.fl if e["done"] is not None and e["done"] > c]
@@ -121,7 +122,7 @@ class DmaEngine:
         if dma.ideal:
             e["own"] = c + 1
             self.seq_free = c + 1
-        elif bank and self.per_bank and mem == "spad":
+        elif bank and self.per_bank[mem]:
             self._per_port(e, x)
         elif not bank:                     # nothing to move: done in c3
             e["own"] = c + 3
@@ -135,7 +136,10 @@ class DmaEngine:
         self._order()
 
     def _per_port(self, e: dict, x: isa.Dma) -> None:
-        """Set up `e` for per-port beats (several ports, banked scratchpad)."""
+        """Set up `e` for per-port beats (several ports, an SRAM with a
+        narrow port per bank): each port moves its own rows' beats, one per
+        cycle; per bank a round-robin arbiter over the ports (a stalled
+        request keeps its grant), the array's use of the bank first."""
         P, pr = self.ports, e["per_row"]
         solo = (x.func == LOAD and x.sram_stride == 0 and x.repeat > 1) or \
             (x.func != LOAD and abs(x.mem_stride) < x.size)
@@ -145,7 +149,13 @@ class DmaEngine:
                    "out": [0] * P,                 # bursts unfinished per port
                    "fin": [0] * P,                 # ... finishing this cycle
                    "q": [[] for _ in range(P)],    # per port: [row, beat] queue
-                   "busy_to": [-1] * P, "left": e["rows"]}
+                   "busy_to": [-1] * P, "left": e["rows"],
+                   # the first beat's data / SRAM read: LOAD 3 cycles after the
+                   # push (AR, R), STORE 1 (the W data is read once queued)
+                   "off": 3 if x.func == LOAD else 1,
+                   "k": [0] * P,                   # beats moved per port
+                   "b_at": [],                     # (cycle, port): a STORE's B response
+                   "x": x}
         self.seq_free = 10**18
         self.seq_pp = e
 
@@ -165,18 +175,22 @@ class DmaEngine:
         reqs: dict[int, list[int]] = {}
         for p in range(self.ports):
             q = pp["q"][p]
-            if q and c >= pp["push"][q[0][0]] + 3 + q[0][1] and c > pp["busy_to"][p]:
+            lag = self.dma.lag(pp["x"], e["per_row"], pp["k"][p], self.ports)
+            if q and c >= pp["push"][q[0][0]] + pp["off"] + q[0][1] + lag and \
+                    c > pp["busy_to"][p]:
                 reqs.setdefault(pp["rbank"][q[0][0]], []).append(p)
         done_rows = []
         for b, ps in reqs.items():
             n = self.ports
-            g = min(ps, key=lambda p: (p - self.rr[b]) % n)
-            if self.port_busy(c, "spad", b):
-                self.rr[b] = g
+            rr = self.rr[e["mem"]]
+            g = min(ps, key=lambda p: (p - rr[b]) % n)
+            if self.port_busy(c, e["mem"], b):
+                rr[b] = g
                 continue
-            self.rr[b] = (g + 1) % n
+            rr[b] = (g + 1) % n
             head = pp["q"][g][0]
             head[1] += 1
+            pp["k"][g] += 1
             pp["busy_to"][g] = c
             if head[1] == e["per_row"]:
                 pp["q"][g].pop(0)
@@ -185,14 +199,19 @@ class DmaEngine:
                 if pp["left"] == 0:
                     e["own"] = c + e["tail"]
                     e["k"] = len(e["bank"])
-        for g in done_rows:
-            pp["out"][g] -= 1        # (counts for the pushes of the next cycle)
+        for g in done_rows:          # (counts for the pushes of the next cycle)
+            if e["func"] == LOAD:
+                pp["out"][g] -= 1
+            else:                    # a STORE burst counts until its B response
+                pp["b_at"].append((c + e["tail"] - 2, g))
+        for t, g in [b for b in pp["b_at"] if b[0] == c]:
+            pp["out"][g] -= 1
         if e["own"] is not None:
             self.seq_pp = None
 
     def step(self, c: int) -> None:
         """Pushes and beats of cycle c."""
-        if getattr(self, "seq_pp", None) is not None:
+        if self.seq_pp is not None:
             self._step_pp(c, self.seq_pp)
             self._order()
             return

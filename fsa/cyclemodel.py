@@ -409,7 +409,8 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
                 mx_accept = ok and bok and (fr[0] or fr[1])
         # DMA issue (the engine is ready once done has pulsed; the core's
         # in-flight flag clears the cycle after)
-        dm_issue = bool(dmq) and acq_ok(ins[dmq[0]]) and eng.can_accept(c, ins[dmq[0]])
+        dm_issue = bool(dmq) and acq_ok(ins[dmq[0]]) and \
+            eng.can_accept(c, ins[dmq[0]], fe is not None and fe.more(c))
         if fe is not None:
             # a DMA LOAD waits while a fetch burst is in flight; a fetch burst
             # waits while a LOAD runs or is accepted (rtl/fsa_rdarb.py)

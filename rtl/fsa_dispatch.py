@@ -7,7 +7,8 @@ instruction issues when the device runs (``run``: ACTIVE and not aborting), its 
 (``fsa_sem``) and its engine accepts it: the matrix controller's
 ``mx_in_ready``, or, for DMA, the DMA port's ``dma_ready`` with fewer than
 ``inflight_depth(mem_ports)`` DMA instructions in flight (``fsa/hw/dma.py``:
-2 with one memory port; an instruction is in flight from its issue to the
+2 with one memory port, 1 while program fetch still has words to read,
+``fetch_more``; an instruction is in flight from its issue to the
 DMA's ``done`` for it, which releases its semaphore; ``done`` comes in
 issue order).  So a matrix instruction waiting on a semaphore never
 blocks DMA instructions behind it.  A fence is consumed when the engines it
@@ -73,7 +74,8 @@ def fsa_dispatch(clk, rst, run, clear, dec_full, w0, w1, w2, w3, inst_idx, to_mx
                  dm_rel_valid, dm_rel_id, dm_rel_value,
                  dma_valid, dma_ready, dma_func, dma_repeat, dma_sram_addr, dma_sram_stride,
                  dma_is_accum, dma_mem_addr, dma_mem_stride, dma_size, dma_done, dma_busy,
-                 dma_err_slot, dm_issue, dm_inflight, dm_fidx, mx_pend, dm_pend, dm_idx, cfg=None):
+                 dma_err_slot, fetch_more, dm_issue, dm_inflight, dm_fidx, mx_pend, dm_pend, dm_idx,
+                 cfg=None):
     """The dispatcher; see the module docstring."""
     R, C = cfg.sa_rows, cfg.sa_cols
     SPR, ACR = cfg.spad_rows, cfg.acc_rows
@@ -255,8 +257,12 @@ def fsa_dispatch(clk, rst, run, clear, dec_full, w0, w1, w2, w3, inst_idx, to_mx
 
     @always_comb
     def dma_port():
-        dma_valid.next = dm_p and run and dm_acq_ok and dm_cnt < QD
-        dm_issue.next = dm_p and run and dm_acq_ok and dm_cnt < QD and dma_ready
+        # (while program fetch still reads words, one at a time: LOADs back to
+        # back would keep the fetch unit off the shared read channel)
+        dma_valid.next = dm_p and run and dm_acq_ok and (dm_cnt == 0 or (
+            dm_cnt < QD and not fetch_more))
+        dm_issue.next = dm_p and run and dm_acq_ok and (dm_cnt == 0 or (
+            dm_cnt < QD and not fetch_more)) and dma_ready
         dma_func.next = d_func
         dma_repeat.next = d_rep
         dma_sram_addr.next = d_sa
@@ -332,6 +338,7 @@ def ports(cfg) -> dict:
              dm_acq_valid=sig(1), dm_sem_id=sig(IB), dm_acq_value=sig(VB), dm_acq_ok=sig(1),
              dm_rel_valid=sig(1), dm_rel_id=sig(IB), dm_rel_value=sig(VB))
     p.update(dma_ports())
+    p.update(fetch_more=sig(1))
     p.update(dm_issue=sig(1), dm_inflight=sig(1), dm_fidx=sig(IDX_BITS), mx_pend=sig(1),
              dm_pend=sig(1), dm_idx=sig(IDX_BITS))
     return p

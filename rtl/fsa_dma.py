@@ -96,10 +96,16 @@ is; each AXI port is an instance ``u_port<i>`` of the module
 FIFO of ``max_outstanding`` bursts (the config's ``dma_outstanding``,
 default 8 = ``MAX_OUTSTANDING``), a ``WDATA_DEPTH``-entry W data FIFO, the
 count of bursts in flight: at most that many reads or writes outstanding per
-port; the instructions in flight are all reads or all writes).  The SRAM narrow port is shared by the ports through a
-round-robin arbiter (``rtl.prim.rr_arbiter``: a stalled request keeps its
-grant, so it is held stable until accepted); R data goes from the granted
-port's ``RDATA`` straight to the SRAM.  ``BREADY`` is always 1; ``RREADY`` of
+port; the instructions in flight are all reads or all writes).  An SRAM's
+narrow port is shared by the ports through a round-robin arbiter
+(``rtl.prim.rr_arbiter``: a stalled request keeps its grant, so it is held
+stable until accepted); R data goes from the granted port's ``RDATA``
+straight to the SRAM.  With several ports, an SRAM with several banks has a
+narrow port per bank (``fsa.hw.dma.bank_ports``, ``rtl/fsa_sram_bp.py``;
+``spad_n_*`` / ``acc_n_*`` are then ``banks`` fields wide, the address the
+row's index in its bank) and an arbiter per bank
+(``rtl/fsa_dma_banks.py``), so ports whose rows are in different banks
+move a beat each in the same cycle.  ``BREADY`` is always 1; ``RREADY`` of
 a port is 1 when its beat wins the SRAM port and ``n_ready`` is 1
 (combinational, as AXI allows).  W data is read from the SRAM as soon as the
 burst is queued, so W may lead AW; AW never waits for W.  The port tables,
@@ -144,7 +150,7 @@ from pathlib import Path
 
 from myhdl import ConcatSignal, always_comb, always_seq, block, intbv
 
-from rtl import fsa_dma_port, fsa_dma_queue
+from rtl import fsa_dma_banks, fsa_dma_port, fsa_dma_queue
 from rtl.convert import comb_expr, convert_block, sig, submodule
 from rtl.fsa_dma_if import (AXI_SIGNALS, CMD_SIGNALS, ERR_AXI_RD, ERR_AXI_WR, ERR_DMA_ALIGN,  # noqa: F401
                             ERR_DMA_SIZE, ERR_MEM_RANGE, ERR_NAMES, ERR_NONE, ERR_SRAM_RANGE,
@@ -407,9 +413,15 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
     q_lanes = [vsig(LS) for _ in range(P)]
     rd_errs = [sig(1) for _ in range(P)]
     wr_errs = [sig(1) for _ in range(P)]
-    sram_ready = sig(1)
-    sram_rvalid = sig(1)
-    sram_rdata = sig(LB)
+    BP = g["spad_bp"] or g["acc_bp"]        # an SRAM with a narrow port per bank
+    if BP:      # each port its own SRAM handshake (rtl/fsa_dma_banks.py)
+        p_ready, p_rvalid, p_rdata = ([sig(1) for _ in range(P)], [sig(1) for _ in range(P)],
+                                      [sig(LB) for _ in range(P)])
+    else:
+        sram_ready = sig(1)
+        sram_rvalid = sig(1)
+        sram_rdata = sig(LB)
+        p_ready, p_rvalid, p_rdata = [sram_ready] * P, [sram_rvalid] * P, [sram_rdata] * P
     port_out = {n for n, d, _ in fsa_dma_port.port_table(g) if d == "out"}
     for p, pre in enumerate(axi_prefixes(cfg)):
         if P == 1:
@@ -421,8 +433,8 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
         conn = dict(clk=clk, rst=rst, is_store=c_store, push=push, d_addr=d_addr, d_len=d_len,
                     d_row=d_row, d_lane=d_lane, can=cans[p], idle=idles[p], fin=fins[p],
                     req=reqs[p],
-                    q_row=q_rows[p], q_lane=q_lanes[p], grant=grants[p], sram_ready=sram_ready,
-                    sram_rvalid=sram_rvalid, sram_rdata=sram_rdata, rd_err=rd_errs[p],
+                    q_row=q_rows[p], q_lane=q_lanes[p], grant=grants[p], sram_ready=p_ready[p],
+                    sram_rvalid=p_rvalid[p], sram_rdata=p_rdata[p], rd_err=rd_errs[p],
                     wr_err=wr_errs[p])
         pax = {n: getattr(ax, n) for n in fsa_dma_port.PORT_AXI}
         kwargs = dict(conn, axi=Bundle(**pax), depth=D, wdepth=WDATA_DEPTH)
@@ -458,48 +470,55 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
         def selp():
             can_sel.next = can_v[tp]
             all_idle.next = idle_v == ALL
-            any_req.next = req_v != 0
             axi_rd_err.next = rde_v != 0
             axi_wr_err.next = wre_v != 0
         insts.append(selp)
-        # round-robin grant (a stalled request keeps it until the SRAM takes it)
-        gidx = vsig(TB)
-        insts.append(rr_arbiter(clk, rst, reqs, any_req, sram_ready, grants, gidx))
-        # the granted port's request: mux of (row, lane, R data) by gidx
-        BW = RB + LS + LB
-        bundles = [ConcatSignal(q_rows[q], q_lanes[q], getattr(m, pre[2:]).rdata)
-                   for q, pre in enumerate(axi_prefixes(cfg))]
-        mb = sig(BW)
-        insts.append(mux_tree(bundles, gidx, mb))
-        m_row, m_lane, m_wdata = mb(BW, LS + LB), mb(LS + LB, LB), mb(LB, 0)
+        if BP:      # a narrow port per bank: rtl/fsa_dma_banks.py
+            rdatas = [getattr(m, pre[2:]).rdata for pre in axi_prefixes(cfg)]
+            insts.append(fsa_dma_banks.bank_routing(
+                clk, rst, c_store, c_accum, reqs, q_rows, q_lanes, rdatas, grants, p_ready,
+                p_rvalid, p_rdata, spad, acc, g))
+        else:
+            insts.append(comb_expr(any_req, "v != 0", v=req_v))
+            # round-robin grant (a stalled request keeps it until the SRAM takes it)
+            gidx = vsig(TB)
+            insts.append(rr_arbiter(clk, rst, reqs, any_req, sram_ready, grants, gidx))
+            # the granted port's request: mux of (row, lane, R data) by gidx
+            BW = RB + LS + LB
+            bundles = [ConcatSignal(q_rows[q], q_lanes[q], getattr(m, pre[2:]).rdata)
+                       for q, pre in enumerate(axi_prefixes(cfg))]
+            mb = sig(BW)
+            insts.append(mux_tree(bundles, gidx, mb))
+            m_row, m_lane, m_wdata = mb(BW, LS + LB), mb(LS + LB, LB), mb(LB, 0)
 
     # ---- the SRAM narrow ports (the instruction's SRAM only)
-    s_addr = zext(m_row, SAB)
-    a_addr = zext(m_row, AAB)
-    s_lane = zext(m_lane, SLS)
-    a_lane = zext(m_lane, ALS)
+    if not BP:
+        s_addr = zext(m_row, SAB)
+        a_addr = zext(m_row, AAB)
+        s_lane = zext(m_lane, SLS)
+        a_lane = zext(m_lane, ALS)
 
-    @always_comb
-    def sram():
-        spad_n_valid.next = any_req and not c_accum
-        acc_n_valid.next = any_req and c_accum
-        spad_n_we.next = not c_store
-        acc_n_we.next = not c_store
-        spad_n_addr.next = s_addr
-        acc_n_addr.next = a_addr
-        spad_n_lane.next = s_lane
-        acc_n_lane.next = a_lane
-        spad_n_wdata.next = m_wdata
-        acc_n_wdata.next = m_wdata
-        if c_accum:
-            sram_ready.next = acc_n_ready
-            sram_rvalid.next = acc_n_rvalid
-            sram_rdata.next = acc_n_rdata
-        else:
-            sram_ready.next = spad_n_ready
-            sram_rvalid.next = spad_n_rvalid
-            sram_rdata.next = spad_n_rdata
-    insts.append(sram)
+        @always_comb
+        def sram():
+            spad_n_valid.next = any_req and not c_accum
+            acc_n_valid.next = any_req and c_accum
+            spad_n_we.next = not c_store
+            acc_n_we.next = not c_store
+            spad_n_addr.next = s_addr
+            acc_n_addr.next = a_addr
+            spad_n_lane.next = s_lane
+            acc_n_lane.next = a_lane
+            spad_n_wdata.next = m_wdata
+            acc_n_wdata.next = m_wdata
+            if c_accum:
+                sram_ready.next = acc_n_ready
+                sram_rvalid.next = acc_n_rvalid
+                sram_rdata.next = acc_n_rdata
+            else:
+                sram_ready.next = spad_n_ready
+                sram_rvalid.next = spad_n_rvalid
+                sram_rdata.next = spad_n_rdata
+        insts.append(sram)
 
     @always_comb
     def status():

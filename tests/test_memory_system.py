@@ -98,3 +98,29 @@ def test_dma_outstanding_round_trips_and_reaches_the_rtl(tmp_path):
     # the descriptor FIFO (rtl.prim.fifo) and the in-flight count shrink with the depth
     assert texts["Depth4"] != texts[cfg.name]
     assert fsa_dma_port.convert(tmp_path, four, depth=8).read_text() == texts[cfg.name]
+
+
+def test_wide_rows_get_a_port_per_bank():
+    """From 2048-bit scratchpad rows the presets have 4 AXI ports into 4
+    banks of each SRAM, each bank with its own narrow port; narrower rows
+    keep one port."""
+    from fsa.hw.dma import bank_ports
+    for name in ("FSA64X64Fp32Config", "FSA128X128Fp16Config", "FSA128X128Fp32Config"):
+        cfg = fconfig.get(name)
+        assert (cfg.mem_ports, cfg.spad_banks, cfg.acc_banks) == (4, 4, 4), name
+        assert bank_ports(cfg.mem_ports, cfg.spad_banks) and bank_ports(cfg.mem_ports,
+                                                                         cfg.acc_banks)
+    for name in ("FSA64X64Fp16Config", "FSA32X32Fp32Config", "FSA16X16Fp16Config"):
+        cfg = fconfig.get(name)
+        assert cfg.mem_ports == 1 and not bank_ports(cfg.mem_ports, cfg.spad_banks), name
+
+
+def test_bank_ports_keep_up_at_64x64_fp32():
+    """64x64 fp32 (4 beats a row, 1.5 narrow ports' worth of K/V beats per
+    key block): with a narrow port per bank the period is the schedule's;
+    with the one shared narrow port it is not."""
+    cfg = fconfig.get("FSA64X64Fp32Config")
+    free = cm.steady_state(cfg, cm.IDEAL_DMA)["per_key_block"]
+    assert cm.steady_state(cfg)["per_key_block"] == free
+    one = cfg.replace(mem_ports=1, spad_banks=2, acc_banks=1, name="One")
+    assert cm.steady_state(one)["per_key_block"] > 1.5 * free

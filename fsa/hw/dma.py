@@ -9,10 +9,13 @@ data (their beats reach the SRAM in program order, through one port); every
 other instruction waits until the DMA engine holds nothing in flight.  With
 several ports the beats of two instructions would reach the SRAM and the
 memory in no fixed order, so one instruction is in flight at a time there.
+
+:func:`bank_ports`: with several ports, a banked SRAM has a narrow port per
+bank, so the ports' beats into different banks move in the same cycle.
 """
 from __future__ import annotations
 
-__all__ = ["INFLIGHT", "inflight_depth"]
+__all__ = ["INFLIGHT", "inflight_depth", "bank_ports"]
 
 #: DMA instructions in flight at once on a one-port DMA (the in-flight queue depth)
 INFLIGHT = 2
@@ -22,3 +25,12 @@ def inflight_depth(ports: int) -> int:
     """DMA instructions in flight on a DMA with `ports` AXI memory ports:
     :data:`INFLIGHT` with one port, else 1 (see the module docstring)."""
     return INFLIGHT if ports == 1 else 1
+
+
+def bank_ports(ports: int, banks: int) -> bool:
+    """Whether an SRAM with `banks` banks gets one narrow port per bank
+    (``rtl/fsa_sram_bp.py``) on a DMA with `ports` AXI ports: with several
+    ports and several banks, so that the ports write (or read) rows in
+    different banks in the same cycle; else the SRAM's one narrow port,
+    shared by the ports, moves one beat per cycle."""
+    return ports > 1 and banks > 1

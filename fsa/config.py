@@ -406,7 +406,7 @@ def memory_system(sa_rows: int, sa_cols: int, e_type: str, a_type: str) -> dict[
     * ``mem_ports`` and ``spad_banks`` from 2048-bit rows (64x64 fp32,
       128x128; 4 beats a row): 4 AXI ports into 4 scratchpad and 4
       accumulator banks.  With several ports a banked SRAM has a narrow port
-      per bank (``fsa.hw.dma.bank_ports``, ``rtl/fsa_sram_bp.py``), so the
+      per bank (``fsa.dmarules.bank_ports``, ``rtl/fsa_sram_bp.py``), so the
       ports' rows (round-robin over the ports, row-interleaved over the
       banks) move 4 beats per cycle; one narrow port (one beat per cycle)
       cannot carry the ``2 R ceil(R e / W)`` beats of a key block in ``T``

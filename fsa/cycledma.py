@@ -3,7 +3,7 @@ the in-flight queue of ``rtl/fsa_dma.py`` and the dispatch, cycle by cycle.
 
 What it models (the RTL's rules, docs/architecture.md section 8):
 
-* acceptance: the dispatch keeps at most :func:`fsa.hw.dma.inflight_depth`
+* acceptance: the dispatch keeps at most :func:`fsa.dmarules.inflight_depth`
   DMA instructions in flight (one while program fetch has words left to read) (from the cycle after acceptance to their
   ``done`` cycle, inclusive); the engine accepts a command when its
   sequencer is idle and it holds nothing (an instruction leaves the engine
@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 
 from fsa import isa
-from fsa.hw.dma import bank_ports, inflight_depth
+from fsa.dmarules import bank_ports, inflight_depth
 
 __all__ = ["DmaEngine"]
 

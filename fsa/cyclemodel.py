@@ -29,7 +29,7 @@ stretches:
   of the same bank take first, and a STORE of one-beat rows on one port goes
   at the memory's write rate (:class:`DmaTiming`); up to two LOADs in
   flight, the next one accepted once the sequencer has queued the previous
-  one's bursts (:mod:`fsa.cycledma`, the rules of ``fsa/hw/dma.py``).
+  one's bursts (:mod:`fsa.cycledma`, the rules of ``fsa/dmarules.py``).
   ``base`` is calibrated by
   :func:`fsa.cyclecal.calibrate_dma` from DMA-only programs on the RTL (the cocotbext-axi
   ``AxiRam`` answers at one beat per cycle; a real memory would need its own

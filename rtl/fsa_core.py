@@ -65,7 +65,7 @@ from myhdl import ConcatSignal, ResetSignal, always_comb, block
 
 from fsa.hw.errors import ERR_BITS
 from fsa.hw.regs import COUNTER_BITS, COUNTERS, STATE_BITS
-from fsa.hw.dma import bank_ports
+from fsa.dmarules import bank_ports
 from rtl import fsa_dma_if, fsa_sram_bp
 from rtl import (fsa_acc, fsa_array, fsa_cmp, fsa_counters, fsa_decode, fsa_dispatch, fsa_mxctrl,
                  fsa_queue, fsa_regs, fsa_sem, fsa_sram, fsa_status)
@@ -238,7 +238,7 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, abort_req, abor
                     n_ready=sp_n_ready, n_we=sp_n_we, n_addr=sp_n_addr, n_lane=sp_n_lane,
                     n_wdata=sp_n_wdata, n_rvalid=sp_n_rvalid, n_rdata=sp_n_rdata)
     # (with several AXI ports a banked SRAM has a narrow port per bank:
-    # rtl/fsa_sram_bp.py, fsa.hw.dma.bank_ports)
+    # rtl/fsa_sram_bp.py, fsa.dmarules.bank_ports)
     sp_mod = fsa_sram_bp if bank_ports(cfg.mem_ports, sp_banks) else fsa_sram
     sp_fn = fsa_sram_bp.fsa_sram_bp if sp_mod is fsa_sram_bp else fsa_sram.fsa_sram
     insts.append(submodule(sp_fn, (), dict(sp_ports, rows=sp_rows, row_bits=sp_bits,

@@ -6,7 +6,7 @@ pending register (the decoder waits while that one is full).  A pending
 instruction issues when the device runs (``run``: ACTIVE and not aborting), its semaphore acquire succeeds
 (``fsa_sem``) and its engine accepts it: the matrix controller's
 ``mx_in_ready``, or, for DMA, the DMA port's ``dma_ready`` with fewer than
-``inflight_depth(mem_ports)`` DMA instructions in flight (``fsa/hw/dma.py``:
+``inflight_depth(mem_ports)`` DMA instructions in flight (``fsa/dmarules.py``:
 2 with one memory port, 1 while program fetch still has words to read,
 ``fetch_more``; an instruction is in flight from its issue to the
 DMA's ``done`` for it, which releases its semaphore; ``done`` comes in

@@ -1,7 +1,7 @@
 """DMA engine: moves rows between memory (AXI4 master port(s)) and the
 scratchpad or accumulator SRAM (their one-lane narrow ports), for decoded
 DMA instructions, up to ``inflight_depth(P)`` of them in flight
-(``fsa/hw/dma.py``: 2 LOADs with one port; docs/architecture.md sections 7, 8 and 9).
+(``fsa/dmarules.py``: 2 LOADs with one port; docs/architecture.md sections 7, 8 and 9).
 
 Ports (``P = cfg.mem_ports``; ``LB = cfg.axi_data_bits``, ``BB = LB/8``)::
 
@@ -101,7 +101,7 @@ narrow port is shared by the ports through a round-robin arbiter
 (``rtl.prim.rr_arbiter``: a stalled request keeps its grant, so it is held
 stable until accepted); R data goes from the granted port's ``RDATA``
 straight to the SRAM.  With several ports, an SRAM with several banks has a
-narrow port per bank (``fsa.hw.dma.bank_ports``, ``rtl/fsa_sram_bp.py``;
+narrow port per bank (``fsa.dmarules.bank_ports``, ``rtl/fsa_sram_bp.py``;
 ``spad_n_*`` / ``acc_n_*`` are then ``banks`` fields wide, the address the
 row's index in its bank) and an arbiter per bank
 (``rtl/fsa_dma_banks.py``), so ports whose rows are in different banks

@@ -1,5 +1,5 @@
 """SRAM routing of a DMA with several AXI ports when an SRAM has a narrow
-port per bank (``rtl/fsa_sram_bp.py``; ``fsa.hw.dma.bank_ports``): a MyHDL
+port per bank (``rtl/fsa_sram_bp.py``; ``fsa.dmarules.bank_ports``): a MyHDL
 block inlined into ``fsa_dma`` (``rtl/fsa_dma.py``).
 
 Per bank of such an SRAM, a round-robin arbiter (:func:`rtl.prim.rr_arbiter`:

@@ -70,7 +70,7 @@ def units_for(cfg) -> list[Unit]:
                      fsa_delay, fsa_dispatch, fsa_dma, fsa_dma_port, fsa_fetch, fsa_mxctrl,
                      fsa_pe, fsa_rdarb,
                      fsa_queue, fsa_regs, fsa_sem, fsa_sram, fsa_sram_bp, fsa_status, fsa_top)
-    from fsa.hw.dma import bank_ports
+    from fsa.dmarules import bank_ports
     from rtl.fp import fsa_cvt, fsa_div, fsa_fcmp, fsa_fma
 
     e, a, p = cfg.e_type, cfg.a_type, cfg.exp2_pieces

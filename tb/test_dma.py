@@ -43,7 +43,7 @@ def _configs() -> dict:
             dma_outstanding=2, name="FSA4X4Fp16TwoPortOut2Config"),
         "FSA4X4Fp16Out16Config": fconfig.get("FSA4X4Fp16Config").replace(
             dma_outstanding=16, name="FSA4X4Fp16Out16Config"),
-        # a narrow port per bank (fsa.hw.dma.bank_ports): the scratchpad's two
+        # a narrow port per bank (fsa.dmarules.bank_ports): the scratchpad's two
         # banks; and four ports into four banks of both SRAMs
         "FSA8X8Fp16TwoPortConfig": fconfig.get("FSA8X8Fp16TwoPortConfig"),
         "FSA8X8Fp16FourPortBanksConfig": fconfig.get("FSA8X8Fp16TwoPortConfig").replace(

@@ -59,7 +59,8 @@ def test_memory_system_rule():
     accumulator row; two banks once the bus is wider than 64 bits."""
     assert fconfig.memory_system(4, 4, "fp16", "fp32") == {"axi_data_bits": 64, "spad_banks": 1}
     assert fconfig.memory_system(16, 16, "fp16", "fp32") == {"axi_data_bits": 256, "spad_banks": 2}
-    assert fconfig.memory_system(128, 128, "fp32", "fp32") == {"axi_data_bits": 512, "spad_banks": 2}
+    assert fconfig.memory_system(128, 128, "fp32", "fp32") == {
+        "axi_data_bits": 512, "spad_banks": 4, "acc_banks": 4, "mem_ports": 4}
     assert fconfig.memory_system(8, 4, "fp16", "fp32")["axi_data_bits"] == 128
     for name in fconfig.names():
         cfg = fconfig.get(name)
@@ -104,7 +105,7 @@ def test_wide_rows_get_a_port_per_bank():
     """From 2048-bit scratchpad rows the presets have 4 AXI ports into 4
     banks of each SRAM, each bank with its own narrow port; narrower rows
     keep one port."""
-    from fsa.hw.dma import bank_ports
+    from fsa.dmarules import bank_ports
     for name in ("FSA64X64Fp32Config", "FSA128X128Fp16Config", "FSA128X128Fp32Config"):
         cfg = fconfig.get(name)
         assert (cfg.mem_ports, cfg.spad_banks, cfg.acc_banks) == (4, 4, 4), name

@@ -1,5 +1,7 @@
-"""The DMA engine's in-flight queue (hardware contract): how many DMA
-instructions the device keeps in flight at once.
+"""The DMA engine's in-flight queue and bank ports (part of the hardware
+contract, kept out of :mod:`fsa.hw` so that the DMA's Verilog depends on
+nothing but this and the config): how many DMA instructions the device
+keeps in flight at once, and which SRAMs get a narrow port per bank.
 
 ``rtl/fsa_dma.py`` and the dispatch (``rtl/fsa_dispatch.py``) hold up to
 :func:`inflight_depth` DMA instructions in flight; the cycle model

@@ -8,7 +8,8 @@ What it models (the RTL's rules, docs/architecture.md section 8):
   ``done`` cycle, inclusive); the engine accepts a command when its
   sequencer is idle and it holds nothing (an instruction leaves the engine
   the cycle before its ``done``), or, on one port, when the command is a
-  LOAD and everything it holds is a LOAD into the same SRAM;
+  LOAD of one-beat rows and everything it holds is such a LOAD into the
+  same SRAM;
 * the sequencer: checks the command in the cycle after acceptance, pushes
   one burst (row) per cycle from the cycle after that while the port has
   fewer than ``dma_outstanding`` bursts unfinished (a LOAD burst finishes
@@ -86,8 +87,9 @@ class DmaEngine:
         held = [e for e in self.fl if e["done"] is None or e["done"] > c]
         if not held:
             return True
-        return (len(held) < self.depth and x.func == LOAD
-                and all(e["func"] == LOAD and e["accum"] == bool(x.is_accum) for e in held))
+        return (len(held) < self.depth and x.func == LOAD and x.size <= self.beat
+                and all(e["func"] == LOAD and e["accum"] == bool(x.is_accum)
+                        and e["per_row"] <= 1 for e in held))
 
     def busy(self) -> bool:
         """Something changes every cycle (beats, pushes, a done to fix)."""

@@ -7,7 +7,9 @@ keeps in flight at once, and which SRAMs get a narrow port per bank.
 :func:`inflight_depth` DMA instructions in flight; the cycle model
 (:mod:`fsa.cycledma`) follows the same rule.  On one memory port a LOAD may
 be accepted while earlier LOADs into the same SRAM are still receiving their
-data (their beats reach the SRAM in program order, through one port); every
+data, when all of them move one-beat rows (row size <= the AXI beat; longer
+rows let the slave's AR queue hold the DMA's sequencer, and the cycle model
+does not follow that) (their beats reach the SRAM in program order, through one port); every
 other instruction waits until the DMA engine holds nothing in flight.  With
 several ports the beats of two instructions would reach the SRAM and the
 memory in no fixed order, so one instruction is in flight at a time there.

@@ -10,8 +10,9 @@ Ports (``P = cfg.mem_ports``; ``LB = cfg.axi_data_bits``, ``BB = LB/8``)::
     cmd_ready      out  1     1 when the sequencer is idle and the engine holds no
                               instruction, or (one port) holds fewer than
                               ``INFLIGHT`` and they and the command are LOADs
-                              into the same SRAM (depends on cmd_func and
-                              cmd_is_accum, not on cmd_valid)
+                              of one-beat rows (size <= BB) into the same
+                              SRAM (depends on cmd_func, cmd_is_accum and
+                              cmd_size, not on cmd_valid)
     cmd_func       in   1     0 LOAD memory -> SRAM, 1 STORE SRAM -> memory
     cmd_repeat     in   9     rows (0: nothing to do, the instruction completes)
     cmd_sram_addr  in   20    first SRAM row
@@ -77,7 +78,10 @@ the W data of issued AW bursts is sent), then ``done`` pulses and ``busy``
 falls.  While ``err`` is set, later commands are accepted and complete at
 once without any traffic.
 
-In-flight queue.  The sequencer is idle again the cycle after it queued an
+In-flight queue (LOADs of one-beat rows: with longer rows the slave's AR
+queue, two deep in cocotbext-axi's AxiRam, would hold the sequencer and
+expose the latency in a way the cycle model does not follow).  The sequencer
+is idle again the cycle after it queued an
 instruction's last burst (the cycle after the check when there is none), and
 the instruction waits in a queue slot (``INFLIGHT`` = 2 slots, one port; one
 slot with several ports) until its bursts have finished: each slot counts
@@ -538,7 +542,7 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
         c_rep=c_rep, c_size=c_size, szbad=szbad, sz_lo=sz_lo, srbad=srbad, rowerr=rowerr,
         issue=issue, second=second, xing=xing, left=left, cmd_func=cmd_func,
         cmd_is_accum=cmd_is_accum, cmd_valid=cmd_valid, c_store=c_store, c_accum=c_accum,
-        all_idle=all_idle, fins=fins))
+        all_idle=all_idle, fins=fins, cmd_size=cmd_size, BB=BB))
 
     # ---- the sequencer
     @always_seq(clk.posedge, reset=rst)

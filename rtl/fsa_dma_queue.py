@@ -19,7 +19,7 @@ def inflight_queue(clk, rst, QD, _S_IDLE, _S_CHECK, _S_RUN, _CNT_BITS, *, state,
                    occ, iss0, iss1, h_iss, rdy, acc_cmd, seq_end, hd_done, fslot, done_r,
                    err_r, aborting, c_rep, c_size, szbad, sz_lo, srbad, rowerr, issue, second,
                    xing, left, cmd_func, cmd_is_accum, cmd_valid, c_store, c_accum, all_idle,
-                   fins):
+                   fins, cmd_size, BB):
     """The queue's logic (see the module docstring); `QD` slots (1 or 2)."""
     P = len(fins)
     insts = []
@@ -56,9 +56,11 @@ def inflight_queue(clk, rst, QD, _S_IDLE, _S_CHECK, _S_RUN, _CNT_BITS, *, state,
             else:
                 h_cnt.next = cnt0
             rdy.next = state == _S_IDLE and (occ == 0 or (
-                occ < QD and not cmd_func and not c_store and cmd_is_accum == c_accum))
+                occ < QD and not cmd_func and not c_store and cmd_is_accum == c_accum
+                and c_size <= BB and cmd_size <= BB))
             acc_cmd.next = state == _S_IDLE and not aborting and cmd_valid and (occ == 0 or (
-                occ < QD and not cmd_func and not c_store and cmd_is_accum == c_accum))
+                occ < QD and not cmd_func and not c_store and cmd_is_accum == c_accum
+                and c_size <= BB and cmd_size <= BB))
         insts.append(admit)
 
         @always_comb

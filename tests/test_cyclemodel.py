@@ -40,9 +40,9 @@ def test_reference_period_formula():
 def test_dma_bound_period_grows_with_the_tile():
     """64-bit AXI (the ``...Axi64Config`` presets, one scratchpad bank): a K
     or V tile is R * 2R bytes = R^2/4 beats; from 8x8 on the DMA, not the
-    schedule, sets the period (68 at 8x8, 188 at 16x16: the model; its rows
-    of two beats keep one LOAD in flight, fsa/dmarules.py; the RTL measured
-    70 and 190 before the LOAD queue, bench/results/utilisation.json)."""
+    schedule, sets the period (68 at 8x8, 188 at 16x16, as measured on the
+    RTL: bench/results/utilisation.json, docs/performance.md 1b; its rows of
+    two beats keep one LOAD in flight, fsa/dmarules.py)."""
     for name, want in (("FSA4X4Fp16Config", 33), ("FSA8X8Fp16Axi64Config", 68),
                        ("FSA16X16Fp16Axi64Config", 188)):
         cfg = fconfig.get(name)

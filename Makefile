@@ -76,6 +76,8 @@ bench: $(BENCH_STAMP) sim-tools
 	$(PY) bench/golden_speed.py $(BQ)
 	$(PY) bench/accuracy.py $(BQ)
 	$(PY) bench/utilisation.py $(BQ)
+	$(PY) bench/memory.py $(BQ)
+	$(PY) bench/fetch.py $(if $(QUICK),,--rtl)
 	$(PY) bench/simspeed.py $(BQ)
 	$(PY) bench/convert.py $(BQ)
 	$(PY) bench/area.py $(BQ)

@@ -6,7 +6,9 @@ only, no simulator: a few seconds). Prints two tables and writes
 
 1. For the square presets 4x4 ... 128x128 (fp16 and fp32 elements, fp32
    accumulation) with their default memory system (``fsa.config.memory_system``:
-   one AXI beat per scratchpad row up to 512 bits, two scratchpad banks) and
+   one AXI beat per scratchpad row up to 512 bits, two scratchpad banks; from
+   2048-bit rows 4 AXI ports into 4 banks of each SRAM, a narrow port per
+   bank) and
    the narrow-bus ``...Axi64Config`` variants: the cycle model's cycles per
    key block against a free DMA (the matrix schedule alone), and
    ``fsa predict``'s cycles at N = 4096 (seq_q = seq_kv, d = R, not causal)
@@ -74,7 +76,7 @@ def main(argv: "list[str] | None" = None) -> int:
         need = cm.dma_demand(cfg)
         rows.append({"config": name, "R": cfg.sa_rows, "C": cfg.sa_cols, "e_type": cfg.e_type,
                      "axi_data_bits": cfg.axi_data_bits, "spad_banks": cfg.spad_banks,
-                     "mem_ports": cfg.mem_ports, "per_key_block": ss["per_key_block"],
+                     "acc_banks": cfg.acc_banks, "mem_ports": cfg.mem_ports, "per_key_block": ss["per_key_block"],
                      "per_key_block_free": free["per_key_block"],
                      "per_query_block": ss["per_query_block"],
                      "per_query_block_free": free["per_query_block"],
@@ -82,12 +84,13 @@ def main(argv: "list[str] | None" = None) -> int:
                      "vs_free": cyc / cyc_free - 1, "within_3pc": cyc <= 1.03 * cyc_free,
                      "demand": need, "channels": channel_use(cfg, N, cyc)})
     print(f"1. Cycles per key block and at N = {N} (model; fsa predict vs --free-dma)")
-    print(table(["config", "AXI bits", "spad banks", "per key block", "free DMA",
-                 f"N={N} cycles", "free DMA", "over free", "within 3 %"],
-                [[r["config"], r["axi_data_bits"], r["spad_banks"], r["per_key_block"],
+    print(table(["config", "AXI bits", "ports", "spad banks", "acc banks", "per key block",
+                 "free DMA", f"N={N} cycles", "free DMA", "over free", "within 3 %"],
+                [[r["config"], r["axi_data_bits"], r["mem_ports"], r["spad_banks"],
+                  r["acc_banks"], r["per_key_block"],
                   r["per_key_block_free"], r["cycles"], r["cycles_free"], 100 * r["vs_free"],
                   "yes" if r["within_3pc"] else "no"] for r in rows],
-                ["", "", "", ".0f", ".0f", ".0f", ".0f", "+.2f", ""]))
+                ["", "", "", "", "", ".0f", ".0f", ".0f", ".0f", "+.2f", ""]))
     print(f"\n2. Bus occupancy at N = {N} (share of cycles per AXI channel) and the K/V demand")
     print(table(["config", "bytes / key block", "beats / key block", "K/V narrow-port share",
                  "x2 (UD)", "AR", "R", "AW", "W", "B"],

@@ -383,8 +383,9 @@ MAX_PRESET_AXI_BITS = 512
 
 
 def memory_system(sa_rows: int, sa_cols: int, e_type: str, a_type: str) -> dict[str, int]:
-    """The memory system the presets give an array: ``axi_data_bits`` and
-    ``spad_banks`` (keyword arguments of :class:`FSAConfig`).
+    """The memory system the presets give an array: ``axi_data_bits``,
+    ``spad_banks`` and (from 2048-bit rows) ``acc_banks`` and ``mem_ports``
+    (keyword arguments of :class:`FSAConfig`).
 
     * ``axi_data_bits``: one AXI beat per scratchpad row (``R x e_type``
       bits) up to 512 bits, so that a K or V tile of R rows is R beats;
@@ -402,10 +403,15 @@ def memory_system(sa_rows: int, sa_cols: int, e_type: str, a_type: str) -> dict[
     that is ``2R / T`` (under 0.4) of the narrow port, and twice that (the UD
     dataflow's demand) stays under 1 up to 512-bit rows (32x32 fp16, 16x16 fp32).
 
-    Several AXI ports (``mem_ports``) do not add bandwidth into the SRAM: the
-    ports share the scratchpad's one narrow port (one beat per cycle), so
-    above 512-bit rows (64x64 fp16 and larger) the narrow port, not the bus,
-    is the limit; the presets keep one port.
+    * ``mem_ports`` and ``spad_banks`` from 2048-bit rows (64x64 fp32,
+      128x128; 4 beats a row): 4 AXI ports into 4 scratchpad and 4
+      accumulator banks.  With several ports a banked SRAM has a narrow port
+      per bank (``fsa.dmarules.bank_ports``, ``rtl/fsa_sram_bp.py``), so the
+      ports' rows (round-robin over the ports, row-interleaved over the
+      banks) move 4 beats per cycle; one narrow port (one beat per cycle)
+      cannot carry the ``2 R ceil(R e / W)`` beats of a key block in ``T``
+      cycles there, nor the O store (R rows of C accumulators) between two
+      query blocks.
     """
     spad = sa_rows * get_format(e_type).width
     acc = sa_cols * get_format(a_type).width
@@ -413,6 +419,8 @@ def memory_system(sa_rows: int, sa_cols: int, e_type: str, a_type: str) -> dict[
     for w in (32, 64, 128, 256, 512):
         if w <= min(spad, MAX_PRESET_AXI_BITS) and spad % w == 0 and acc % w == 0:
             bits = w
+    if spad >= 4 * MAX_PRESET_AXI_BITS:
+        return {"axi_data_bits": bits, "spad_banks": 4, "acc_banks": 4, "mem_ports": 4}
     return {"axi_data_bits": bits, "spad_banks": 2 if bits > 64 else 1}
 
 

@@ -83,6 +83,11 @@ class Fetch:
         """Word `w` may be popped in cycle `c`."""
         return w < len(self.push_t) and c >= self.push_t[w] + 1
 
+    def more(self, c: int) -> bool:
+        """Words are left to fetch in cycle c (the RTL's ``more``: a word
+        leaves the count in the cycle it is pushed into the queue)."""
+        return not (len(self.push_t) == self.n and (self.n == 0 or self.push_t[-1] < c))
+
     def locked(self, c: int) -> bool:
         """A fetch burst is in flight in cycle `c` (a DMA LOAD waits)."""
         return c <= self.lock_end

@@ -23,7 +23,7 @@ Ports::
     cnt_*                             the reference's counters (32 bits)
     q_free                            free words in the instruction queue
     dma_*                             DMA command port (valid/ready), and the
-                                      DMA engine's done/busy/err/err_code
+                                      DMA engine's done/busy/err/err_code/err_slot
     sp_n_*, ac_n_*                    narrow (AXI-beat) ports of the
                                       scratchpad and accumulator SRAMs
     scale_e, scale_a, key_limit       the setting registers (fsa/hw/regs.py,
@@ -67,6 +67,8 @@ from myhdl import ConcatSignal, ResetSignal, always_comb, block
 
 from fsa.hw.errors import ERR_BITS
 from fsa.hw.regs import COUNTER_BITS, COUNTERS, STATE_BITS
+from fsa.dmarules import bank_ports
+from rtl import fsa_dma_if, fsa_sram_bp
 from rtl import (fsa_acc, fsa_array, fsa_bcmp, fsa_cmp, fsa_counters, fsa_decode, fsa_dispatch,
                  fsa_mxctrl, fsa_queue, fsa_regs, fsa_sem, fsa_sram, fsa_status)
 from rtl.convert import Const, convert_block, sig, submodule
@@ -96,7 +98,7 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, abort_req, abor
              cnt_dma_active, cnt_words, cnt_mx, cnt_dma, cnt_fence, cnt_enq, cnt_deq,
              dma_valid, dma_ready, dma_func, dma_repeat, dma_sram_addr, dma_sram_stride,
              dma_is_accum, dma_mem_addr, dma_mem_stride, dma_size, dma_done, dma_busy, dma_err,
-             dma_err_code,
+             dma_err_code, dma_err_slot,
              sp_n_valid, sp_n_ready, sp_n_we, sp_n_addr, sp_n_lane, sp_n_wdata, sp_n_rvalid,
              sp_n_rdata,
              ac_n_valid, ac_n_ready, ac_n_we, ac_n_addr, ac_n_lane, ac_n_wdata, ac_n_rvalid,
@@ -124,6 +126,7 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, abort_req, abor
                  dma_sram_stride=dma_sram_stride, dma_is_accum=dma_is_accum,
                  dma_mem_addr=dma_mem_addr, dma_mem_stride=dma_mem_stride, dma_size=dma_size,
                  dma_done=dma_done, dma_busy=dma_busy, dma_err=dma_err, dma_err_code=dma_err_code,
+                 dma_err_slot=dma_err_slot,
                  fetch_more=fetch_more, fetch_end=fetch_end, fetch_busy=fetch_busy,
                  fetch_err=fetch_err, fetch_err_code=fetch_err_code)
     cs.update(outer)
@@ -261,18 +264,24 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, abort_req, abor
                     w_addr=Const(SPA, 0), w_wdata=Const(sp_bits, 0), n_valid=sp_n_valid,
                     n_ready=sp_n_ready, n_we=sp_n_we, n_addr=sp_n_addr, n_lane=sp_n_lane,
                     n_wdata=sp_n_wdata, n_rvalid=sp_n_rvalid, n_rdata=sp_n_rdata)
-    insts.append(submodule(fsa_sram.fsa_sram, (), dict(sp_ports, rows=sp_rows, row_bits=sp_bits,
-                                                       lane_bits=sp_lane, banks=sp_banks),
-                           fsa_sram.module_name(*geo["spad"]), "u_spad", sp_ports,
+    # (with several AXI ports a banked SRAM has a narrow port per bank:
+    # rtl/fsa_sram_bp.py, fsa.dmarules.bank_ports)
+    sp_mod = fsa_sram_bp if bank_ports(cfg.mem_ports, sp_banks) else fsa_sram
+    sp_fn = fsa_sram_bp.fsa_sram_bp if sp_mod is fsa_sram_bp else fsa_sram.fsa_sram
+    insts.append(submodule(sp_fn, (), dict(sp_ports, rows=sp_rows, row_bits=sp_bits,
+                                           lane_bits=sp_lane, banks=sp_banks),
+                           sp_mod.module_name(*geo["spad"]), "u_spad", sp_ports,
                            {"a_rdata", "n_ready", "n_rvalid", "n_rdata"}))
     ac_ports = dict(clk=clk, rst=rst, a_en=acc_ren, a_we=Const(1, 0), a_addr=ac_raddr_n,
                     a_wdata=Const(ac_bits, 0), a_rdata=ac_rdata, w_en=acc_wen,
                     w_addr=ac_waddr_n, w_wdata=acc_wb, n_valid=ac_n_valid,
                     n_ready=ac_n_ready, n_we=ac_n_we, n_addr=ac_n_addr, n_lane=ac_n_lane,
                     n_wdata=ac_n_wdata, n_rvalid=ac_n_rvalid, n_rdata=ac_n_rdata)
-    insts.append(submodule(fsa_sram.fsa_sram, (), dict(ac_ports, rows=ac_rows, row_bits=ac_bits,
-                                                       lane_bits=ac_lane, banks=ac_banks),
-                           fsa_sram.module_name(*geo["acc"]), "u_acc", ac_ports,
+    ac_mod = fsa_sram_bp if bank_ports(cfg.mem_ports, ac_banks) else fsa_sram
+    ac_fn = fsa_sram_bp.fsa_sram_bp if ac_mod is fsa_sram_bp else fsa_sram.fsa_sram
+    insts.append(submodule(ac_fn, (), dict(ac_ports, rows=ac_rows, row_bits=ac_bits,
+                                           lane_bits=ac_lane, banks=ac_banks),
+                           ac_mod.module_name(*geo["acc"]), "u_acc", ac_ports,
                            {"a_rdata", "n_ready", "n_rvalid", "n_rdata"}))
 
     # ------------------------------------------------------------ constants and the array
@@ -321,9 +330,6 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, abort_req, abor
 
 
 def ports(cfg) -> dict:
-    geo = sram_geometries(cfg)
-    sp_rows, sp_bits, sp_lane, _ = geo["spad"]
-    ac_rows, ac_bits, ac_lane, _ = geo["acc"]
     QB = fsa_queue.ptr_bits(cfg)
     p = dict(clk=sig(1), rst=ResetSignal(0, active=1, isasync=False), inst_valid=sig(1),
              inst_ready=sig(1), inst_word=sig(32), start=sig(1), abort_req=sig(1),
@@ -335,11 +341,10 @@ def ports(cfg) -> dict:
     p.update(dma_err=sig(1), dma_err_code=sig(fsa_status.DMA_ERR_BITS))
     p.update(fetch_more=sig(1), fetch_end=sig(1), fetch_busy=sig(1), fetch_err=sig(1),
              fetch_err_code=sig(1), fetch_flush=sig(1))
-    for pre, rows, lane, bits in (("sp", sp_rows, sp_lane, sp_bits), ("ac", ac_rows, ac_lane, ac_bits)):
-        lanes = bits // lane
-        p.update({f"{pre}_n_valid": sig(1), f"{pre}_n_ready": sig(1), f"{pre}_n_we": sig(1),
-                  f"{pre}_n_addr": sig(_abits(rows)), f"{pre}_n_lane": sig(max(1, (lanes - 1).bit_length())),
-                  f"{pre}_n_wdata": sig(lane), f"{pre}_n_rvalid": sig(1), f"{pre}_n_rdata": sig(lane)})
+    # the narrow ports as the DMA drives them (one per bank with bank ports)
+    dg = fsa_dma_if.geometry(cfg)
+    for pre, side in (("sp", "spad"), ("ac", "acc")):
+        p.update({f"{pre}_{n}": sig(w) for n, w in fsa_dma_if.narrow_widths(dg, side).items()})
     p.update(fsa_regs.setting_ports(cfg))
     return p
 

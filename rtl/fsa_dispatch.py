@@ -5,8 +5,12 @@ A decoded matrix or DMA instruction moves into its engine's one-entry
 pending register (the decoder waits while that one is full).  A pending
 instruction issues when the device runs (``run``: ACTIVE and not aborting), its semaphore acquire succeeds
 (``fsa_sem``) and its engine accepts it: the matrix controller's
-``mx_in_ready``, or, for DMA, the DMA port's ``dma_ready`` with no other DMA
-instruction in flight.  So a matrix instruction waiting on a semaphore never
+``mx_in_ready``, or, for DMA, the DMA port's ``dma_ready`` with fewer than
+``inflight_depth(mem_ports)`` DMA instructions in flight (``fsa/dmarules.py``:
+2 with one memory port, 1 while program fetch still has words to read,
+``fetch_more``; an instruction is in flight from its issue to the
+DMA's ``done`` for it, which releases its semaphore; ``done`` comes in
+issue order).  So a matrix instruction waiting on a semaphore never
 blocks DMA instructions behind it.  A fence is consumed when the engines it
 names are idle; a ``stop`` fence (after waiting for both engines) is
 ``stop_go``.
@@ -32,8 +36,9 @@ instruction); ``fence_done`` (a fence retires); the matrix controller's
 ``in_*`` inputs, ``mx_in_valid`` / ``mx_in_ready``, ``mx_issue``,
 ``mx_busy``; the semaphore headers of both pending instructions and the
 DMA release (to ``fsa_sem``); the DMA command port ``dma_*`` (as on
-``fsa_core``), ``dm_issue``, ``dm_inflight`` and ``dm_fidx`` (the index of
-the DMA instruction in flight); ``mx_idx`` (the pending matrix instruction's
+``fsa_core``; ``dma_err_slot`` names the in-flight slot of a DMA error),
+``dm_issue``, ``dm_inflight`` (any DMA instruction in flight) and
+``dm_fidx`` (the index of the instruction in slot ``dma_err_slot``); ``mx_idx`` (the pending matrix instruction's
 index); ``mx_pend``, ``dm_pend`` and ``dm_idx`` (the pending registers are
 full; the pending DMA instruction's index), for the deadlock detector in
 ``fsa_status``; ``clear`` (the end of an abort) empties the pending
@@ -46,6 +51,7 @@ from myhdl import ConcatSignal, ResetSignal, always_comb, always_seq, block, con
 from fsa.hw import isa as hwisa
 from rtl.convert import convert_block, named, sig
 from rtl.fsa_decode import IDX_BITS, field_signal
+from rtl.fsa_dma_if import inflight_depth
 
 MODULE = "fsa_dispatch"
 FUNC_BITS = 3                 # matrix function codes 0..4 (checked by the decoder)
@@ -80,8 +86,8 @@ def fsa_dispatch(clk, rst, run, clear, dec_full, w0, w1, w2, w3, inst_idx, to_mx
                  dm_rel_valid, dm_rel_id, dm_rel_value,
                  dma_valid, dma_ready, dma_func, dma_repeat, dma_sram_addr, dma_sram_stride,
                  dma_is_accum, dma_mem_addr, dma_mem_stride, dma_size, dma_done, dma_busy,
-                 dm_issue, dm_inflight, dm_fidx, mx_pend, dm_pend, dm_idx, cfg=None,
-                 in_reset_max=None, in_early_release=None):
+                 dma_err_slot, fetch_more, dm_issue, dm_inflight, dm_fidx, mx_pend, dm_pend, dm_idx,
+                 cfg=None, in_reset_max=None, in_early_release=None):
     """The dispatcher; see the module docstring."""
     R, C = cfg.sa_rows, cfg.sa_cols
     ud = cfg.dataflow == "ud"
@@ -94,7 +100,14 @@ def fsa_dispatch(clk, rst, run, clear, dec_full, w0, w1, w2, w3, inst_idx, to_mx
     mx_p, dm_p = sig(1), sig(1)
     mx_w0, mx_w1, mx_w2 = sig(32), sig(32), sig(32)
     dm_w0, dm_w1, dm_w2, dm_w3 = sig(32), sig(32), sig(32), sig(32)
-    dm_rel = sig(1 + len(dm_sem_id) + len(dm_rel_value))   # release of the DMA in flight
+    # the DMA instructions in flight (in-flight queue of inflight_depth(ports)
+    # entries, in the DMA engine's slot order): release header and index per slot
+    QD = inflight_depth(cfg.mem_ports)
+    RW = 1 + len(dm_sem_id) + len(dm_rel_value)
+    dm_rel0, dm_rel1, dm_rel = sig(RW), sig(RW), sig(RW)
+    dm_fidx0, dm_fidx1 = sig(len(dm_fidx)), sig(len(dm_fidx))
+    dm_cnt = sig(2)             # DMA instructions in flight
+    dm_wp, dm_rp = sig(1), sig(1)
     mxw, dmw = (mx_w0, mx_w1, mx_w2), (dm_w0, dm_w1, dm_w2, dm_w3)
 
     def mf(name):
@@ -259,9 +272,26 @@ def fsa_dispatch(clk, rst, run, clear, dec_full, w0, w1, w2, w3, inst_idx, to_mx
         dm_rel(len(dm_rel_value), 0)
 
     @always_comb
+    def dma_slots():
+        if dm_rp:
+            dm_rel.next = dm_rel1
+        else:
+            dm_rel.next = dm_rel0
+        if dma_err_slot:
+            dm_fidx.next = dm_fidx1
+        else:
+            dm_fidx.next = dm_fidx0
+        dm_inflight.next = dm_cnt != 0
+    insts.append(dma_slots)
+
+    @always_comb
     def dma_port():
-        dma_valid.next = dm_p and run and dm_acq_ok and not dm_inflight
-        dm_issue.next = dm_p and run and dm_acq_ok and not dm_inflight and dma_ready
+        # (while program fetch still reads words, one at a time: LOADs back to
+        # back would keep the fetch unit off the shared read channel)
+        dma_valid.next = dm_p and run and dm_acq_ok and (dm_cnt == 0 or (
+            dm_cnt < QD and not fetch_more))
+        dm_issue.next = dm_p and run and dm_acq_ok and (dm_cnt == 0 or (
+            dm_cnt < QD and not fetch_more)) and dma_ready
         dma_func.next = d_func
         dma_repeat.next = d_rep
         dma_sram_addr.next = d_sa
@@ -273,7 +303,7 @@ def fsa_dispatch(clk, rst, run, clear, dec_full, w0, w1, w2, w3, inst_idx, to_mx
         dm_acq_valid.next = d_acqv
         dm_sem_id.next = d_id
         dm_acq_value.next = d_acqval
-        dm_rel_valid.next = dma_done and dm_inflight and rel_v
+        dm_rel_valid.next = dma_done and dm_cnt != 0 and rel_v
         dm_rel_id.next = rel_id
         dm_rel_value.next = rel_val
     insts.append(dma_port)
@@ -299,15 +329,23 @@ def fsa_dispatch(clk, rst, run, clear, dec_full, w0, w1, w2, w3, inst_idx, to_mx
             mx_p.next = False
         if dm_issue:
             dm_p.next = False
-            dm_inflight.next = True
-            dm_fidx.next = dm_idx
-            dm_rel.next = concat(d_relv, d_id, d_relval)
-        if dma_done:
-            dm_inflight.next = False
+            dm_wp.next = not dm_wp
+            if dm_wp:
+                dm_fidx1.next = dm_idx
+                dm_rel1.next = concat(d_relv, d_id, d_relval)
+            else:
+                dm_fidx0.next = dm_idx
+                dm_rel0.next = concat(d_relv, d_id, d_relval)
+        if dma_done and dm_cnt != 0:
+            dm_rp.next = not dm_rp
+        if dm_issue and not (dma_done and dm_cnt != 0):
+            dm_cnt.next = dm_cnt + 1
+        elif dma_done and dm_cnt != 0 and not dm_issue:
+            dm_cnt.next = dm_cnt - 1
         if clear:
             mx_p.next = False
             dm_p.next = False
-            dm_inflight.next = False
+            dm_cnt.next = 0
     insts.append(pending)
     return insts
 
@@ -390,6 +428,7 @@ def ports(cfg) -> dict:
              dm_acq_valid=sig(1), dm_sem_id=sig(IB), dm_acq_value=sig(VB), dm_acq_ok=sig(1),
              dm_rel_valid=sig(1), dm_rel_id=sig(IB), dm_rel_value=sig(VB))
     p.update(dma_ports())
+    p.update(fetch_more=sig(1))
     p.update(dm_issue=sig(1), dm_inflight=sig(1), dm_fidx=sig(IDX_BITS), mx_pend=sig(1),
              dm_pend=sig(1), dm_idx=sig(IDX_BITS))
     if cfg.dataflow == "ud":
@@ -404,7 +443,7 @@ def dma_ports() -> dict:
                 dma_sram_stride=sig(_w("DMA", "sram_stride")), dma_is_accum=sig(1),
                 dma_mem_addr=sig(_w("DMA", "mem_addr")),
                 dma_mem_stride=sig(_w("DMA", "mem_stride")), dma_size=sig(_w("DMA", "size")),
-                dma_done=sig(1), dma_busy=sig(1))
+                dma_done=sig(1), dma_busy=sig(1), dma_err_slot=sig(1))
 
 
 OUTPUTS = {"take", "fence_done", "stop_go", "mx_range_bad", "mx_idx", "mx_in_valid", "mx_issue",

@@ -1,12 +1,18 @@
 """DMA engine: moves rows between memory (AXI4 master port(s)) and the
-scratchpad or accumulator SRAM (their one-lane narrow ports), one decoded DMA
-instruction at a time (docs/architecture.md sections 8 and 9).
+scratchpad or accumulator SRAM (their one-lane narrow ports), for decoded
+DMA instructions, up to ``inflight_depth(P)`` of them in flight
+(``fsa/dmarules.py``: 2 LOADs with one port; docs/architecture.md sections 7, 8 and 9).
 
 Ports (``P = cfg.mem_ports``; ``LB = cfg.axi_data_bits``, ``BB = LB/8``)::
 
     clk, rst                  clock; synchronous active-high reset
     cmd_valid      in   1     command (valid/ready): one decoded DMA instruction
-    cmd_ready      out  1     1 while idle (no instruction in progress)
+    cmd_ready      out  1     1 when the sequencer is idle and the engine holds no
+                              instruction, or (one port) holds fewer than
+                              ``INFLIGHT`` and they and the command are LOADs
+                              of one-beat rows (size <= BB) into the same
+                              SRAM (depends on cmd_func, cmd_is_accum and
+                              cmd_size, not on cmd_valid)
     cmd_func       in   1     0 LOAD memory -> SRAM, 1 STORE SRAM -> memory
     cmd_repeat     in   9     rows (0: nothing to do, the instruction completes)
     cmd_sram_addr  in   20    first SRAM row
@@ -15,18 +21,24 @@ Ports (``P = cfg.mem_ports``; ``LB = cfg.axi_data_bits``, ``BB = LB/8``)::
     cmd_mem_addr   in   39    byte address of the first row in memory
     cmd_mem_stride in   21    byte stride between rows, two's complement
     cmd_size       in   10    bytes per row (0: nothing to do)
-    done           out  1     one-cycle pulse: the instruction accepted last has
+    done           out  1     one-cycle pulse: the oldest instruction in flight has
                               finished (LOAD: every beat written into the SRAM;
                               STORE: every write response received), also when
-                              it was cut short by an error (then err is 1)
-    busy           out  1     an instruction is in progress (not cmd_ready)
+                              it was cut short by an error (then err is 1);
+                              one pulse per instruction, in the order accepted
+    busy           out  1     an instruction is in flight (accepted, not done)
     err            out  1     an error happened (sticky until reset or an abort)
     err_code       out  3     the first error: the ``ERR_*`` constants below
+    err_slot       out  1     the in-flight queue slot of the instruction the
+                              error belongs to (slots are given out 0, 1, 0,
+                              ... in the order commands are accepted, the
+                              dispatch's numbering too)
     aborting       in   1     level, the core is aborting (rtl/fsa_status.py): no
                               new burst is issued (the instruction in progress
-                              stops as after an error, its issued bursts
-                              drain, then ``done``); while idle, ``err`` and
-                              ``err_code`` are cleared
+                              stops as after an error, the issued bursts
+                              drain, then each ``done``); while idle with
+                              nothing in flight, ``err`` and ``err_code`` are
+                              cleared
     spad_n_*                  scratchpad narrow port (rtl/fsa_sram.py): n_valid,
                               n_ready, n_we, n_addr, n_lane, n_wdata, n_rvalid,
                               n_rdata; lane width LB, a row of sa_rows x e_type
@@ -66,6 +78,21 @@ the W data of issued AW bursts is sent), then ``done`` pulses and ``busy``
 falls.  While ``err`` is set, later commands are accepted and complete at
 once without any traffic.
 
+In-flight queue (LOADs of one-beat rows: with longer rows the slave's AR
+queue, two deep in cocotbext-axi's AxiRam, would hold the sequencer and
+expose the latency in a way the cycle model does not follow).  The sequencer
+is idle again the cycle after it queued an
+instruction's last burst (the cycle after the check when there is none), and
+the instruction waits in a queue slot (``INFLIGHT`` = 2 slots, one port; one
+slot with several ports) until its bursts have finished: each slot counts
+its bursts queued and not finished (a port's bursts finish in order, so a
+finishing burst belongs to the oldest slot with one unfinished).  The oldest
+slot with no burst left and nothing more to queue is done: ``done`` pulses
+in the next cycle and the slot is free in that cycle.  A command that is not
+a LOAD into the SRAM of the instructions held waits until the queue is empty
+(``cmd_ready``), so the ports' direction and the SRAM they use never change
+while a burst is in flight.
+
 Structure.  ``fsa_dma`` holds the command register, the up-front checks and
 the row sequencer, which hands one burst per cycle to the port whose turn it
 is; each AXI port is an instance ``u_port<i>`` of the module
@@ -73,10 +100,16 @@ is; each AXI port is an instance ``u_port<i>`` of the module
 FIFO of ``max_outstanding`` bursts (the config's ``dma_outstanding``,
 default 8 = ``MAX_OUTSTANDING``), a ``WDATA_DEPTH``-entry W data FIFO, the
 count of bursts in flight: at most that many reads or writes outstanding per
-port; one instruction is either all reads or all writes).  The SRAM narrow port is shared by the ports through a
-round-robin arbiter (``rtl.prim.rr_arbiter``: a stalled request keeps its
-grant, so it is held stable until accepted); R data goes from the granted
-port's ``RDATA`` straight to the SRAM.  ``BREADY`` is always 1; ``RREADY`` of
+port; the instructions in flight are all reads or all writes).  An SRAM's
+narrow port is shared by the ports through a round-robin arbiter
+(``rtl.prim.rr_arbiter``: a stalled request keeps its grant, so it is held
+stable until accepted); R data goes from the granted port's ``RDATA``
+straight to the SRAM.  With several ports, an SRAM with several banks has a
+narrow port per bank (``fsa.dmarules.bank_ports``, ``rtl/fsa_sram_bp.py``;
+``spad_n_*`` / ``acc_n_*`` are then ``banks`` fields wide, the address the
+row's index in its bank) and an arbiter per bank
+(``rtl/fsa_dma_banks.py``), so ports whose rows are in different banks
+move a beat each in the same cycle.  ``BREADY`` is always 1; ``RREADY`` of
 a port is 1 when its beat wins the SRAM port and ``n_ready`` is 1
 (combinational, as AXI allows).  W data is read from the SRAM as soon as the
 burst is queued, so W may lead AW; AW never waits for W.  The port tables,
@@ -86,20 +119,23 @@ Latency and throughput: a command is accepted in an idle cycle (c0); c1
 checks it; the first burst is queued in c2 and AR/AW is valid from c3.  At
 most one burst is queued per cycle and the SRAM port moves at most one beat
 per cycle (shared by all ports), so a LOAD of rows of one beat runs at one
-row per cycle once the slave responds.  A STORE beat leaves the SRAM one
+row per cycle once the slave responds; a second LOAD accepted the cycle after
+the first one's last burst was queued has its first beat ready 5 cycles later,
+so a stream of LOADs pays the AXI latency once.  A STORE beat leaves the SRAM one
 cycle after its read is accepted.  ``done`` is high two cycles after the
 cycle in which the last beat is written (LOAD) or the last B response is
-accepted (STORE); ``busy`` is low and a new command can be accepted in that
-cycle.  A command that fails its up-front checks, or any command while
-``err`` is set, is done in c3.
+accepted (STORE); the instruction has left the engine in that cycle (``busy`` is low
+when it was the only one) and a new command can be accepted.  A command
+that fails its up-front checks, or any command while ``err`` is set, is
+done in c3 (or the cycle after the done of the instruction before it).
 
 Timing (LOAD, P = 1, two rows of one beat, a slave answering at once; ``.``
 is don't care)::
 
     cycle        0     1     2     3     4     5     6     7     8
     cmd_valid    1     0     .     .     .     .     .     .     .
-    cmd_ready    1     0     0     0     0     0     0     0     1
-    state        idle  check run   run   wait  wait  wait  wait  idle
+    cmd_ready    1     0     0     0     0*    0*    0*    0*    1
+    state        idle  check run   run   idle  idle  idle  idle  idle
     arvalid      0     0     0     1     1     0     0     0     0
     araddr       .     .     .     a0    a1    .     .     .     .
     rvalid       0     0     0     0     0     1     1     0     0
@@ -108,7 +144,8 @@ is don't care)::
     done         0     0     0     0     0     0     0     0     1
     busy         0     1     1     1     1     1     1     1     0
 
-(the slave's latency between AR and R is its own; ``tb/tb_dma.py`` checks
+(``0*``: 1 for a LOAD into the same SRAM, which would be accepted into the
+second slot; the slave's latency between AR and R is its own; ``tb/tb_dma.py`` checks
 contents, not this cycle count).
 """
 from __future__ import annotations
@@ -117,18 +154,18 @@ from pathlib import Path
 
 from myhdl import ConcatSignal, always_comb, always_seq, block, intbv
 
-from rtl import fsa_dma_port
+from rtl import fsa_dma_banks, fsa_dma_port, fsa_dma_queue
 from rtl.convert import comb_expr, convert_block, sig, submodule
 from rtl.fsa_dma_if import (AXI_SIGNALS, CMD_SIGNALS, ERR_AXI_RD, ERR_AXI_WR, ERR_DMA_ALIGN,  # noqa: F401
                             ERR_DMA_SIZE, ERR_MEM_RANGE, ERR_NAMES, ERR_NONE, ERR_SRAM_RANGE,
-                            MAX_OUTSTANDING, NARROW_SIGNALS, WDATA_DEPTH, axi_prefixes, geometry,
-                            port_table, ports)
+                            INFLIGHT, MAX_OUTSTANDING, NARROW_SIGNALS, WDATA_DEPTH, axi_prefixes,
+                            geometry, inflight_depth, port_table, ports)
 from rtl.prim import Bundle, clog2, mux_tree, rr_arbiter, vsig, zext
 
 __all__ = ["fsa_dma", "convert", "ports", "port_table", "geometry", "LINT_WAIVERS",
            "MODULE", "ERR_NONE", "ERR_AXI_RD", "ERR_AXI_WR", "ERR_MEM_RANGE", "ERR_DMA_ALIGN",
            "ERR_DMA_SIZE", "ERR_SRAM_RANGE", "ERR_NAMES", "MAX_OUTSTANDING", "WDATA_DEPTH",
-           "axi_prefixes", "AXI_SIGNALS"]
+           "INFLIGHT", "inflight_depth", "axi_prefixes", "AXI_SIGNALS"]
 
 MODULE = "fsa_dma"
 
@@ -137,13 +174,15 @@ MODULE = "fsa_dma"
 LINT_WAIVERS: dict[str, str] = {}
 
 # sequencer states
-_S_IDLE, _S_CHECK, _S_RUN, _S_WAIT = 0, 1, 2, 3
+_S_IDLE, _S_CHECK, _S_RUN = 0, 1, 2
+#: bits of a per-instruction burst count (at most 511 rows of two bursts)
+_CNT_BITS = 11
 
 
 # ---------------------------------------------------------------- the DMA
 @block
 def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=None,
-            cfg=None, max_outstanding=None):
+            err_slot=None, cfg=None, max_outstanding=None):
     """The DMA engine; ports, behaviour and timing: the docstring of
     rtl/fsa_dma.py.  `cmd`, `spad`, `acc`, `m` are signal bundles as made
     by :func:`ports`; `max_outstanding` (bursts in flight per port and
@@ -160,7 +199,7 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
         raise ValueError(f"fsa_dma: max_outstanding must be 2, 4, 8 or 16, got {max_outstanding!r}")
     table = {n: w for n, _, w in port_table(cfg)}
     given = dict(clk=clk, rst=rst, done=done, busy=busy, err=err, err_code=err_code,
-                 aborting=aborting)
+                 err_slot=err_slot, aborting=aborting)
     for n, _, _ in CMD_SIGNALS:
         given[f"cmd_{n}"] = getattr(cmd, n, None)
     for pre, b in (("spad", spad), ("acc", acc)):
@@ -191,6 +230,7 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
     TB = clog2(P)
     RAW = 40                    # row address: < 2**39 + 511 * 2**20 < 2**40
     D = max_outstanding
+    QD = inflight_depth(P)
     insts = []
 
     cmd_valid, cmd_ready, cmd_func, cmd_repeat = cmd.valid, cmd.ready, cmd.func, cmd.repeat
@@ -240,6 +280,17 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
     done_r = sig(1)
     axi_rd_err = sig(1)
     axi_wr_err = sig(1)
+    # ---- the in-flight queue: slot wp is allocated on accept, rp is the oldest
+    occ = sig(2)                # instructions accepted and not done
+    wp, rp, cur = sig(1), sig(1), sig(1)    # next slot, oldest slot, the sequencer's slot
+    iss0, iss1 = sig(1), sig(1)             # the slot's bursts are still being issued
+    h_iss = sig(1)
+    rdy = sig(1)                # cmd_ready
+    acc_cmd = sig(1)            # a command is accepted this cycle
+    seq_end = sig(1)            # the sequencer finishes its instruction this cycle
+    hd_done = sig(1)            # the oldest instruction is done (done pulses next cycle)
+    fslot = sig(1)              # the slot of the oldest unfinished burst
+    slot_r = sig(1)             # err_slot
 
     # ---- burst shape (bytes, 16-bit arithmetic)
     size16 = zext(c_size, 16)
@@ -359,15 +410,22 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
     # ---- ports
     cans = [sig(1) for _ in range(P)]
     idles = [sig(1) for _ in range(P)]
+    fins = [sig(1) for _ in range(P)]
     reqs = [sig(1) for _ in range(P)]
     grants = [sig(1) for _ in range(P)]
     q_rows = [sig(RB) for _ in range(P)]
     q_lanes = [vsig(LS) for _ in range(P)]
     rd_errs = [sig(1) for _ in range(P)]
     wr_errs = [sig(1) for _ in range(P)]
-    sram_ready = sig(1)
-    sram_rvalid = sig(1)
-    sram_rdata = sig(LB)
+    BP = g["spad_bp"] or g["acc_bp"]        # an SRAM with a narrow port per bank
+    if BP:      # each port its own SRAM handshake (rtl/fsa_dma_banks.py)
+        p_ready, p_rvalid, p_rdata = ([sig(1) for _ in range(P)], [sig(1) for _ in range(P)],
+                                      [sig(LB) for _ in range(P)])
+    else:
+        sram_ready = sig(1)
+        sram_rvalid = sig(1)
+        sram_rdata = sig(LB)
+        p_ready, p_rvalid, p_rdata = [sram_ready] * P, [sram_rvalid] * P, [sram_rdata] * P
     port_out = {n for n, d, _ in fsa_dma_port.port_table(g) if d == "out"}
     for p, pre in enumerate(axi_prefixes(cfg)):
         if P == 1:
@@ -377,9 +435,10 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
             insts.append(comb_expr(push, f"issue and tp == {p}", issue=issue, tp=tp))
         ax = getattr(m, pre[2:])
         conn = dict(clk=clk, rst=rst, is_store=c_store, push=push, d_addr=d_addr, d_len=d_len,
-                    d_row=d_row, d_lane=d_lane, can=cans[p], idle=idles[p], req=reqs[p],
-                    q_row=q_rows[p], q_lane=q_lanes[p], grant=grants[p], sram_ready=sram_ready,
-                    sram_rvalid=sram_rvalid, sram_rdata=sram_rdata, rd_err=rd_errs[p],
+                    d_row=d_row, d_lane=d_lane, can=cans[p], idle=idles[p], fin=fins[p],
+                    req=reqs[p],
+                    q_row=q_rows[p], q_lane=q_lanes[p], grant=grants[p], sram_ready=p_ready[p],
+                    sram_rvalid=p_rvalid[p], sram_rdata=p_rdata[p], rd_err=rd_errs[p],
                     wr_err=wr_errs[p])
         pax = {n: getattr(ax, n) for n in fsa_dma_port.PORT_AXI}
         kwargs = dict(conn, axi=Bundle(**pax), depth=D, wdepth=WDATA_DEPTH)
@@ -415,67 +474,85 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
         def selp():
             can_sel.next = can_v[tp]
             all_idle.next = idle_v == ALL
-            any_req.next = req_v != 0
             axi_rd_err.next = rde_v != 0
             axi_wr_err.next = wre_v != 0
         insts.append(selp)
-        # round-robin grant (a stalled request keeps it until the SRAM takes it)
-        gidx = vsig(TB)
-        insts.append(rr_arbiter(clk, rst, reqs, any_req, sram_ready, grants, gidx))
-        # the granted port's request: mux of (row, lane, R data) by gidx
-        BW = RB + LS + LB
-        bundles = [ConcatSignal(q_rows[q], q_lanes[q], getattr(m, pre[2:]).rdata)
-                   for q, pre in enumerate(axi_prefixes(cfg))]
-        mb = sig(BW)
-        insts.append(mux_tree(bundles, gidx, mb))
-        m_row, m_lane, m_wdata = mb(BW, LS + LB), mb(LS + LB, LB), mb(LB, 0)
+        if BP:      # a narrow port per bank: rtl/fsa_dma_banks.py
+            rdatas = [getattr(m, pre[2:]).rdata for pre in axi_prefixes(cfg)]
+            insts.append(fsa_dma_banks.bank_routing(
+                clk, rst, c_store, c_accum, reqs, q_rows, q_lanes, rdatas, grants, p_ready,
+                p_rvalid, p_rdata, spad, acc, g))
+        else:
+            insts.append(comb_expr(any_req, "v != 0", v=req_v))
+            # round-robin grant (a stalled request keeps it until the SRAM takes it)
+            gidx = vsig(TB)
+            insts.append(rr_arbiter(clk, rst, reqs, any_req, sram_ready, grants, gidx))
+            # the granted port's request: mux of (row, lane, R data) by gidx
+            BW = RB + LS + LB
+            bundles = [ConcatSignal(q_rows[q], q_lanes[q], getattr(m, pre[2:]).rdata)
+                       for q, pre in enumerate(axi_prefixes(cfg))]
+            mb = sig(BW)
+            insts.append(mux_tree(bundles, gidx, mb))
+            m_row, m_lane, m_wdata = mb(BW, LS + LB), mb(LS + LB, LB), mb(LB, 0)
 
     # ---- the SRAM narrow ports (the instruction's SRAM only)
-    s_addr = zext(m_row, SAB)
-    a_addr = zext(m_row, AAB)
-    s_lane = zext(m_lane, SLS)
-    a_lane = zext(m_lane, ALS)
+    if not BP:
+        s_addr = zext(m_row, SAB)
+        a_addr = zext(m_row, AAB)
+        s_lane = zext(m_lane, SLS)
+        a_lane = zext(m_lane, ALS)
 
-    @always_comb
-    def sram():
-        spad_n_valid.next = any_req and not c_accum
-        acc_n_valid.next = any_req and c_accum
-        spad_n_we.next = not c_store
-        acc_n_we.next = not c_store
-        spad_n_addr.next = s_addr
-        acc_n_addr.next = a_addr
-        spad_n_lane.next = s_lane
-        acc_n_lane.next = a_lane
-        spad_n_wdata.next = m_wdata
-        acc_n_wdata.next = m_wdata
-        if c_accum:
-            sram_ready.next = acc_n_ready
-            sram_rvalid.next = acc_n_rvalid
-            sram_rdata.next = acc_n_rdata
-        else:
-            sram_ready.next = spad_n_ready
-            sram_rvalid.next = spad_n_rvalid
-            sram_rdata.next = spad_n_rdata
-    insts.append(sram)
+        @always_comb
+        def sram():
+            spad_n_valid.next = any_req and not c_accum
+            acc_n_valid.next = any_req and c_accum
+            spad_n_we.next = not c_store
+            acc_n_we.next = not c_store
+            spad_n_addr.next = s_addr
+            acc_n_addr.next = a_addr
+            spad_n_lane.next = s_lane
+            acc_n_lane.next = a_lane
+            spad_n_wdata.next = m_wdata
+            acc_n_wdata.next = m_wdata
+            if c_accum:
+                sram_ready.next = acc_n_ready
+                sram_rvalid.next = acc_n_rvalid
+                sram_rdata.next = acc_n_rdata
+            else:
+                sram_ready.next = spad_n_ready
+                sram_rvalid.next = spad_n_rvalid
+                sram_rdata.next = spad_n_rdata
+        insts.append(sram)
 
     @always_comb
     def status():
-        cmd_ready.next = state == _S_IDLE
-        busy.next = state != _S_IDLE
+        cmd_ready.next = rdy
+        busy.next = state != _S_IDLE or occ != 0
         done.next = done_r
         err.next = err_r
         err_code.next = code_r
+        err_slot.next = slot_r
     insts.append(status)
+
+    # ---- the in-flight queue (rtl/fsa_dma_queue.py)
+    insts.append(fsa_dma_queue.inflight_queue(
+        clk, rst, QD, _S_IDLE, _S_CHECK, _S_RUN, _CNT_BITS, state=state, rp=rp, wp=wp, cur=cur,
+        occ=occ, iss0=iss0, iss1=iss1, h_iss=h_iss, rdy=rdy, acc_cmd=acc_cmd, seq_end=seq_end,
+        hd_done=hd_done, fslot=fslot, done_r=done_r, err_r=err_r, aborting=aborting,
+        c_rep=c_rep, c_size=c_size, szbad=szbad, sz_lo=sz_lo, srbad=srbad, rowerr=rowerr,
+        issue=issue, second=second, xing=xing, left=left, cmd_func=cmd_func,
+        cmd_is_accum=cmd_is_accum, cmd_valid=cmd_valid, c_store=c_store, c_accum=c_accum,
+        all_idle=all_idle, fins=fins, cmd_size=cmd_size, BB=BB))
 
     # ---- the sequencer
     @always_seq(clk.posedge, reset=rst)
     def seq():
-        done_r.next = 0
         if state == _S_IDLE:
             if aborting:
-                err_r.next = 0
-                code_r.next = ERR_NONE
-            elif cmd_valid:
+                if occ == 0:
+                    err_r.next = 0
+                    code_r.next = ERR_NONE
+            elif acc_cmd:
                 state.next = _S_CHECK
                 c_store.next = cmd_func
                 c_accum.next = cmd_is_accum
@@ -507,31 +584,35 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
             tp.next = 0
             solo.next = solo_c
             if err_r or aborting or c_rep == 0 or c_size == 0:
-                state.next = _S_WAIT
+                state.next = _S_IDLE
             elif szbad:
                 err_r.next = 1
+                slot_r.next = cur
                 code_r.next = ERR_DMA_SIZE
-                state.next = _S_WAIT
+                state.next = _S_IDLE
             elif sz_lo != 0:
                 err_r.next = 1
+                slot_r.next = cur
                 code_r.next = ERR_DMA_ALIGN
-                state.next = _S_WAIT
+                state.next = _S_IDLE
             elif srbad:
                 err_r.next = 1
+                slot_r.next = cur
                 code_r.next = ERR_SRAM_RANGE
-                state.next = _S_WAIT
+                state.next = _S_IDLE
             else:
                 state.next = _S_RUN
         elif state == _S_RUN:
             if err_r or aborting:
-                state.next = _S_WAIT
+                state.next = _S_IDLE
             elif rowerr:
                 err_r.next = 1
+                slot_r.next = cur
                 if mis:
                     code_r.next = ERR_DMA_ALIGN
                 else:
                     code_r.next = ERR_MEM_RANGE
-                state.next = _S_WAIT
+                state.next = _S_IDLE
             elif issue:
                 if not second and xing:
                     second.next = 1
@@ -540,7 +621,7 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
                 else:
                     second.next = 0
                     if left == 1:
-                        state.next = _S_WAIT
+                        state.next = _S_IDLE
                     else:
                         left.next = left - 1
                         first.next = 0
@@ -560,13 +641,11 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
                                 tp.next = 0
                             else:
                                 tp.next = tp + 1
-        else:
-            if all_idle:
-                done_r.next = 1
-                state.next = _S_IDLE
-        # AXI errors (any state; the first error is kept)
+        # AXI errors (any state; the first error is kept), of the oldest
+        # instruction with a burst in flight
         if not err_r and (axi_rd_err or axi_wr_err):
             err_r.next = 1
+            slot_r.next = fslot
             if axi_rd_err:
                 code_r.next = ERR_AXI_RD
             else:

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from myhdl import ResetSignal
 
+from fsa.dmarules import INFLIGHT, bank_ports, inflight_depth  # noqa: F401
 from rtl.convert import sig
 from rtl.prim import Bundle, clog2
 
 __all__ = ["ERR_NONE", "ERR_AXI_RD", "ERR_AXI_WR", "ERR_MEM_RANGE", "ERR_DMA_ALIGN",
            "ERR_DMA_SIZE", "ERR_SRAM_RANGE", "ERR_NAMES", "MAX_OUTSTANDING", "WDATA_DEPTH",
-           "AXI_SIGNALS", "CMD_SIGNALS", "STATUS_SIGNALS", "NARROW_SIGNALS", "geometry",
+           "INFLIGHT", "inflight_depth", "AXI_SIGNALS", "CMD_SIGNALS", "STATUS_SIGNALS",
+           "NARROW_SIGNALS", "geometry", "narrow_widths", "bank_ports",
            "axi_prefixes", "port_table", "ports"]
 
 # ---- error codes (err_code)
@@ -45,7 +47,7 @@ CMD_SIGNALS = (("valid", 1, "in"), ("ready", 1, "out"), ("func", 1, "in"),
                ("is_accum", 1, "in"), ("mem_addr", 39, "in"), ("mem_stride", 21, "in"),
                ("size", 10, "in"))
 STATUS_SIGNALS = (("done", 1, "out"), ("busy", 1, "out"), ("err", 1, "out"),
-                  ("err_code", 3, "out"), ("aborting", 1, "in"))
+                  ("err_code", 3, "out"), ("err_slot", 1, "out"), ("aborting", 1, "in"))
 #: AXI channel signals: (name, width or a key into the widths (A address,
 #: D data, S strobes), direction of the master)
 AXI_SIGNALS = (
@@ -99,9 +101,27 @@ def geometry(cfg) -> dict:
              spad_lanes=sl, acc_lanes=al,
              spad_addr_bits=clog2(cfg.spad_rows), acc_addr_bits=clog2(cfg.acc_rows),
              spad_lane_bits=clog2(sl), acc_lane_bits=clog2(al))
+    for pre, rows, nb in (("spad", cfg.spad_rows, cfg.spad_banks),
+                          ("acc", cfg.acc_rows, cfg.acc_banks)):
+        g[f"{pre}_banks"] = nb
+        g[f"{pre}_bp"] = bank_ports(cfg.mem_ports, nb)     # a narrow port per bank
+        g[f"{pre}_local_bits"] = clog2(-(-rows // nb))
     g["row_bits_max"] = max(g["spad_addr_bits"], g["acc_addr_bits"])
     g["lane_sel_max"] = max(g["spad_lane_bits"], g["acc_lane_bits"])
     return g
+
+
+def narrow_widths(g: dict, pre: str) -> dict:
+    """Width of each narrow-port signal of SRAM `pre` ("spad" or "acc"):
+    one port (address A, lane L, data D), or with a port per bank
+    (``g[pre + "_bp"]``) each signal ``banks`` times as wide, bank ``b``'s
+    field at ``[b*w +: w]`` and the address the row's index in its bank."""
+    if not g[f"{pre}_bp"]:
+        widths = dict(A=g[f"{pre}_addr_bits"], L=g[f"{pre}_lane_bits"], D=g["lane_bits"])
+        return {n: _width(w, widths) for n, w, _ in NARROW_SIGNALS}
+    B = g[f"{pre}_banks"]
+    widths = dict(A=g[f"{pre}_local_bits"], L=g[f"{pre}_lane_bits"], D=g["lane_bits"])
+    return {n: B * _width(w, widths) for n, w, _ in NARROW_SIGNALS}
 
 
 def axi_prefixes(cfg) -> list[str]:
@@ -121,10 +141,9 @@ def port_table(cfg) -> list[tuple[str, str, int]]:
     out = [("clk", "in", 1), ("rst", "in", 1)]
     out += [(n, d, w) for n, w, d in STATUS_SIGNALS]
     out += [(f"cmd_{n}", d, w) for n, w, d in CMD_SIGNALS]
-    for pre, ab, lsb in (("spad", g["spad_addr_bits"], g["spad_lane_bits"]),
-                         ("acc", g["acc_addr_bits"], g["acc_lane_bits"])):
-        widths = dict(A=ab, L=lsb, D=g["lane_bits"])
-        out += [(f"{pre}_{n}", d, _width(w, widths)) for n, w, d in NARROW_SIGNALS]
+    for pre in ("spad", "acc"):
+        nw = narrow_widths(g, pre)
+        out += [(f"{pre}_{n}", d, nw[n]) for n, w, d in NARROW_SIGNALS]
     widths = dict(A=g["addr_bits"], D=g["lane_bits"], S=g["beat_bytes"])
     for pre in axi_prefixes(cfg):
         out += [(f"{pre}_{n}", d, _width(w, widths)) for n, w, d in AXI_SIGNALS]
@@ -140,10 +159,9 @@ def ports(cfg) -> dict:
     for n, w, _ in STATUS_SIGNALS:
         kw[n] = sig(w)
     kw["cmd"] = Bundle(**{n: sig(w) for n, w, _ in CMD_SIGNALS})
-    for pre, ab, lsb in (("spad", g["spad_addr_bits"], g["spad_lane_bits"]),
-                         ("acc", g["acc_addr_bits"], g["acc_lane_bits"])):
-        widths = dict(A=ab, L=lsb, D=g["lane_bits"])
-        kw[pre] = Bundle(**{n: sig(_width(w, widths)) for n, w, _ in NARROW_SIGNALS})
+    for pre in ("spad", "acc"):
+        nw = narrow_widths(g, pre)
+        kw[pre] = Bundle(**{n: sig(nw[n]) for n, _, _ in NARROW_SIGNALS})
     widths = dict(A=g["addr_bits"], D=g["lane_bits"], S=g["beat_bytes"])
     axis = {pre[2:]: Bundle(**{n: sig(_width(w, widths)) for n, w, _ in AXI_SIGNALS})
             for pre in axi_prefixes(cfg)}

@@ -21,6 +21,9 @@ Ports (``AB`` = AXI address bits, ``RB``/``LS`` = SRAM row / lane index bits
                        free (or handing over this cycle) and fewer than
                        ``depth`` bursts are in flight
     idle        out 1  no burst in flight
+    fin         out 1  a burst finishes this cycle (LOAD: its last R beat is
+                       accepted; STORE: its B response); bursts finish in the
+                       order they were pushed
     req         out 1  SRAM request: LOAD, an R beat to write; STORE, the
                        head burst's next beat to read (while the W data FIFO
                        has room for it)
@@ -88,7 +91,8 @@ def port_table(g: dict) -> list[tuple[str, str, int]]:
     AB, RB, LS, LB = g["addr_bits"], g["row_bits_max"], g["lane_sel_max"], g["lane_bits"]
     out = [("clk", "in", 1), ("rst", "in", 1), ("is_store", "in", 1), ("push", "in", 1),
            ("d_addr", "in", AB), ("d_len", "in", 8), ("d_row", "in", RB), ("d_lane", "in", LS),
-           ("can", "out", 1), ("idle", "out", 1), ("req", "out", 1), ("q_row", "out", RB),
+           ("can", "out", 1), ("idle", "out", 1), ("fin", "out", 1), ("req", "out", 1),
+           ("q_row", "out", RB),
            ("q_lane", "out", LS), ("grant", "in", 1), ("sram_ready", "in", 1),
            ("sram_rvalid", "in", 1), ("sram_rdata", "in", LB), ("rd_err", "out", 1),
            ("wr_err", "out", 1)]
@@ -115,7 +119,7 @@ def _fresh(g: dict) -> dict:
 
 
 @block
-def fsa_dma_port(clk, rst, is_store, push, d_addr, d_len, d_row, d_lane, can, idle, req,
+def fsa_dma_port(clk, rst, is_store, push, d_addr, d_len, d_row, d_lane, can, idle, fin, req,
                  q_row, q_lane, grant, sram_ready, sram_rvalid, sram_rdata, rd_err, wr_err,
                  axi, depth=8, wdepth=4):
     """One AXI master port (see the module docstring); `axi` is a bundle of
@@ -245,6 +249,7 @@ def fsa_dma_port(clk, rst, is_store, push, d_addr, d_len, d_row, d_lane, can, id
         adv.next = r_ok or s_acc
         pop_d.next = (r_ok or s_acc) and blast
         dec.next = (r_ok and blast) or b_ok
+        fin.next = (r_ok and blast) or b_ok
     insts.append(counting)
 
     awid, awaddr, awlen, awsize, awburst = ax.awid, ax.awaddr, ax.awlen, ax.awsize, ax.awburst

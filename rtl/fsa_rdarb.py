@@ -17,7 +17,10 @@ for the other's beats on the shared R channel (the cycle model,
 (``c_ready`` low, the DMA engine's ``d_valid`` low) while the command is a
 LOAD and a fetch burst is in flight (``f_lock``); ``f_block`` keeps the
 fetch unit from starting a burst while a LOAD runs (from the cycle its
-command is accepted until the DMA engine's ``done``).  STOREs (AW, W, B) are
+command is accepted until the DMA engine's ``done`` of the last LOAD in
+flight: the DMA keeps up to ``rtl.fsa_dma_if.INFLIGHT`` LOADs in flight, and
+while a LOAD is in flight every instruction in flight is a LOAD, so the
+LOADs in flight are counted up on accept and down on ``done``).  STOREs (AW, W, B) are
 not held.
 
 Ports::
@@ -57,7 +60,7 @@ def fsa_rdarb(clk, rst, c_valid, c_ready, c_func, d_valid, d_ready, d_done, f_lo
     """The arbiter; see the module docstring."""
     held, held_f = sig(1), sig(1)            # an AR waits for ARREADY; it is the fetch unit's
     sel_f = sig(1)
-    loading, hs_load = sig(1), sig(1)
+    loading, hs_load = sig(2), sig(1)        # LOADs in flight; one is accepted now
 
     @always_comb
     def command():
@@ -66,7 +69,7 @@ def fsa_rdarb(clk, rst, c_valid, c_ready, c_func, d_valid, d_ready, d_done, f_lo
         d_valid.next = c_valid and ok
         c_ready.next = d_ready and ok
         hs_load.next = c_valid and d_ready and ok and is_load
-        f_block.next = loading or (c_valid and d_ready and ok and is_load)
+        f_block.next = loading != 0 or (c_valid and d_ready and ok and is_load)
 
     @always_comb
     def ar_select():
@@ -118,10 +121,10 @@ def fsa_rdarb(clk, rst, c_valid, c_ready, c_func, d_valid, d_ready, d_done, f_lo
 
     @always_seq(clk.posedge, reset=rst)
     def seq():
-        if hs_load:
-            loading.next = True
-        elif d_done:
-            loading.next = False
+        if hs_load and not (d_done and loading != 0):
+            loading.next = loading + 1
+        elif d_done and loading != 0 and not hs_load:
+            loading.next = loading - 1
         if sel_f:
             held.next = fa_valid and not m_arready
         else:

@@ -66,7 +66,7 @@ def fsa_top(clk, rst, irq, s_axil, m, cfg=None):
             dma_flat[n] = d_ready
         elif n.startswith("cmd_"):
             dma_flat[n] = core_sigs[f"dma_{n[4:]}"]
-        elif n in ("done", "busy", "err", "err_code"):
+        elif n in ("done", "busy", "err", "err_code", "err_slot"):
             dma_flat[n] = core_sigs[f"dma_{n}"]
         elif n == "aborting":                   # the core is aborting: drain
             dma_flat[n] = core_sigs["aborting"]
@@ -81,7 +81,8 @@ def fsa_top(clk, rst, irq, s_axil, m, cfg=None):
     dma_out = {n for n, d, w in fsa_dma.port_table(cfg) if d == "out"}
     # the DMA's own (bundled) keyword arguments, with our signals
     dkw = dict(clk=clk, rst=rst, done=dma_flat["done"], busy=dma_flat["busy"],
-               err=dma_flat["err"], err_code=dma_flat["err_code"], aborting=dma_flat["aborting"])
+               err=dma_flat["err"], err_code=dma_flat["err_code"], err_slot=dma_flat["err_slot"],
+               aborting=dma_flat["aborting"])
     dkw["cmd"] = _Bundle(**{k[4:]: v for k, v in dma_flat.items() if k.startswith("cmd_")})
     dkw["spad"] = _Bundle(**{k[5:]: v for k, v in dma_flat.items() if k.startswith("spad_")})
     dkw["acc"] = _Bundle(**{k[4:]: v for k, v in dma_flat.items() if k.startswith("acc_")})

@@ -69,7 +69,8 @@ def units_for(cfg) -> list[Unit]:
     from rtl import (fsa_acc, fsa_array, fsa_bcmp, fsa_cmp, fsa_core, fsa_counters, fsa_decode,
                      fsa_delay, fsa_dispatch, fsa_dma, fsa_dma_port, fsa_fetch, fsa_mxctrl,
                      fsa_pe, fsa_rdarb,
-                     fsa_queue, fsa_regs, fsa_sem, fsa_sram, fsa_status, fsa_top)
+                     fsa_queue, fsa_regs, fsa_sem, fsa_sram, fsa_sram_bp, fsa_status, fsa_top)
+    from fsa.dmarules import bank_ports
     from rtl.fp import fsa_cvt, fsa_div, fsa_fcmp, fsa_fma
 
     e, a, p = cfg.e_type, cfg.a_type, cfg.exp2_pieces
@@ -119,10 +120,12 @@ def units_for(cfg) -> list[Unit]:
     add_fixed(fsa_array.MODULE, lambda d: fsa_array.convert(d, cfg), "systolic array")
     add_fixed(fsa_mxctrl.MODULE, lambda d: fsa_mxctrl.convert(d, cfg), "matrix controller (from fsa/plan.py)")
     geo = fsa_core.sram_geometries(cfg)
-    add(fsa_sram, "scratchpad SRAM", rows=geo["spad"][0], row_bits=geo["spad"][1],
-        lane_bits=geo["spad"][2], banks=geo["spad"][3])
-    add(fsa_sram, "accumulator SRAM", rows=geo["acc"][0], row_bits=geo["acc"][1],
-        lane_bits=geo["acc"][2], banks=geo["acc"][3])
+    for side, role in (("spad", "scratchpad SRAM"), ("acc", "accumulator SRAM")):
+        # (with several AXI ports a banked SRAM has a narrow port per bank)
+        bp = bank_ports(cfg.mem_ports, geo[side][3])
+        add(fsa_sram_bp if bp else fsa_sram, role + (", a narrow port per bank" if bp else ""),
+            rows=geo[side][0], row_bits=geo[side][1], lane_bits=geo[side][2],
+            banks=geo[side][3])
     for mod, role in ((fsa_queue, "instruction queue"), (fsa_decode, "instruction decoder"),
                       (fsa_dispatch, "pending instructions, issue, range check, fences"),
                       (fsa_sem, "semaphores"), (fsa_status, "device state, errors, abort, deadlock"),

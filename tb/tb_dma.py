@@ -80,70 +80,88 @@ def _cfg() -> FSAConfig:
 
 # ------------------------------------------------------------------ models
 class SramModel:
-    """One SRAM behind a narrow port: rows of bytes, lane l = bytes
-    [l*BB, (l+1)*BB) (little-endian lane value)."""
+    """One SRAM behind its narrow port(s): rows of bytes, lane l = bytes
+    [l*BB, (l+1)*BB) (little-endian lane value).  With `banks` > 1 the SRAM
+    has a narrow port per bank (rtl/fsa_sram_bp.py: each signal is `banks`
+    fields, bank b's at [b*w +: w], the address the row's index in its
+    bank), each stalled and checked on its own."""
 
     def __init__(self, dut, name: str, rows: int, row_bytes: int, beat_bytes: int,
-                 rng: random.Random):
+                 rng: random.Random, banks: int = 1):
         self.dut, self.name, self.rng = dut, name, rng
         self.rows, self.row_bytes, self.bb = rows, row_bytes, beat_bytes
+        self.banks = banks
         self.lanes = row_bytes // beat_bytes
         self.data = [bytearray(row_bytes) for _ in range(rows)]
         self.h = {s: getattr(dut, f"{name}_{s}") for s in
                   ("n_valid", "n_ready", "n_we", "n_addr", "n_lane", "n_wdata", "n_rvalid",
                    "n_rdata")}
+        self.w = {s: len(self.h[s]) // banks for s in self.h}
         self.stall_p = 0.0
-        self.ready = 1
-        self.rd: int | None = None          # lane value to return this cycle
-        self.held: tuple | None = None      # a request seen but not accepted
+        self.ready = [1] * banks
+        self.rd: list = [None] * banks          # lane value to return this cycle
+        self.held: list = [None] * banks        # a request seen but not accepted
         self.errors: list[str] = []
         self.writes = self.reads = self.stalls = 0
+
+    def reset(self) -> None:
+        self.h["n_ready"].value = (1 << self.banks) - 1
+        self.h["n_rvalid"].value = 0
+        self.h["n_rdata"].value = 0
+        self.rd = [None] * self.banks
+        self.held = [None] * self.banks
 
     def randomize(self) -> None:
         for r in range(self.rows):
             self.data[r] = bytearray(self.rng.getrandbits(8) for _ in range(self.row_bytes))
 
+    def _field(self, name: str, b: int) -> int:
+        w = self.w[name]
+        return (int(self.h[name].value) >> (b * w)) & ((1 << w) - 1)
+
     def drive(self) -> None:
-        h = self.h
-        self.ready = 0 if self.rng.random() < self.stall_p else 1
-        h["n_ready"].value = self.ready
-        if self.rd is not None:
-            h["n_rvalid"].value = 1
-            h["n_rdata"].value = self.rd
-        else:
-            h["n_rvalid"].value = 0
-            h["n_rdata"].value = 0
-        self.rd = None
+        h, B, W = self.h, self.banks, self.w["n_rdata"]
+        self.ready = [0 if self.rng.random() < self.stall_p else 1 for _ in range(B)]
+        h["n_ready"].value = sum(r << b for b, r in enumerate(self.ready))
+        h["n_rvalid"].value = sum(1 << b for b in range(B) if self.rd[b] is not None)
+        h["n_rdata"].value = sum((self.rd[b] or 0) << (b * W) for b in range(B))
+        self.rd = [None] * B
 
     def sample(self, cyc: int) -> None:
-        h = self.h
-        v = h["n_valid"].value
+        v = self.h["n_valid"].value
         if not v.is_resolvable:
             self.errors.append(f"cycle {cyc}: {self.name}_n_valid is {v}")
             return
-        if not int(v):
-            if self.held is not None:
-                self.errors.append(f"cycle {cyc}: {self.name} request {self.held} withdrawn "
+        for b in range(self.banks):
+            self._sample_bank(cyc, b)
+
+    def _sample_bank(self, cyc: int, b: int) -> None:
+        what = self.name if self.banks == 1 else f"{self.name} bank {b}"
+        if not self._field("n_valid", b):
+            if self.held[b] is not None:
+                self.errors.append(f"cycle {cyc}: {what} request {self.held[b]} withdrawn "
                                    f"before it was accepted")
-            self.held = None
+            self.held[b] = None
             return
         try:
-            req = (int(h["n_we"].value), int(h["n_addr"].value), int(h["n_lane"].value),
-                   int(h["n_wdata"].value) if int(h["n_we"].value) else 0)
+            we = self._field("n_we", b)
+            req = (we, self._field("n_addr", b), self._field("n_lane", b),
+                   self._field("n_wdata", b) if we else 0)
         except ValueError:
-            self.errors.append(f"cycle {cyc}: {self.name} request fields not 0/1 while n_valid")
+            self.errors.append(f"cycle {cyc}: {what} request fields not 0/1 while n_valid")
             return
-        if self.held is not None and req != self.held:
-            self.errors.append(f"cycle {cyc}: {self.name} request changed from {self.held} to "
+        if self.held[b] is not None and req != self.held[b]:
+            self.errors.append(f"cycle {cyc}: {what} request changed from {self.held[b]} to "
                                f"{req} before it was accepted")
-        if not self.ready:
-            self.held = req
+        if not self.ready[b]:
+            self.held[b] = req
             self.stalls += 1
             return
-        self.held = None
-        we, row, lane, wdata = req
+        self.held[b] = None
+        we, addr, lane, wdata = req
+        row = addr * self.banks + b
         if row >= self.rows or lane >= self.lanes:
-            self.errors.append(f"cycle {cyc}: {self.name} access row {row} lane {lane} outside "
+            self.errors.append(f"cycle {cyc}: {what} access row {row} lane {lane} outside "
                                f"{self.rows} x {self.lanes}")
             return
         lo = lane * self.bb
@@ -151,7 +169,7 @@ class SramModel:
             self.data[row][lo:lo + self.bb] = wdata.to_bytes(self.bb, "little")
             self.writes += 1
         else:
-            self.rd = int.from_bytes(self.data[row][lo:lo + self.bb], "little")
+            self.rd[b] = int.from_bytes(self.data[row][lo:lo + self.bb], "little")
             self.reads += 1
 
 
@@ -244,8 +262,11 @@ class Bench:
                 lg.setLevel(logging.WARNING)
             self.rams.append(ram)
         self.ram = self.rams[0]
-        self.spad = SramModel(dut, "spad", cfg.spad_rows, cfg.spad_row_bytes, self.bb, rng)
-        self.acc = SramModel(dut, "acc", cfg.acc_rows, cfg.acc_row_bytes, self.bb, rng)
+        g = fsa_dma.geometry(cfg)
+        self.spad = SramModel(dut, "spad", cfg.spad_rows, cfg.spad_row_bytes, self.bb, rng,
+                              cfg.spad_banks if g["spad_bp"] else 1)
+        self.acc = SramModel(dut, "acc", cfg.acc_rows, cfg.acc_row_bytes, self.bb, rng,
+                             cfg.acc_banks if g["acc_bp"] else 1)
         self.mons = [AxiMonitor(dut, pre, cfg) for pre in self.prefixes]
         self.set_stalls(stalls)
         self.cyc = 0
@@ -309,11 +330,7 @@ class Bench:
                   "mem_stride", "size"):
             getattr(d, f"cmd_{s}").value = 0
         for s in (self.spad, self.acc):
-            s.h["n_ready"].value = 1
-            s.h["n_rvalid"].value = 0
-            s.h["n_rdata"].value = 0
-            s.rd = None
-            s.held = None
+            s.reset()
         d.rst.value = 1
         for _ in range(3):
             await RisingEdge(d.clk)
@@ -353,13 +370,20 @@ class Bench:
         if not (busy.is_resolvable and done.is_resolvable and ready.is_resolvable):
             self.errors.append(f"cycle {self.cyc}: busy/done/cmd_ready = {busy}/{done}/{ready}")
             return
-        if int(ready) == int(busy):
-            self.errors.append(f"cycle {self.cyc}: cmd_ready {ready} == busy {busy}")
+        # idle (not busy) means ready; while busy, ready only with room in the
+        # in-flight queue (one port: up to INFLIGHT LOADs into one SRAM)
+        if not int(busy) and not int(ready):
+            self.errors.append(f"cycle {self.cyc}: cmd_ready low while not busy")
         if int(done):
             self.dones += 1
             self.done_cycles.append(self.cyc)
-            if int(busy):
-                self.errors.append(f"cycle {self.cyc}: busy high in the done cycle")
+            if int(busy) and self.accepted == self.dones:
+                self.errors.append(f"cycle {self.cyc}: busy high in the done cycle of the "
+                                   f"last instruction accepted")
+        in_flight = self.accepted - self.dones
+        if int(ready) and in_flight >= fsa_dma.inflight_depth(self.cfg.mem_ports):
+            self.errors.append(f"cycle {self.cyc}: cmd_ready with {in_flight} instructions "
+                               f"in flight")
         if self.pending is not None and int(ready):
             self.pending = None
             self.accepted += 1

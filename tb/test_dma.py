@@ -6,7 +6,8 @@ SRAM stalls), random instructions back to back, the check errors and
 injected AXI SLVERR / DECERR responses (fsa/harness/axi_faults.py); SRAM and memory
 bytes are compared with ``fsa.golden.machine.Machine.dma``.  Configs: one
 64-bit port, two ports, a 128-bit bus, two ports with 2 bursts in flight and
-one with 16 (``dma_outstanding``).  Plus lint (Verilator -Wall; also 3
+one with 16 (``dma_outstanding``), and two with a narrow SRAM port per bank
+(two ports into the scratchpad's two banks; four ports, four banks of each SRAM).  Plus lint (Verilator -Wall; also 3
 ports and a 32-bit bus), the Icarus compile of the same configs (skipped,
 with the reason, without iverilog), parameter validation, the error-code
 table, and a MyHDL simulation of the block itself (for parents that
@@ -42,6 +43,11 @@ def _configs() -> dict:
             dma_outstanding=2, name="FSA4X4Fp16TwoPortOut2Config"),
         "FSA4X4Fp16Out16Config": fconfig.get("FSA4X4Fp16Config").replace(
             dma_outstanding=16, name="FSA4X4Fp16Out16Config"),
+        # a narrow port per bank (fsa.dmarules.bank_ports): the scratchpad's two
+        # banks; and four ports into four banks of both SRAMs
+        "FSA8X8Fp16TwoPortConfig": fconfig.get("FSA8X8Fp16TwoPortConfig"),
+        "FSA8X8Fp16FourPortBanksConfig": fconfig.get("FSA8X8Fp16TwoPortConfig").replace(
+            mem_ports=4, spad_banks=4, acc_banks=4, name="FSA8X8Fp16FourPortBanksConfig"),
     }
 
 

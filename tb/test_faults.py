@@ -257,13 +257,16 @@ def build_cases(cfg):
         add({"name": name, "kind": "program", "words": encode(prog),
              "max_cycles": 3 * IDLE_CYCLES}, **exp)
     # reset in the middle of a run (the reset pin is the recovery), abort in
-    # the middle of a run (early: DMA bursts in flight; and a random point)
+    # the middle of a run (early: DMA bursts in flight; and a random point
+    # before the clean program's end, which the cycle model predicts)
+    from fsa import cyclemodel
+    end = min(400, cyclemodel.simulate(cfg, clean_program(cfg)[0]).cycles - 20)
     for n in range(3 if FULL else 1):
-        cyc = rng.randrange(20, 400)
+        cyc = rng.randrange(20, end)
         add({"name": f"reset-midway-{cyc}", "kind": "reset_midway", "cycles": cyc,
              "max_cycles": 50000, "recovery": "reset"},
             state="active", what=f"reset {cyc} cycles after start")
-    for k, cyc in enumerate([40] + [rng.randrange(20, 400) for _ in range(3 if FULL else 1)]):
+    for k, cyc in enumerate([40] + [rng.randrange(20, end) for _ in range(3 if FULL else 1)]):
         burst = k == 0
         add({"name": f"abort-midway-{cyc}" + ("-burst" if burst else ""), "kind": "abort_midway",
              "cycles": cyc, "in_flight": burst, "max_cycles": 50000},

@@ -1,0 +1,256 @@
+"""The DMA engine of the cycle model (:func:`fsa.cyclemodel.simulate`):
+the in-flight queue of ``rtl/fsa_dma.py`` and the dispatch, cycle by cycle.
+
+What it models (the RTL's rules, docs/architecture.md section 8):
+
+* acceptance: the dispatch keeps at most :func:`fsa.dmarules.inflight_depth`
+  DMA instructions in flight (one while program fetch has words left to read) (from the cycle after acceptance to their
+  ``done`` cycle, inclusive); the engine accepts a command when its
+  sequencer is idle and it holds nothing (an instruction leaves the engine
+  the cycle before its ``done``), or, on one port, when the command is a
+  LOAD of one-beat rows and everything it holds is such a LOAD into the
+  same SRAM;
+* the sequencer: checks the command in the cycle after acceptance, pushes
+  one burst (row) per cycle from the cycle after that while the port has
+  fewer than ``dma_outstanding`` bursts unfinished (a LOAD burst finishes
+  with its last beat, and counts from the next cycle), and is idle again the
+  cycle after its last push (the cycle after the check when there is nothing
+  to move);
+* beats: one SRAM narrow-port access per cycle for the whole engine, in
+  program order; beat ``k`` of an instruction accepted in ``c0`` goes no
+  earlier than ``c0 + first + k (+ lag)`` and not in a cycle where the array
+  uses its bank (:class:`fsa.cyclemodel.DmaTiming`);
+* ``done``: ``base - first + 1`` cycles after the last beat (3 cycles after
+  acceptance when there is nothing to move), in program order, at most one
+  per cycle.
+
+The RTL pushes a STORE's bursts against its B responses, which the model
+does not know; it never needs them, because nothing is accepted while a
+STORE is in flight in the engine.  Not modelled (as in the rest of the
+cycle model): AXI pauses, 4 KiB splits, errors.
+"""
+from __future__ import annotations
+
+import math
+
+from fsa import isa
+from fsa.dmarules import bank_ports, inflight_depth
+
+__all__ = ["DmaEngine"]
+
+LOAD = isa.DmaFunc.LOAD
+
+
+class DmaEngine:
+    """The DMA engine and the dispatch's in-flight queue, for one run.
+
+    Args:
+        cfg: the config (AXI width, ports, ``dma_outstanding``).
+        dma: the :class:`fsa.cyclemodel.DmaTiming`.
+        port_busy: ``port_busy(c, mem, bank)``: the array uses SRAM `mem`
+            bank `bank` in cycle c.
+    """
+
+    def __init__(self, cfg, dma, port_busy):
+        self.cfg, self.dma, self.port_busy = cfg, dma, port_busy
+        self.depth = inflight_depth(cfg.mem_ports)
+        self.outstanding = cfg.dma_outstanding
+        self.beat = cfg.axi_data_bits // 8
+        self.banks = {"spad": cfg.spad_banks, "acc": cfg.acc_banks}
+        self.fl: list[dict] = []       # in flight (the dispatch's view), program order
+        self.seq: "dict | None" = None  # the instruction whose bursts are being pushed
+        self.seq_free = 0              # first cycle the sequencer is idle
+        self.pushed = 0                # LOAD bursts pushed (one port)
+        self.fins = 0                  # LOAD bursts finished before this cycle
+        self.last_done = -10**9
+        self.spans: list[tuple[int, int]] = []
+        # several ports into a banked scratchpad: each bank has its own narrow
+        # port (rtl/fsa_sram.py), so each AXI port moves its own beats
+        self.ports = cfg.mem_ports
+        self.per_bank = {m: bank_ports(cfg.mem_ports, nb) for m, nb in self.banks.items()}
+        self.rr = {m: [0] * nb for m, nb in self.banks.items()}   # the banks' arbiters
+        self.seq_pp: "dict | None" = None
+
+    # ---------------------------------------------------------------- queries
+    def inflight(self) -> bool:
+        return bool(self.fl)
+
+    def loading(self) -> bool:
+        """A LOAD is in flight (the port-0 read arbiter's view)."""
+        return any(e["func"] == LOAD for e in self.fl)
+
+    def can_accept(self, c: int, x: isa.Dma, fetching: bool = False) -> bool:
+        """The dispatch may issue `x` in cycle c and the engine accepts it
+        (`fetching`: program fetch still has words to read, so one at a time)."""
+        if len(self.fl) >= (1 if fetching else self.depth) or c < self.seq_free:
+            return False
+        held = [e for e in self.fl if e["done"] is None or e["done"] > c]
+        if not held:
+            return True
+        return (len(held) < self.depth and x.func == LOAD and x.size <= self.beat
+                and all(e["func"] == LOAD and e["accum"] == bool(x.is_accum)
+                        and e["per_row"] <= 1 for e in held))
+
+    def busy(self) -> bool:
+        """Something changes every cycle (beats, pushes, a done to fix)."""
+        return any(e["done"] is None for e in self.fl) or self.seq is not None or \
+            self.seq_pp is not None
+
+    def next_done(self, c: int) -> "int | None":
+        ds = [e["done"] for e in self.fl if e["done"] is not None and e["done"] > c]
+        return min(ds) if ds else None
+
+    def done_now(self, c: int) -> "dict | None":
+        """The instruction whose ``done`` pulses in cycle c (at most one)."""
+        for e in self.fl:
+            if e["done"] == c:
+                return e
+        return None
+
+    # ---------------------------------------------------------------- events
+    def accept(self, c: int, idx: int, x: isa.Dma) -> None:
+        """The dispatch issues instruction `idx` (`x`) in cycle c."""
+        dma = self.dma
+        mem = "spad" if (x.func == LOAD and not x.is_accum) else "acc"
+        per_row = math.ceil(x.size / self.beat) if x.size else 0
+        rows = x.repeat if per_row else 0
+        nb = self.banks[mem]
+        bank = [((x.sram_addr + i * x.sram_stride) % nb) for i in range(rows)
+                for _ in range(per_row)]
+        e = {"idx": idx, "func": x.func, "accum": bool(x.is_accum), "c0": c, "mem": mem,
+             "bank": bank, "k": 0, "first": dma.first(x), "per_row": per_row, "rows": rows,
+             "lag": [dma.lag(x, per_row, k, self.cfg.mem_ports) for k in range(len(bank))],
+             "tail": dma.base(x) - dma.first(x) + 1, "own": None, "done": None, "pushed": 0}
+        if dma.ideal:
+            e["own"] = c + 1
+            self.seq_free = c + 1
+        elif bank and self.per_bank[mem]:
+            self._per_port(e, x)
+        elif not bank:                     # nothing to move: done in c3
+            e["own"] = c + 3
+            self.seq_free = c + 2
+        else:
+            self.seq_free = c + 2          # (a LOAD on one port: after its last push)
+            if x.func == LOAD and self.depth > 1:
+                self.seq = e
+                self.seq_free = 10**18
+        self.fl.append(e)
+        self._order()
+
+    def _per_port(self, e: dict, x: isa.Dma) -> None:
+        """Set up `e` for per-port beats (several ports, an SRAM with a
+        narrow port per bank): each port moves its own rows' beats, one per
+        cycle; per bank a round-robin arbiter over the ports (a stalled
+        request keeps its grant), the array's use of the bank first."""
+        P, pr = self.ports, e["per_row"]
+        solo = (x.func == LOAD and x.sram_stride == 0 and x.repeat > 1) or \
+            (x.func != LOAD and abs(x.mem_stride) < x.size)
+        e["pp"] = {"port": [0 if solo else i % P for i in range(e["rows"])],
+                   "rbank": [e["bank"][i * pr] for i in range(e["rows"])],
+                   "push": [None] * e["rows"], "next": 0,
+                   "out": [0] * P,                 # bursts unfinished per port
+                   "fin": [0] * P,                 # ... finishing this cycle
+                   "q": [[] for _ in range(P)],    # per port: [row, beat] queue
+                   "busy_to": [-1] * P, "left": e["rows"],
+                   # the first beat's data / SRAM read: LOAD 3 cycles after the
+                   # push (AR, R), STORE 1 (the W data is read once queued)
+                   "off": 3 if x.func == LOAD else 1,
+                   "k": [0] * P,                   # beats moved per port
+                   "b_at": [],                     # (cycle, port): a STORE's B response
+                   "x": x}
+        self.seq_free = 10**18
+        self.seq_pp = e
+
+    def _step_pp(self, c: int, e: dict) -> None:
+        """Cycle c of a per-port instruction: one push, then each bank's beat."""
+        pp = e["pp"]
+        i = pp["next"]
+        if i < e["rows"] and c >= e["c0"] + 2 and pp["out"][pp["port"][i]] < self.outstanding:
+            p = pp["port"][i]
+            pp["push"][i] = c
+            pp["out"][p] += 1
+            pp["q"][p].append([i, 0])
+            pp["next"] = i + 1
+            if i + 1 == e["rows"]:
+                self.seq_free = c + 1
+        # requests: each port's head beat, once its data is there
+        reqs: dict[int, list[int]] = {}
+        for p in range(self.ports):
+            q = pp["q"][p]
+            lag = self.dma.lag(pp["x"], e["per_row"], pp["k"][p], self.ports)
+            if q and c >= pp["push"][q[0][0]] + pp["off"] + q[0][1] + lag and \
+                    c > pp["busy_to"][p]:
+                reqs.setdefault(pp["rbank"][q[0][0]], []).append(p)
+        done_rows = []
+        for b, ps in reqs.items():
+            n = self.ports
+            rr = self.rr[e["mem"]]
+            g = min(ps, key=lambda p: (p - rr[b]) % n)
+            if self.port_busy(c, e["mem"], b):
+                rr[b] = g
+                continue
+            rr[b] = (g + 1) % n
+            head = pp["q"][g][0]
+            head[1] += 1
+            pp["k"][g] += 1
+            pp["busy_to"][g] = c
+            if head[1] == e["per_row"]:
+                pp["q"][g].pop(0)
+                done_rows.append(g)
+                pp["left"] -= 1
+                if pp["left"] == 0:
+                    e["own"] = c + e["tail"]
+                    e["k"] = len(e["bank"])
+        for g in done_rows:          # (counts for the pushes of the next cycle)
+            if e["func"] == LOAD:
+                pp["out"][g] -= 1
+            else:                    # a STORE burst counts until its B response
+                pp["b_at"].append((c + e["tail"] - 2, g))
+        for t, g in [b for b in pp["b_at"] if b[0] == c]:
+            pp["out"][g] -= 1
+        if e["own"] is not None:
+            self.seq_pp = None
+
+    def step(self, c: int) -> None:
+        """Pushes and beats of cycle c."""
+        if self.seq_pp is not None:
+            self._step_pp(c, self.seq_pp)
+            self._order()
+            return
+        s = self.seq
+        if s is not None and c >= s["c0"] + 2 and self.pushed - self.fins < self.outstanding:
+            s["pushed"] += 1
+            self.pushed += 1
+            if s["pushed"] == s["rows"]:
+                self.seq = None
+                self.seq_free = c + 1
+        fin = 0
+        for e in self.fl:
+            if e["own"] is not None:
+                continue
+            k = e["k"]
+            if c >= e["c0"] + e["first"] + k + e["lag"][k] and \
+                    not self.port_busy(c, e["mem"], e["bank"][k]):
+                e["k"] = k + 1
+                if e["func"] == LOAD and e["k"] % e["per_row"] == 0:
+                    fin = 1
+                if e["k"] == len(e["bank"]):
+                    e["own"] = c + e["tail"]
+            break                          # one beat per cycle, in program order
+        self.fins += fin
+        self._order()
+
+    def retire(self, c: int) -> None:
+        """End of cycle c: the instruction done in c leaves the queue."""
+        self.fl = [e for e in self.fl if e["done"] != c]
+
+    def _order(self) -> None:
+        """``done`` in program order, at most one per cycle."""
+        for e in self.fl:
+            if e["done"] is not None:
+                continue
+            if e["own"] is None:
+                break
+            e["done"] = max(e["own"], self.last_done + 1)
+            self.last_done = e["done"]
+            self.spans.append((e["c0"], e["done"]))

@@ -52,13 +52,15 @@ parts, from the plans too.
 """
 from __future__ import annotations
 
-from myhdl import always_comb, always_seq, block, concat, intbv, modbv
+from myhdl import always_comb, always_seq, block, intbv, modbv
 
 from fsa import plan as fplan
 from fsa.hw import isa as hwisa
 from fsa.hw import timing
-from rtl.convert import comb_expr, convert_block, named, sig
+from rtl.convert import convert_block, named, sig
 from rtl import fsa_acc, fsa_bcmp, fsa_cmp, fsa_mxctrl_ud
+from rtl.fsa_mxctrl_parts import (chain, copy, delay1, encode, member, or3, pack_bits, per_func,
+                                 runs, slot_regs)
 from rtl.fsa_pe import ctrl_width, pe_bits
 
 MODULE = "fsa_mxctrl"
@@ -85,45 +87,6 @@ def plans_for(cfg) -> list:
     return timing.plans(cfg)
 
 
-def _runs(cycles) -> list[tuple[int, int]]:
-    """Sorted cycles -> [start, end) runs."""
-    out: list[list[int]] = []
-    for c in sorted(set(cycles)):
-        if out and c == out[-1][1]:
-            out[-1][1] += 1
-        else:
-            out.append([c, c + 1])
-    return [(s, e) for s, e in out]
-
-
-@block
-def _member(func, t, hit, table):
-    """hit = any((func == f) and s <= t < e for (f, s, e) in table)."""
-    terms = []
-    for f, s, e in table:
-        if e == s + 1:
-            cond = f"fn == {f} and t == {s}"
-        elif s == 0:
-            cond = f"fn == {f} and t < {e}"
-        else:
-            cond = f"fn == {f} and t >= {s} and t < {e}"
-        terms.append(f"({cond})")
-    expr = " or ".join(terms) if terms else "False"
-    inst = comb_expr(hit, expr, fn=func, t=t)   # (a keyword `func` would clash with MyHDL)
-    return inst
-
-
-@block
-def _per_func(func, out, values, width):
-    """out = values[func] (a small ROM)."""
-    V = tuple(int(v) for v in values) + (0,) * ((1 << len(func)) - len(values))
-
-    @always_comb
-    def comb():
-        out.next = V[func]
-    return comb
-
-
 @block
 def _slot_sources(func, t, par, down, up, cmp_cmd, acc_cmd, sram_rd, const_rd, csel, acc_rd,
                   plans, bit_names=fplan.PE_BITS, cmp_names=fplan.CMP_CMDS, bcmp=None):
@@ -140,10 +103,10 @@ def _slot_sources(func, t, par, down, up, cmp_cmd, acc_cmd, sram_rd, const_rd, c
                     table.append((f, s, s + n))
             if table:
                 bits.append(sig(1))
-                insts.append(named(_member(func, t, bits[-1], table), f"{kind}_{b}"))
+                insts.append(named(member(func, t, bits[-1], table), f"{kind}_{b}"))
             else:
                 bits.append(False)          # never used by any plan: constant 0
-        insts.append(named(_pack_bits(bits, vec), f"{kind}_bits"))
+        insts.append(named(pack_bits(bits, vec), f"{kind}_bits"))
     # CMP and ACC commands: one membership per command
     for unit, names, out in (("cmp", cmp_names, cmp_cmd), ("acc", fplan.ACC_CMDS, acc_cmd)):
         members = []
@@ -153,32 +116,31 @@ def _slot_sources(func, t, par, down, up, cmp_cmd, acc_cmd, sram_rd, const_rd, c
             table = []
             for f, pl in enumerate(plans):
                 cyc = [c for c, cmd in (pl.cmp if out is cmp_cmd else pl.acc) if cmd == name]
-                table += [(f, s, e) for s, e in _runs(cyc)]
+                table += [(f, s, e) for s, e in runs(cyc)]
             if table:
                 members.append((code, sig(1)))
-                insts.append(named(_member(func, t, members[-1][1], table),
+                insts.append(named(member(func, t, members[-1][1], table),
                                    f"{unit}_{name.lower()}"))
-        insts.append(named(_encode(members, out), f"{unit}_code"))
+        insts.append(named(encode(members, out), f"{unit}_code"))
     # spad reads
     sram_t, const_t, slope_t, scale_t = [], [], [], []
     for f, pl in enumerate(plans):
-        sram_t += [(f, s, e) for s, e in _runs(r.cycle for r in pl.spad_reads if r.source == "sram")]
-        const_t += [(f, s, e) for s, e in _runs(r.cycle for r in pl.spad_reads if r.source != "sram")]
-        slope_t += [(f, s, e) for s, e in _runs(r.cycle for r in pl.spad_reads if r.source == "slope")]
-        scale_t += [(f, s, e) for s, e in _runs(r.cycle for r in pl.spad_reads if r.source == "scale")]
+        sram_t += [(f, s, e) for s, e in runs(r.cycle for r in pl.spad_reads if r.source == "sram")]
+        const_t += [(f, s, e) for s, e in runs(r.cycle for r in pl.spad_reads if r.source != "sram")]
+        slope_t += [(f, s, e) for s, e in runs(r.cycle for r in pl.spad_reads if r.source == "slope")]
+        scale_t += [(f, s, e) for s, e in runs(r.cycle for r in pl.spad_reads if r.source == "scale")]
     rd_slope, rd_scale = sig(1), sig(1)
-    insts += [named(_member(func, t, sram_rd, sram_t), "rd_sram"),
-              named(_member(func, t, const_rd, const_t), "rd_const"),
-              named(_member(func, t, rd_slope, slope_t), "rd_slope"),
-              named(_member(func, t, rd_scale, scale_t), "rd_scale")]
+    insts += [named(member(func, t, sram_rd, sram_t), "rd_sram"),
+              named(member(func, t, const_rd, const_t), "rd_const"),
+              named(member(func, t, rd_slope, slope_t), "rd_slope"),
+              named(member(func, t, rd_scale, scale_t), "rd_scale")]
     acc_t = []
     for f, pl in enumerate(plans):
-        acc_t += [(f, s, e) for s, e in _runs(a.cycle for a in pl.acc_reads)]
-    insts.append(named(_member(func, t, acc_rd, acc_t), "rd_acc"))
+        acc_t += [(f, s, e) for s, e in runs(a.cycle for a in pl.acc_reads)]
+    insts.append(named(member(func, t, acc_rd, acc_t), "rd_acc"))
     if bcmp is not None:          # UD: the bottom row's lanes (rtl/fsa_mxctrl_ud.py)
         insts.append(named(fsa_mxctrl_ud.bcmp_sources(func, t, bcmp["max"], bcmp["up"],
-                                                      bcmp["od"], bcmp["reset"], plans, _member,
-                                                      _encode, sig), "ud"))
+                                                      bcmp["od"], bcmp["reset"], plans), "ud"))
 
     @always_comb
     def const_select():
@@ -190,83 +152,6 @@ def _slot_sources(func, t, par, down, up, cmp_cmd, acc_cmd, sram_rd, const_rd, c
             csel.next = CSEL_ONE
     insts.append(const_select)
     return insts
-
-
-@block
-def _pack_bits(bits, vec):
-    from myhdl import ConcatSignal
-    cat = ConcatSignal(*reversed(bits))
-
-    @always_comb
-    def comb():
-        vec.next = cat
-    return comb
-
-
-@block
-def _encode(members, out):
-    """out = code of the member that is high (they are mutually exclusive)."""
-    codes = tuple(c for c, _ in members)
-    n = len(members)
-    if n == 0:
-        @always_comb
-        def none():
-            out.next = 0
-        return none
-    from myhdl import ConcatSignal
-    hits = ConcatSignal(*reversed([m for _, m in members])) if n > 1 else members[0][1]
-    width = len(out)
-
-    if n == 1:
-        c0 = codes[0]
-
-        @always_comb
-        def one():
-            if hits:
-                out.next = c0
-            else:
-                out.next = 0
-        return one
-
-    @always_comb
-    def comb():
-        v = intbv(0)[width:]
-        for i in range(n):
-            if hits[i]:
-                v[:] = codes[i]
-        out.next = v
-    return comb
-
-
-@block
-def _chain(src, taps, R, NB, clk, rst):
-    """taps[r] = src delayed r cycles (taps[0] = src)."""
-    regs = [sig(NB) for _ in range(R - 1)]
-    insts = []
-    prev = src
-    for r in range(R - 1):
-        insts.append(named(_delay1(prev, regs[r], clk, rst), f"stage{r + 1}"))
-        prev = regs[r]
-    taps_all = [src] + regs
-    for r in range(R):
-        insts.append(named(_copy(taps_all[r], taps[r]), f"tap{r}"))
-    return insts
-
-
-@block
-def _delay1(a, q, clk, rst):
-    @always_seq(clk.posedge, reset=rst)
-    def seq():
-        q.next = a
-    return seq
-
-
-@block
-def _copy(a, y):
-    @always_comb
-    def comb():
-        y.next = a
-    return comb
 
 
 @block
@@ -359,11 +244,11 @@ def fsa_mxctrl(clk, rst,
         down.next = dd
         up.next = uu
     insts.append(merge_waves)
-    insts.append(named(_chain(down, d_taps, R, NB, clk, rst), "down_chain"))
-    insts.append(named(_chain(up, u_taps, R, NB, clk, rst), "up_chain"))
+    insts.append(named(chain(down, d_taps, R, NB, clk, rst), "down_chain"))
+    insts.append(named(chain(up, u_taps, R, NB, clk, rst), "up_chain"))
     rows = [sig(NB) for _ in range(R)]
     for r in range(R):
-        insts.append(named(_or3(par, d_taps[r], u_taps[R - 1 - r], rows[r]), f"row{r}"))
+        insts.append(named(or3(par, d_taps[r], u_taps[R - 1 - r], rows[r]), f"row{r}"))
     from myhdl import ConcatSignal
     all_rows = ConcatSignal(*reversed(rows))
 
@@ -392,8 +277,8 @@ def fsa_mxctrl(clk, rst,
     if ud:        # the slope index offset of each slot's function (fsa_mxctrl_ud)
         KOFS = fsa_mxctrl_ud.slope_offsets(plans, KB)
         ko0, ko1 = sig(KB), sig(KB)
-        insts += [named(_per_func(s_func[0], ko0, KOFS, KB), "slot0_kofs"),
-                  named(_per_func(s_func[1], ko1, KOFS, KB), "slot1_kofs")]
+        insts += [named(per_func(s_func[0], ko0, KOFS, KB), "slot0_kofs"),
+                  named(per_func(s_func[1], ko1, KOFS, KB), "slot1_kofs")]
     else:
         ko0 = ko1 = K_OFS
     acc_cmd_i = sig(3)
@@ -491,10 +376,10 @@ def fsa_mxctrl(clk, rst,
     take, accept = sig(1), sig(1)
     f0, f1 = s_func
     ret0, ret1, cf0, cf1, rls0, rls1 = (sig(TW) for _ in range(6))
-    insts += [_per_func(f0, ret0, RETIRE, TW), _per_func(f1, ret1, RETIRE, TW),
-              _per_func(f0, cf0, CF, TW), _per_func(f1, cf1, CF, TW)]
+    insts += [per_func(f0, ret0, RETIRE, TW), per_func(f1, ret1, RETIRE, TW),
+              per_func(f0, cf0, CF, TW), per_func(f1, cf1, CF, TW)]
     if not ud:    # (UD: rtl/fsa_mxctrl_ud.py, with early_release)
-        insts += [_per_func(f0, rls0, RELEASE, TW), _per_func(f1, rls1, RELEASE, TW)]
+        insts += [per_func(f0, rls0, RELEASE, TW), per_func(f1, rls1, RELEASE, TW)]
 
     @always_comb
     def issue():
@@ -538,7 +423,7 @@ def fsa_mxctrl(clk, rst,
     insts.append(slot_load)
     rets = (ret0, ret1)
     for i in range(2):
-        insts.append(named(_slot_regs(clk, rst, loads[i], s_busy[i], s_func[i], s_t[i], s_sptr[i],
+        insts.append(named(slot_regs(clk, rst, loads[i], s_busy[i], s_func[i], s_t[i], s_sptr[i],
                                       s_sstr[i], s_aptr[i], s_astr[i], s_flags[i], s_zero[i],
                                       s_causal[i], s_maskk[i], s_rel[i], rets[i], src[i]["sram"],
                                       src[i]["accrd"], inp), f"slot{i}_regs"))
@@ -571,59 +456,6 @@ def fsa_mxctrl(clk, rst,
     if not ud:
         insts.append(sem_release)
     return insts
-
-
-@block
-def _slot_regs(clk, rst, load, busy, func, t, sptr, sstr, aptr, astr, flags, zero, causal, maskk,
-               rel, ret, sram_rd, acc_rd, ins):
-    """One instruction slot: loaded with the accepted instruction, then its
-    cycle counter runs and its SRAM pointers step until it retires."""
-    (f_in, sa_in, ss_in, aa_in, as_in, ri_in, ro_in, dl_in, z_in, c_in, mk_in, rv_in, rid_in,
-     rval_in) = ins
-    AB, SB = ADDR_BITS, STRIDE_BITS
-    EXT = (1 << (AB - SB)) - 1           # the sign extension of a negative stride
-
-    @always_seq(clk.posedge, reset=rst)
-    def slot():
-        if load:
-            busy.next = True
-            func.next = f_in
-            t.next = 0
-            sptr.next = sa_in
-            sstr.next = ss_in
-            aptr.next = aa_in
-            astr.next = as_in
-            flags.next = concat(ri_in, ro_in, dl_in)
-            zero.next = z_in
-            causal.next = c_in
-            maskk.next = mk_in
-            rel.next = concat(rv_in, rid_in, rval_in)
-        elif busy:
-            t.next = t + 1
-            if t + 1 >= ret:
-                busy.next = False
-            # pointer + sign-extended stride, modulo 2**ADDR_BITS (modbv wraps)
-            step = intbv(0)[AB:]
-            nxt = modbv(0)[AB:]
-            if sram_rd:
-                step[SB:] = sstr
-                step[AB:SB] = EXT if sstr[SB - 1] else 0
-                nxt[:] = sptr + step
-                sptr.next = nxt[AB:]
-            if acc_rd:
-                step[SB:] = astr
-                step[AB:SB] = EXT if astr[SB - 1] else 0
-                nxt[:] = aptr + step
-                aptr.next = nxt[AB:]
-    return slot
-
-
-@block
-def _or3(a, b, c, ctrl):
-    @always_comb
-    def comb():
-        ctrl.next = a | b | c
-    return comb
 
 
 def ports(cfg) -> dict:

@@ -24,7 +24,8 @@ from __future__ import annotations
 from myhdl import always_comb, always_seq, block, intbv
 
 from rtl import fsa_bcmp
-from rtl.convert import named
+from rtl.convert import named, sig
+from rtl.fsa_mxctrl_parts import encode, member, runs
 
 __all__ = ["bcmp_sources", "ud_control", "slope_offsets", "ud_ports", "UD_OUTPUTS"]
 
@@ -35,7 +36,6 @@ UD_OUTPUTS = ("bcmp_max", "bcmp_up", "bcmp_od", "bcmp_causal", "rel2_valid", "re
 
 def ud_ports(id_bits: int, value_bits: int) -> dict:
     """Fresh signals for the UD controller's extra ports."""
-    from rtl.convert import sig
 
     LB = fsa_bcmp.LANE_BITS
     return dict(in_reset_max=sig(1), in_early_release=sig(1), bcmp_max=sig(LB), bcmp_up=sig(LB),
@@ -44,11 +44,11 @@ def ud_ports(id_bits: int, value_bits: int) -> dict:
 
 
 @block
-def bcmp_sources(func, t, lane_max, lane_up, lane_od, reset_hit, plans, member, encode, sig):
+def bcmp_sources(func, t, lane_max, lane_up, lane_od, reset_hit, plans):
     """One slot's BCMP commands in the current cycle: the lanes' codes
     (RESET excluded from `lane_max`) and `reset_hit` (the plan has RESET
-    now). `member` / `encode` / `sig` are fsa_mxctrl's comparator, encoder
-    and signal helpers (so the Verilog names follow the same scheme)."""
+    now), from the same comparators and encoders as fsa_mxctrl's
+    (rtl/fsa_mxctrl_parts.py), so the Verilog names follow one scheme."""
     insts = []
     outs = {"max": lane_max, "up": lane_up, "od": lane_od}
     for lane in fsa_bcmp.LANES:
@@ -57,7 +57,7 @@ def bcmp_sources(func, t, lane_max, lane_up, lane_od, reset_hit, plans, member, 
             table = []
             for f, pl in enumerate(plans):
                 cyc = [c for c, cmd in pl.bcmp if cmd == name]
-                table += [(f, s, e) for s, e in _runs(cyc)]
+                table += [(f, s, e) for s, e in runs(cyc)]
             if not table:
                 continue
             hit = reset_hit if name == "RESET" else sig(1)
@@ -66,16 +66,6 @@ def bcmp_sources(func, t, lane_max, lane_up, lane_od, reset_hit, plans, member, 
                 members.append((code, hit))
         insts.append(named(encode(members, outs[lane]), f"bcmp_{lane}_code"))
     return insts
-
-
-def _runs(cycles) -> list[tuple[int, int]]:
-    out: list[list[int]] = []
-    for c in sorted(set(cycles)):
-        if out and c == out[-1][1]:
-            out[-1][1] += 1
-        else:
-            out.append([c, c + 1])
-    return [(s, e) for s, e in out]
 
 
 @block

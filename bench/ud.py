@@ -1,7 +1,7 @@
 """The UD dataflow (docs/ud.md) in the cycle model, beside the reference schedule.
 
-Run as ``python bench/ud.py [--quick] [--rtl] [--rtl16]`` from the
-repository root. Prints two tables (three with ``--rtl``) and writes
+Run as ``python bench/ud.py [--quick] [--rtl] [--rtl16] [--area]`` from the
+repository root. Prints two tables (three with ``--rtl``, four with ``--area``) and writes
 ``bench/results/ud.json`` (``bench/results/quick/`` with ``--quick``).
 Tables 1 and 2 are the cycle model (fsa/cyclemodel.py) running the plans of
 fsa/plan.py and fsa/plan_ud.py; table 3 is measured on the RTL (Verilator).
@@ -26,6 +26,12 @@ fsa/plan.py and fsa/plan_ud.py; table 3 is measured on the RTL (Verilator).
    model's steady state for the same memory system without the fetch, the
    bound T = 2R + P + 3, and a whole N x N run
    (N = 64; 256 at 16x16, the issue's target >= 55 %) with its utilisation.
+4. ``--area``: Yosys generic synthesis (:mod:`fsa.area`, needs the ``bench``
+   extra): the PE (with its FMA) of a reference and of a UD config, one
+   column of the UD bottom comparator row (``fsa_bcmp`` with its comparator
+   and converter) beside one column of the top CMP, and what the UD units add
+   to an R x C array (``R C`` PE deltas + ``C`` BCMP columns) relative to its
+   PEs and top CMP row.
 """
 from __future__ import annotations
 
@@ -118,11 +124,44 @@ def rtl(sizes) -> list[dict]:
     return rows
 
 
+def area(fmt: str = "Fp16") -> list[dict]:
+    """Table 4 (module docstring): cell counts of Yosys' generic library."""
+    import tempfile
+    from pathlib import Path
+
+    from fsa.area import pe_cells, synth
+    from fsa.hw.verilog import generate
+
+    ref, ud = f"FSA4X4{fmt}Config", f"FSA4X4{fmt}UdConfig"
+    pe_ref, pe_ud = pe_cells(ref)["cells"], pe_cells(ud)["cells"]
+
+    def unit(cfg: str, top: str, prefixes: tuple) -> int:
+        gen = generate(cfg, quiet=True)
+        files = [f for f in gen.glob("*.v") if f.name.startswith(prefixes)]
+        with tempfile.TemporaryDirectory(prefix="fsa-area-") as tmp:
+            return synth(files, top, Path(tmp) / top)["cells"]
+
+    bcmp = unit(ud, "fsa_bcmp", ("fsa_bcmp", "fsa_fcmp", "fsa_cvt"))
+    cmp_ = unit(ref, "fsa_cmp", ("fsa_cmp", "fsa_fcmp", "fsa_cvt", "fsa_fma"))
+    rows = [{"unit": f"PE {fmt.lower()} (reference)", "cells": pe_ref, "vs": None},
+            {"unit": f"PE {fmt.lower()} (UD: + qreg, use_q/load_q/load_reg_di)", "cells": pe_ud,
+             "vs": pe_ud / pe_ref - 1},
+            {"unit": "top CMP, one column (reference)", "cells": cmp_, "vs": None},
+            {"unit": "BCMP, one column (UD)", "cells": bcmp, "vs": bcmp / cmp_ - 1}]
+    for n in SQUARE:
+        base = n * n * pe_ref + n * cmp_
+        add = n * n * (pe_ud - pe_ref) + n * bcmp
+        rows.append({"unit": f"{n}x{n} array: UD units added over PEs + top CMP row",
+                     "cells": add, "vs": add / base})
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--rtl", action="store_true", help="table 3: the RTL (4x4, 8x8)")
     ap.add_argument("--rtl16", action="store_true", help="table 3 with 16x16 too (long build)")
+    ap.add_argument("--area", action="store_true", help="table 4: Yosys cells of the UD units")
     args = ap.parse_args()
     st = steady(args.quick)
     print("1. Steady state per key block, free DMA (cycle model; UD bound T = 2R + P + 3)\n")
@@ -145,8 +184,15 @@ def main() -> None:
                     [[r["config"], r["kernel"], r["rtl_per_kb"], r["model_per_kb"], r["bound_T"],
                       r["N"], r["cycles"], r["util"]] for r in rt],
                     ["", "", "g", "g", "", "", "", ".3f"]))
+    ar = []
+    if args.area:
+        ar = area()
+        print("\n4. Area (Yosys generic cells; 'vs': against the reference unit / array)\n")
+        print(table(["unit", "cells", "vs"],
+                    [[r["unit"], r["cells"], "" if r["vs"] is None else f"{100 * r['vs']:+.2f} %"]
+                     for r in ar], ["", "", ""]))
     out = write_json("ud", {"quick": args.quick, "steady_state": st, "predictions": pr,
-                            "rtl": rt})
+                            "rtl": rt, "area": ar})
     print(f"\nwrote {out}")
 
 

@@ -98,7 +98,7 @@ def sec_utilisation(u: dict) -> list[str]:
     out += ["", "fsa/harness/device.py fills the queue with a program that does not fit it, starts the "
             "device and pushes the rest during the run, one AXI4-Lite write at a time (about 4 "
             "cycles per word). When the device consumes words faster than that, the run "
-            "measures the host's push rate; the model assumes every word is queued.", "",
+            "measures the host's push rate; the model in this table assumes every word is queued (`fsa predict --program queue`).", "",
             "### 1e. The cycle model (`fsa/cyclemodel.py`)", "",
             "A register-level model of the control path, no arithmetic: the decoder (one word "
             "per cycle, dispatch into one pending register per engine), semaphores, the matrix "
@@ -107,7 +107,7 @@ def sec_utilisation(u: dict) -> list[str]:
             "base + one beat per cycle, a beat waits while the array uses the same SRAM bank; "
             "two LOADs in flight on one port; a narrow port per bank with several ports), "
             "fences and stop. "
-            "Not modelled: the host's pushes, AXI pauses, 4 KiB burst splits, errors. "
+            "Program input: every word in the queue, the harness's AXI4-Lite pushes (`cyclemodel.HARNESS_HOST`) or program fetch (`fsa/cyclefetch.py`; the default of `fsa predict`, `--program`). Not modelled: AXI pauses, DMA bursts split at 4 KiB boundaries, errors. "
             "Predictions for long sequences use the model's own steady state: cycles = fixed + "
             "query blocks x per-query-block + key-block steps x per-key-block, fitted on four "
             "short programs (2 and 3 query blocks x 12 and 20 key blocks). Besides the RTL "

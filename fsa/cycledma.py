@@ -4,7 +4,8 @@ the in-flight queue of ``rtl/fsa_dma.py`` and the dispatch, cycle by cycle.
 What it models (the RTL's rules, docs/architecture.md section 8):
 
 * acceptance: the dispatch keeps at most :func:`fsa.dmarules.inflight_depth`
-  DMA instructions in flight (one while program fetch has words left to read) (from the cycle after acceptance to their
+  DMA instructions in flight (also while program fetch reads words: a fetch
+  burst goes in between LOADs, :mod:`fsa.cyclefetch`) (from the cycle after acceptance to their
   ``done`` cycle, inclusive); the engine accepts a command when its
   sequencer is idle and it holds nothing (an instruction leaves the engine
   the cycle before its ``done``), or, on one port, when the command is a
@@ -79,10 +80,9 @@ class DmaEngine:
         """A LOAD is in flight (the port-0 read arbiter's view)."""
         return any(e["func"] == LOAD for e in self.fl)
 
-    def can_accept(self, c: int, x: isa.Dma, fetching: bool = False) -> bool:
-        """The dispatch may issue `x` in cycle c and the engine accepts it
-        (`fetching`: program fetch still has words to read, so one at a time)."""
-        if len(self.fl) >= (1 if fetching else self.depth) or c < self.seq_free:
+    def can_accept(self, c: int, x: isa.Dma) -> bool:
+        """The dispatch may issue `x` in cycle c and the engine accepts it."""
+        if len(self.fl) >= self.depth or c < self.seq_free:
             return False
         held = [e for e in self.fl if e["done"] is None or e["done"] > c]
         if not held:

@@ -410,7 +410,7 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
         # DMA issue (the engine is ready once done has pulsed; the core's
         # in-flight flag clears the cycle after)
         dm_issue = bool(dmq) and acq_ok(ins[dmq[0]]) and \
-            eng.can_accept(c, ins[dmq[0]], fe is not None and fe.more(c))
+            eng.can_accept(c, ins[dmq[0]])
         if fe is not None:
             # a DMA LOAD waits while a fetch burst is in flight; a fetch burst
             # waits while a LOAD runs or is accepted (rtl/fsa_rdarb.py)

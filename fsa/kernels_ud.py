@@ -135,11 +135,18 @@ def flash_attention_ud(k: KernelBuilder, Q: MemTile, K: MemTile, Vt: MemTile, *,
     k.meta.update(kind="attention", kernel="ud", seq_q=seq_q, seq_kv=seq_kv, d=R,
                   causal=bool(causal), key_blocks=N, buffers=plan)
 
+    # The K load of step n >= 1 and the V^T load of step n - 1 fill one slot
+    # for one instruction: the K load only acquires the slot's token and the
+    # V^T load right after it only releases it, so both are in flight at once
+    # (the DMA finishes instructions in the order it accepts them, so the V^T
+    # load's release also says the K rows have landed).
     def load_k(n: int) -> None:
-        k.load_tile(kv_sp[n % ns][0:R], k_blocks[steps[n][1]], sem_s[n % ns])
+        k.load_tile(kv_sp[n % ns][0:R], k_blocks[steps[n][1]], sem_s[n % ns],
+                    release=(n == 0))
 
     def load_v(n: int) -> None:          # V^T of step n, read by instruction n + 1
-        k.load_tile(kv_sp[(n + 1) % ns][R:2 * R], v_blocks[steps[n][1]], sem_s[(n + 1) % ns])
+        k.load_tile(kv_sp[(n + 1) % ns][R:2 * R], v_blocks[steps[n][1]], sem_s[(n + 1) % ns],
+                    acquire=(n + 1 == N))
 
     k.load_tile(q_sp, q_blocks[0], sem_q)
     load_k(0)

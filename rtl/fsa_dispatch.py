@@ -7,8 +7,9 @@ instruction issues when the device runs (``run``: ACTIVE and not aborting), its 
 (``fsa_sem``) and its engine accepts it: the matrix controller's
 ``mx_in_ready``, or, for DMA, the DMA port's ``dma_ready`` with fewer than
 ``inflight_depth(mem_ports)`` DMA instructions in flight (``fsa/dmarules.py``:
-2 with one memory port, 1 while program fetch still has words to read,
-``fetch_more``; an instruction is in flight from its issue to the
+2 with one memory port, also while program fetch reads words: the read
+arbiter, ``rtl/fsa_rdarb.py``, lets a fetch burst in between LOADs; an
+instruction is in flight from its issue to the
 DMA's ``done`` for it, which releases its semaphore; ``done`` comes in
 issue order).  So a matrix instruction waiting on a semaphore never
 blocks DMA instructions behind it.  A fence is consumed when the engines it
@@ -86,7 +87,7 @@ def fsa_dispatch(clk, rst, run, clear, dec_full, w0, w1, w2, w3, inst_idx, to_mx
                  dm_rel_valid, dm_rel_id, dm_rel_value,
                  dma_valid, dma_ready, dma_func, dma_repeat, dma_sram_addr, dma_sram_stride,
                  dma_is_accum, dma_mem_addr, dma_mem_stride, dma_size, dma_done, dma_busy,
-                 dma_err_slot, fetch_more, dm_issue, dm_inflight, dm_fidx, mx_pend, dm_pend, dm_idx,
+                 dma_err_slot, dm_issue, dm_inflight, dm_fidx, mx_pend, dm_pend, dm_idx,
                  cfg=None, in_reset_max=None, in_early_release=None):
     """The dispatcher; see the module docstring."""
     R, C = cfg.sa_rows, cfg.sa_cols
@@ -286,12 +287,8 @@ def fsa_dispatch(clk, rst, run, clear, dec_full, w0, w1, w2, w3, inst_idx, to_mx
 
     @always_comb
     def dma_port():
-        # (while program fetch still reads words, one at a time: LOADs back to
-        # back would keep the fetch unit off the shared read channel)
-        dma_valid.next = dm_p and run and dm_acq_ok and (dm_cnt == 0 or (
-            dm_cnt < QD and not fetch_more))
-        dm_issue.next = dm_p and run and dm_acq_ok and (dm_cnt == 0 or (
-            dm_cnt < QD and not fetch_more)) and dma_ready
+        dma_valid.next = dm_p and run and dm_acq_ok and dm_cnt < QD
+        dm_issue.next = dm_p and run and dm_acq_ok and dm_cnt < QD and dma_ready
         dma_func.next = d_func
         dma_repeat.next = d_rep
         dma_sram_addr.next = d_sa
@@ -428,7 +425,6 @@ def ports(cfg) -> dict:
              dm_acq_valid=sig(1), dm_sem_id=sig(IB), dm_acq_value=sig(VB), dm_acq_ok=sig(1),
              dm_rel_valid=sig(1), dm_rel_id=sig(IB), dm_rel_value=sig(VB))
     p.update(dma_ports())
-    p.update(fetch_more=sig(1))
     p.update(dm_issue=sig(1), dm_inflight=sig(1), dm_fidx=sig(IDX_BITS), mx_pend=sig(1),
              dm_pend=sig(1), dm_idx=sig(IDX_BITS))
     if cfg.dataflow == "ud":

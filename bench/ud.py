@@ -13,21 +13,22 @@ fsa/plan.py and fsa/plan_ud.py; table 3 is measured on the RTL (Verilator).
    per key block`` (``4 R^2 C`` useful FLOPs per key block over ``2RC`` a cycle).
 2. Predicted utilisation of attention ``N x N`` (``N = 4096``, ``8192`` from
    128x128 on; causal and not) for the reference and the UD kernel, with a
-   free DMA, the preset's 64-bit AXI and the widest AXI that fits (a beat per
-   scratchpad row, at most 512 bits; one DMA engine, as
-   built today: a UD STEP reads 2R scratchpad rows every T cycles, which the
-   64-bit AXI cannot deliver from 8x8 on).
+   free DMA (every word in the queue) and with the preset's memory system
+   and program fetch (as ``fsa predict``).
 3. ``--rtl``: the UD RTL (issue 15 stage 2) beside the reference RTL, the
    presets' memory system (4x4: 64-bit AXI, one bank; 8x8: 128-bit, two
    banks; ``--rtl16`` adds 16x16, 256-bit): cycles per key block measured
    as ``(cycles(seq_kv = 2aR) - cycles(seq_kv = aR)) / a`` with seq_q = C
    (``SimEngine``: the device fetches the program over memory port 0, which
-   it shares with the DMA, so these include the fetch's bursts), the cycle
-   model's steady state for the same memory system without the fetch, the
-   bound T = 2R + P + 3, and a whole N x N run
-   (N = 64; 256 at 16x16, the issue's target >= 55 %) with its utilisation.
+   it shares with the DMA), the cycle model's steady state for the same
+   memory system and program fetch, the bound T = 2R + P + 3, and a whole
+   N x N run (N = 64; 256 at 16x16, the issue's target >= 55 %): the RTL's
+   cycles, the model's (``fsa predict``: run on the program itself) and the
+   utilisation.
 4. ``--area``: Yosys generic synthesis (:mod:`fsa.area`, needs the ``bench``
-   extra): the PE (with its FMA) of a reference and of a UD config, one
+   extra): a plain weight-stationary PE (bench/ws_pe.py: the same FMA with
+   exp2 tied to 0, MAC and weight load only), the PE (with its FMA) of a
+   reference and of a UD config, one
    column of the UD bottom comparator row (``fsa_bcmp`` with its comparator
    and converter) beside one column of the top CMP, and what the UD units add
    to an R x C array (``R C`` PE deltas + ``C`` BCMP columns) relative to its
@@ -42,6 +43,7 @@ from common import attention_util, table, write_json
 
 from fsa import config as fconfig
 from fsa import cyclemodel as cm
+from fsa.predict import predict
 
 SQUARE = (4, 8, 16, 32, 64, 128)
 RECT = ((4, 8), (8, 4), (16, 8), (8, 16))
@@ -72,15 +74,14 @@ def predictions(quick: bool) -> list[dict]:
     rows = []
     sizes = (4, 16) if quick else SQUARE
     for n in sizes:
-        base = fconfig.get(ud_name(n, n))
+        cfg = fconfig.get(ud_name(n, n))
         N = 8192 if n >= 128 else 4096
-        dmas = [("free", base, cm.IDEAL_DMA), ("64-bit AXI", base, cm.DEFAULT_DMA)]
-        wide = min(512, n * base.e_fmt.width, n * base.a_fmt.width)   # a beat per spad row
-        if not quick and wide > base.axi_data_bits:
-            dmas.append((f"{wide}-bit AXI", fconfig.with_axi_bits(base, wide), cm.DEFAULT_DMA))
-        for dname, cfg, dma in dmas:
+        mem = f"preset: {cfg.axi_data_bits}-bit AXI x {cfg.mem_ports}"
+        # (label, DMA timing, how the program reaches the queue: as fsa predict)
+        dmas = [("free", cm.IDEAL_DMA, "queue"), (mem, cm.DEFAULT_DMA, "fetch")]
+        for dname, dma, feed in dmas:
             for kern in ("reference", "ud"):
-                ss = cm.steady_state(cfg, dma, kernel=kern)
+                ss = cm.steady_state(cfg, dma, kernel=kern, program=feed)
                 for causal in (False, True):
                     cyc = cm.predict_cycles(cfg, N, N, causal, ss)
                     _, util = attention_util(n, n, N, causal, cyc)
@@ -115,12 +116,14 @@ def rtl(sizes) -> list[dict]:
         for kern in ("reference", "ud"):
             c1 = _rtl_cycles(cfg, n, a * n, kern)
             c2 = _rtl_cycles(cfg, n, 2 * a * n, kern)
-            ss = cm.steady_state(cfg, cm.DEFAULT_DMA, kernel=kern)
+            ss = cm.steady_state(cfg, cm.DEFAULT_DMA, kernel=kern, program="fetch")
             cyc = _rtl_cycles(cfg, N, N, kern)
+            model = predict(cfg, N, N, kernel=kern, program="fetch")
             _, util = attention_util(n, n, N, False, cyc)
             rows.append({"config": cfg.name, "kernel": kern, "rtl_per_kb": (c2 - c1) / a,
                          "model_per_kb": ss["per_key_block"], "bound_T": 2 * n + cfg.exp2_pieces + 3,
-                         "N": N, "cycles": cyc, "util": util})
+                         "N": N, "cycles": cyc, "model_cycles": model["cycles"],
+                         "model_direct": model["direct"], "util": util})
     return rows
 
 
@@ -143,16 +146,28 @@ def area(fmt: str = "Fp16") -> list[dict]:
 
     bcmp = unit(ud, "fsa_bcmp", ("fsa_bcmp", "fsa_fcmp", "fsa_cvt"))
     cmp_ = unit(ref, "fsa_cmp", ("fsa_cmp", "fsa_fcmp", "fsa_cvt", "fsa_fma"))
-    rows = [{"unit": f"PE {fmt.lower()} (reference)", "cells": pe_ref, "vs": None},
+    import ws_pe
+
+    c = fconfig.get(ref)
+    with tempfile.TemporaryDirectory(prefix="fsa-area-") as tmp:
+        files = ws_pe.convert(Path(tmp) / "src", c.e_type, c.a_type, c.exp2_pieces)
+        ws = synth(files, "ws_pe", Path(tmp) / "ws_pe")["cells"]
+    rows = [{"unit": f"plain weight-stationary PE {fmt.lower()} (bench/ws_pe.py)", "cells": ws,
+             "vs": None},
+            {"unit": f"PE {fmt.lower()} (reference)", "cells": pe_ref, "vs": pe_ref / ws - 1,
+             "against": "plain PE"},
             {"unit": f"PE {fmt.lower()} (UD: + qreg, use_q/load_q/load_reg_di)", "cells": pe_ud,
-             "vs": pe_ud / pe_ref - 1},
+             "vs": pe_ud / pe_ref - 1, "against": "reference PE"},
+            {"unit": f"PE {fmt.lower()} (UD)", "cells": pe_ud, "vs": pe_ud / ws - 1,
+             "against": "plain PE"},
             {"unit": "top CMP, one column (reference)", "cells": cmp_, "vs": None},
-            {"unit": "BCMP, one column (UD)", "cells": bcmp, "vs": bcmp / cmp_ - 1}]
+            {"unit": "BCMP, one column (UD)", "cells": bcmp, "vs": bcmp / cmp_ - 1,
+             "against": "top CMP column"}]
     for n in SQUARE:
         base = n * n * pe_ref + n * cmp_
         add = n * n * (pe_ud - pe_ref) + n * bcmp
         rows.append({"unit": f"{n}x{n} array: UD units added over PEs + top CMP row",
-                     "cells": add, "vs": add / base})
+                     "cells": add, "vs": add / base, "against": "PEs + top CMP row"})
     return rows
 
 
@@ -180,17 +195,18 @@ def main() -> None:
         rt = rtl((4, 8, 16) if args.rtl16 else (4, 8))
         print("\n3. The RTL (Verilator, the presets' memory system, program fetched by the "
               "device; kernel 'reference' runs on the UD hardware)\n")
-        print(table(["config", "kernel", "RTL/kb", "model/kb", "T", "N", "cycles", "util"],
+        print(table(["config", "kernel", "RTL/kb", "model/kb", "T", "N", "RTL cycles",
+                     "model cycles", "util"],
                     [[r["config"], r["kernel"], r["rtl_per_kb"], r["model_per_kb"], r["bound_T"],
-                      r["N"], r["cycles"], r["util"]] for r in rt],
-                    ["", "", "g", "g", "", "", "", ".3f"]))
+                      r["N"], r["cycles"], r["model_cycles"], r["util"]] for r in rt],
+                    ["", "", "g", "g", "", "", "", "", ".3f"]))
     ar = []
     if args.area:
         ar = area()
-        print("\n4. Area (Yosys generic cells; 'vs': against the reference unit / array)\n")
-        print(table(["unit", "cells", "vs"],
-                    [[r["unit"], r["cells"], "" if r["vs"] is None else f"{100 * r['vs']:+.2f} %"]
-                     for r in ar], ["", "", ""]))
+        print("\n4. Area (Yosys generic cells)\n")
+        print(table(["unit", "cells", "vs", "against"],
+                    [[r["unit"], r["cells"], "" if r["vs"] is None else f"{100 * r['vs']:+.2f} %",
+                      r.get("against", "")] for r in ar], ["", "", "", ""]))
     out = write_json("ud", {"quick": args.quick, "steady_state": st, "predictions": pr,
                             "rtl": rt, "area": ar})
     print(f"\nwrote {out}")

@@ -11,7 +11,8 @@ unit and with every register visible:
 
 * :class:`UDPEModel`: ``f = (use_q ? qreg : reg) * l_in + (acc_ui ? u_in :
   d_in)``; ``load_q``: ``qreg <- l_in``, ``r_out <- qreg``; ``load_reg_di``:
-  ``reg <- d_in`` (low E bits); the rest as the reference PE.
+  ``reg <- d_in`` (low E bits); the rest as the reference PE (one model:
+  ``tb.unit_models.PEModel`` with ``ud=True``).
 * :class:`BCMPModel`: the three lanes of ``fsa.plan.BCMP_CMDS`` (codes of
   ``rtl.fsa_bcmp.LANE_CODES``).  Beyond ud_cycle (which defines only what
   the UD schedule reads) it fixes what the RTL does between commands: the
@@ -27,12 +28,12 @@ from fsa import numerics as nm
 from fsa.formats import get_format
 from fsa.plan import PE_BITS, UD_PE_BITS
 from rtl.fsa_bcmp import LANE_CODES
+from tb.unit_models import PEModel, pe_legal, pe_writers
 
 __all__ = ["UD_BITS", "UDPEModel", "BCMPModel", "ud_pe_writers", "ud_pe_legal", "LANE"]
 
 #: The UD PE's control bits, bit i of its 12-bit ``ctrl_in``.
 UD_BITS = PE_BITS + UD_PE_BITS
-_B = {n: 1 << i for i, n in enumerate(UD_BITS)}
 #: lane -> command -> code (0: NOP)
 LANE = LANE_CODES
 
@@ -43,28 +44,18 @@ def _get(inputs: Mapping[str, int], name: str) -> int:
 
 def ud_pe_writers(ctrl: int) -> dict[str, list[str]]:
     """For a 12-bit control word, the bits that write each register."""
-    on = {n for n in UD_BITS if ctrl & _B[n]}
-    w: dict[str, list[str]] = {"d_out": [], "u_out": [], "r_out": [], "reg": [], "qreg": []}
-    if "mac" in on:
-        w["d_out" if "acc_ui" in on else "u_out"].append("mac")
-    for b, reg in (("flow_ud", "d_out"), ("flow_du", "u_out"), ("flow_lr", "r_out"),
-                   ("load_reg_li", "r_out"), ("load_q", "r_out"), ("load_q", "qreg")):
-        if b in on:
-            w[reg].append(b)
-    for b in ("load_reg_li", "load_reg_ui", "load_reg_di", "update_reg", "exp2"):
-        if b in on:
-            w["reg"].append(b)
-    return w
+    return pe_writers(ctrl, ud=True)
 
 
 def ud_pe_legal(ctrl: int) -> bool:
     """True if no two bits of `ctrl` write the same register (what the
     plans guarantee, ``fsa.plan_ud.check_schedule``)."""
-    return all(len(v) <= 1 for v in ud_pe_writers(ctrl).values())
+    return pe_legal(ctrl, ud=True)
 
 
-class UDPEModel:
-    """The UD processing element, one call per clock cycle.
+class UDPEModel(PEModel):
+    """The UD processing element, one call per clock cycle: ``PEModel`` with
+    ``ud=True`` (``tb/unit_models.py``; always strict).
 
     Inputs: ``l_in`` (E), ``u_in`` (A), ``d_in`` (A), ``ctrl`` (12 bits).
     Outputs after the edge: ``r_out``, ``d_out``, ``u_out``, ``ctrl_out`` and
@@ -72,60 +63,7 @@ class UDPEModel:
     """
 
     def __init__(self, e_type: str = "fp16", a_type: str = "fp32", pieces: int = 8):
-        self.e, self.a, self.P = e_type, a_type, pieces
-        self.fe = get_format(e_type)
-        self.reset()
-
-    def reset(self) -> dict:
-        self.reg = self.qreg = self.r_out = self.d_out = self.u_out = self.ctrl_out = 0
-        return self.state()
-
-    def state(self) -> dict:
-        return dict(r_out=self.r_out, d_out=self.d_out, u_out=self.u_out,
-                    ctrl_out=self.ctrl_out, sreg=self.reg, qreg=self.qreg)
-
-    def step(self, inputs: Mapping[str, int]) -> dict:
-        l_in, u_in, d_in = _get(inputs, "l_in"), _get(inputs, "u_in"), _get(inputs, "d_in")
-        ctrl = _get(inputs, "ctrl")
-        if not ud_pe_legal(ctrl):
-            raise ValueError(f"UD PE control {ud_pe_writers(ctrl)} writes one register twice")
-        on = {n for n in UD_BITS if ctrl & _B[n]}
-        mul = self.qreg if "use_q" in on else self.reg
-        addend = u_in if "acc_ui" in on else d_in
-        match = False
-        if "exp2" in on:
-            fa_, fe_, _, match = nm.exp2_step(mul, l_in, addend, self.e, self.P, self.a)
-        else:
-            fa_, fe_ = nm.fma(mul, l_in, addend, self.e, self.a, out="both")
-        fa_, fe_, match = int(fa_), int(fe_), bool(match)
-        reg, qreg, r_out, d_out, u_out = self.reg, self.qreg, self.r_out, self.d_out, self.u_out
-        if "mac" in on and "acc_ui" in on:
-            d_out = fa_
-        elif "flow_ud" in on:
-            d_out = u_in
-        if "mac" in on and "acc_ui" not in on:
-            u_out = fa_
-        elif "flow_du" in on:
-            u_out = d_in
-        if "load_q" in on:
-            r_out, qreg = self.qreg, l_in
-        elif "load_reg_li" in on:
-            r_out = self.reg
-        elif "flow_lr" in on:
-            r_out = l_in
-        if "load_reg_li" in on:
-            reg = l_in
-        elif "load_reg_ui" in on:
-            reg = u_in & ((1 << self.fe.width) - 1)
-        elif "load_reg_di" in on:
-            reg = d_in & ((1 << self.fe.width) - 1)
-        elif "update_reg" in on:
-            reg = fe_
-        elif "exp2" in on and match:
-            reg = fe_
-        self.reg, self.qreg, self.r_out, self.d_out, self.u_out = reg, qreg, r_out, d_out, u_out
-        self.ctrl_out = ctrl
-        return self.state()
+        super().__init__(e_type, a_type, pieces, strict=True, ud=True)
 
 
 class BCMPModel:

@@ -39,6 +39,7 @@ from fsa import numerics as nm
 from fsa.config import attention_scale_bits
 from fsa.formats import get_format
 from fsa.hw import timing
+from fsa.plan import UD_PE_BITS
 
 __all__ = ["PE_BITS", "CMP_CMDS", "ACC_CMDS", "PEModel", "CMPModel", "ACCModel",
            "pe_writers", "pe_legal"]
@@ -50,7 +51,7 @@ PE_BITS = ("mac", "acc_ui", "load_reg_li", "load_reg_ui", "flow_lr", "flow_ud",
 CMP_CMDS = ("NOP", "UPDATE", "PROP_MAX", "PROP_MAX_DIFF", "PROP_EXP2_INTERCEPTS",
             "PROP_ZERO", "RESET")
 ACC_CMDS = ("NOP", "EXP_S1", "EXP_S2", "ACC_SA", "ACC", "SET_SCALE", "RECIPROCAL")
-_B = {n: 1 << i for i, n in enumerate(PE_BITS)}
+_B = {n: 1 << i for i, n in enumerate(PE_BITS + UD_PE_BITS)}
 _CMP = {n: i for i, n in enumerate(CMP_CMDS)}
 _ACC = {n: i for i, n in enumerate(ACC_CMDS)}
 
@@ -62,30 +63,33 @@ def _get(inputs: Mapping[str, int], name: str) -> int:
 # --------------------------------------------------------------------------
 # PE
 # --------------------------------------------------------------------------
-def pe_writers(ctrl: int) -> dict[str, list[str]]:
-    """For a control word, the bits that write each register (doc table)."""
-    on = {n for n in PE_BITS if ctrl & _B[n]}
+def _pe_bits(ud: bool) -> tuple[str, ...]:
+    return PE_BITS + UD_PE_BITS if ud else PE_BITS
+
+
+def pe_writers(ctrl: int, ud: bool = False) -> dict[str, list[str]]:
+    """For a control word (9 bits; 12 with `ud`: the UD PE), the bits that
+    write each register (doc table)."""
+    on = {n for n in _pe_bits(ud) if ctrl & _B[n]}
     w: dict[str, list[str]] = {"d_out": [], "u_out": [], "r_out": [], "reg": []}
+    if ud:
+        w["qreg"] = []
     if "mac" in on:
         w["d_out" if "acc_ui" in on else "u_out"].append("mac")
-    if "flow_ud" in on:
-        w["d_out"].append("flow_ud")
-    if "flow_du" in on:
-        w["u_out"].append("flow_du")
-    if "flow_lr" in on:
-        w["r_out"].append("flow_lr")
-    if "load_reg_li" in on:
-        w["r_out"].append("load_reg_li")
-    for b in ("load_reg_li", "load_reg_ui", "update_reg", "exp2"):
+    for b, reg in (("flow_ud", "d_out"), ("flow_du", "u_out"), ("flow_lr", "r_out"),
+                   ("load_reg_li", "r_out"), ("load_q", "r_out"), ("load_q", "qreg")):
+        if b in on:
+            w[reg].append(b)
+    for b in ("load_reg_li", "load_reg_ui", "load_reg_di", "update_reg", "exp2"):
         if b in on:
             w["reg"].append(b)
     return w
 
 
-def pe_legal(ctrl: int) -> bool:
+def pe_legal(ctrl: int, ud: bool = False) -> bool:
     """True if no two bits of `ctrl` write the same register (what the plans
-    guarantee, ``fsa.plan.check_overlap``)."""
-    return all(len(v) <= 1 for v in pe_writers(ctrl).values())
+    guarantee, ``fsa.plan.check_overlap`` / ``fsa.plan_ud.check_schedule``)."""
+    return all(len(v) <= 1 for v in pe_writers(ctrl, ud).values())
 
 
 class PEModel:
@@ -94,41 +98,52 @@ class PEModel:
     Inputs: ``l_in`` (E), ``u_in`` (A), ``d_in`` (A), ``ctrl`` (9 bits, bit i
     = ``PE_BITS[i]``).  Outputs after the edge: ``r_out``, ``d_out``,
     ``u_out``, ``ctrl_out`` and the register ``sreg``.
+
+    ``ud=True``: the UD PE (``rtl.fsa_pe.fsa_pe_ud``, docs/ud.md): a 12-bit
+    ``ctrl`` (bits 9..11 ``UD_PE_BITS``) and the second register ``qreg``
+    (in the outputs): ``f = (use_q ? qreg : reg) * l_in + ...``; ``load_q``:
+    ``qreg <- l_in``, ``r_out <- qreg``; ``load_reg_di``: ``reg <- d_in``
+    (low E bits).
     """
 
     def __init__(self, e_type: str = "fp16", a_type: str = "fp32", pieces: int = 8,
-                 strict: bool = True):
+                 strict: bool = True, ud: bool = False):
         self.e, self.a, self.P = e_type, a_type, pieces
         self.fe, self.fa = get_format(e_type), get_format(a_type)
-        self.strict = strict
+        self.strict, self.ud = strict, ud
+        self.bits = _pe_bits(ud)
         self.reset()
 
     def reset(self) -> dict:
-        self.reg = self.r_out = self.d_out = self.u_out = self.ctrl_out = 0
+        self.reg = self.qreg = self.r_out = self.d_out = self.u_out = self.ctrl_out = 0
         return self.state()
 
     def state(self) -> dict:
-        return dict(r_out=self.r_out, d_out=self.d_out, u_out=self.u_out,
-                    ctrl_out=self.ctrl_out, sreg=self.reg)
+        out = dict(r_out=self.r_out, d_out=self.d_out, u_out=self.u_out,
+                   ctrl_out=self.ctrl_out, sreg=self.reg)
+        if self.ud:
+            out["qreg"] = self.qreg
+        return out
 
     def fma(self, l_in: int, u_in: int, d_in: int, ctrl: int) -> tuple[int, int, bool]:
         """The FMA of this cycle: ``(f.A, f.E, match)``."""
         addend = u_in if ctrl & _B["acc_ui"] else d_in
+        mul = self.qreg if self.ud and ctrl & _B["use_q"] else self.reg
         if ctrl & _B["exp2"]:
-            oa, oe, _, match = nm.exp2_step(self.reg, l_in, addend, self.e, self.P, self.a)
+            oa, oe, _, match = nm.exp2_step(mul, l_in, addend, self.e, self.P, self.a)
             return int(oa), int(oe), bool(match)
-        oa, oe = nm.fma(self.reg, l_in, addend, self.e, self.a, out="both")
+        oa, oe = nm.fma(mul, l_in, addend, self.e, self.a, out="both")
         return int(oa), int(oe), False
 
     def step(self, inputs: Mapping[str, int]) -> dict:
         l_in, u_in, d_in = _get(inputs, "l_in"), _get(inputs, "u_in"), _get(inputs, "d_in")
         ctrl = _get(inputs, "ctrl")
-        on = {n for n in PE_BITS if ctrl & _B[n]}
-        if self.strict and not pe_legal(ctrl):
+        on = {n for n in self.bits if ctrl & _B[n]}
+        if self.strict and not pe_legal(ctrl, self.ud):
             raise ValueError(f"PE control {sorted(on)} writes one register twice "
-                             f"({pe_writers(ctrl)}); the plans never do that")
+                             f"({pe_writers(ctrl, self.ud)}); the plans never do that")
         fa_, fe_, match = self.fma(l_in, u_in, d_in, ctrl)
-        reg, r_out, d_out, u_out = self.reg, self.r_out, self.d_out, self.u_out
+        reg, qreg, r_out, d_out, u_out = self.reg, self.qreg, self.r_out, self.d_out, self.u_out
         # priorities below only matter for out-of-contract (strict=False) input;
         # they are those of rtl/fsa_pe.py
         if "mac" in on and "acc_ui" in on:
@@ -139,19 +154,24 @@ class PEModel:
             u_out = fa_
         elif "flow_du" in on:
             u_out = d_in
-        if "load_reg_li" in on:
+        if "load_q" in on:
+            r_out, qreg = self.qreg, l_in
+        elif "load_reg_li" in on:
             r_out = self.reg
         elif "flow_lr" in on:
             r_out = l_in
+        emask = (1 << self.fe.width) - 1
         if "load_reg_li" in on:
             reg = l_in
         elif "load_reg_ui" in on:
-            reg = u_in & ((1 << self.fe.width) - 1)
+            reg = u_in & emask
+        elif "load_reg_di" in on:
+            reg = d_in & emask
         elif "update_reg" in on:
             reg = fe_
         elif "exp2" in on and match:
             reg = fe_
-        self.reg, self.r_out, self.d_out, self.u_out = reg, r_out, d_out, u_out
+        self.reg, self.qreg, self.r_out, self.d_out, self.u_out = reg, qreg, r_out, d_out, u_out
         self.ctrl_out = ctrl
         return self.state()
 

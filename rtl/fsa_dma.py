@@ -78,20 +78,9 @@ the W data of issued AW bursts is sent), then ``done`` pulses and ``busy``
 falls.  While ``err`` is set, later commands are accepted and complete at
 once without any traffic.
 
-In-flight queue (LOADs of one-beat rows: with longer rows the slave's AR
-queue, two deep in cocotbext-axi's AxiRam, would hold the sequencer and
-expose the latency in a way the cycle model does not follow).  The sequencer
-is idle again the cycle after it queued an
-instruction's last burst (the cycle after the check when there is none), and
-the instruction waits in a queue slot (``INFLIGHT`` = 2 slots, one port; one
-slot with several ports) until its bursts have finished: each slot counts
-its bursts queued and not finished (a port's bursts finish in order, so a
-finishing burst belongs to the oldest slot with one unfinished).  The oldest
-slot with no burst left and nothing more to queue is done: ``done`` pulses
-in the next cycle and the slot is free in that cycle.  A command that is not
-a LOAD into the SRAM of the instructions held waits until the queue is empty
-(``cmd_ready``), so the ports' direction and the SRAM they use never change
-while a burst is in flight.
+In-flight queue (``rtl/fsa_dma_queue.py`` has the rules): up to
+``INFLIGHT`` = 2 LOADs of one-beat rows into one SRAM with one port, else
+one instruction; each is done in the order accepted.
 
 Structure.  ``fsa_dma`` holds the command register, the up-front checks and
 the row sequencer, which hands one burst per cycle to the port whose turn it
@@ -115,38 +104,7 @@ a port is 1 when its beat wins the SRAM port and ``n_ready`` is 1
 burst is queued, so W may lead AW; AW never waits for W.  The port tables,
 geometry and error codes live in ``rtl/fsa_dma_if.py`` (re-exported here).
 
-Latency and throughput: a command is accepted in an idle cycle (c0); c1
-checks it; the first burst is queued in c2 and AR/AW is valid from c3.  At
-most one burst is queued per cycle and the SRAM port moves at most one beat
-per cycle (shared by all ports), so a LOAD of rows of one beat runs at one
-row per cycle once the slave responds; a second LOAD accepted the cycle after
-the first one's last burst was queued has its first beat ready 5 cycles later,
-so a stream of LOADs pays the AXI latency once.  A STORE beat leaves the SRAM one
-cycle after its read is accepted.  ``done`` is high two cycles after the
-cycle in which the last beat is written (LOAD) or the last B response is
-accepted (STORE); the instruction has left the engine in that cycle (``busy`` is low
-when it was the only one) and a new command can be accepted.  A command
-that fails its up-front checks, or any command while ``err`` is set, is
-done in c3 (or the cycle after the done of the instruction before it).
-
-Timing (LOAD, P = 1, two rows of one beat, a slave answering at once; ``.``
-is don't care)::
-
-    cycle        0     1     2     3     4     5     6     7     8
-    cmd_valid    1     0     .     .     .     .     .     .     .
-    cmd_ready    1     0     0     0     0*    0*    0*    0*    1
-    state        idle  check run   run   idle  idle  idle  idle  idle
-    arvalid      0     0     0     1     1     0     0     0     0
-    araddr       .     .     .     a0    a1    .     .     .     .
-    rvalid       0     0     0     0     0     1     1     0     0
-    n_valid/we   0     0     0     0     0     1     1     0     0
-    n_addr       .     .     .     .     .     r0    r1    .     .
-    done         0     0     0     0     0     0     0     0     1
-    busy         0     1     1     1     1     1     1     1     0
-
-(``0*``: 1 for a LOAD into the same SRAM, which would be accepted into the
-second slot; the slave's latency between AR and R is its own; ``tb/tb_dma.py`` checks
-contents, not this cycle count).
+The waveform of a two-row LOAD: docs/architecture.md, "DMA timing".
 """
 from __future__ import annotations
 
@@ -156,7 +114,7 @@ from myhdl import ConcatSignal, always_comb, always_seq, block, intbv
 
 from rtl import fsa_dma_banks, fsa_dma_port, fsa_dma_queue
 from rtl.convert import comb_expr, convert_block, sig, submodule
-from rtl.fsa_dma_if import (AXI_SIGNALS, CMD_SIGNALS, ERR_AXI_RD, ERR_AXI_WR, ERR_DMA_ALIGN,  # noqa: F401
+from rtl.fsa_dma_if import (AXI_SIGNALS, CMD_SIGNALS, ERR_AXI_RD, check_ports, ERR_AXI_WR, ERR_DMA_ALIGN,  # noqa: F401
                             ERR_DMA_SIZE, ERR_MEM_RANGE, ERR_NAMES, ERR_NONE, ERR_SRAM_RANGE,
                             INFLIGHT, MAX_OUTSTANDING, NARROW_SIGNALS, WDATA_DEPTH, axi_prefixes,
                             geometry, inflight_depth, port_table, ports)
@@ -197,24 +155,8 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
         max_outstanding = cfg.dma_outstanding
     if not isinstance(max_outstanding, int) or max_outstanding not in (2, 4, 8, 16):
         raise ValueError(f"fsa_dma: max_outstanding must be 2, 4, 8 or 16, got {max_outstanding!r}")
-    table = {n: w for n, _, w in port_table(cfg)}
-    given = dict(clk=clk, rst=rst, done=done, busy=busy, err=err, err_code=err_code,
-                 err_slot=err_slot, aborting=aborting)
-    for n, _, _ in CMD_SIGNALS:
-        given[f"cmd_{n}"] = getattr(cmd, n, None)
-    for pre, b in (("spad", spad), ("acc", acc)):
-        for n, _, _ in NARROW_SIGNALS:
-            given[f"{pre}_{n}"] = getattr(b, n, None)
-    for pre in axi_prefixes(cfg):
-        b = getattr(m, pre[2:], None)
-        for n, _, _ in AXI_SIGNALS:
-            given[f"{pre}_{n}"] = getattr(b, n, None) if b is not None else None
-    for n, w in table.items():
-        s = given.get(n)
-        if s is None:
-            raise ValueError(f"fsa_dma: port {n} is missing (build the ports with rtl.fsa_dma.ports(cfg))")
-        if len(s) != w:
-            raise ValueError(f"fsa_dma: port {n} must be {w} bits wide, got {len(s)}")
+    check_ports(cfg, dict(clk=clk, rst=rst, done=done, busy=busy, err=err, err_code=err_code,
+                          err_slot=err_slot, aborting=aborting), cmd, spad, acc, m)
 
     P = g["ports"]
     BB = g["beat_bytes"]

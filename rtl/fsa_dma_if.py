@@ -15,7 +15,7 @@ from rtl.prim import Bundle, clog2
 __all__ = ["ERR_NONE", "ERR_AXI_RD", "ERR_AXI_WR", "ERR_MEM_RANGE", "ERR_DMA_ALIGN",
            "ERR_DMA_SIZE", "ERR_SRAM_RANGE", "ERR_NAMES", "MAX_OUTSTANDING", "WDATA_DEPTH",
            "INFLIGHT", "inflight_depth", "AXI_SIGNALS", "CMD_SIGNALS", "STATUS_SIGNALS",
-           "NARROW_SIGNALS", "geometry", "narrow_widths", "bank_ports",
+           "NARROW_SIGNALS", "geometry", "narrow_widths", "bank_ports", "check_ports",
            "axi_prefixes", "port_table", "ports"]
 
 # ---- error codes (err_code)
@@ -167,3 +167,30 @@ def ports(cfg) -> dict:
             for pre in axi_prefixes(cfg)}
     kw["m"] = Bundle(**axis)
     return kw
+
+
+def check_ports(cfg, given: dict, cmd, spad, acc, m) -> None:
+    """Check the signals handed to ``fsa_dma``: `given` maps the plain
+    port names (clk, rst, done, ...) to signals; `cmd`, `spad`, `acc`, `m`
+    are the bundles :func:`ports` makes.  Every port of :func:`port_table`
+    must be there with its width.
+
+    Raises:
+        ValueError: a missing port or one of the wrong width.
+    """
+    given = dict(given)
+    for n, _, _ in CMD_SIGNALS:
+        given[f"cmd_{n}"] = getattr(cmd, n, None)
+    for pre, b in (("spad", spad), ("acc", acc)):
+        for n, _, _ in NARROW_SIGNALS:
+            given[f"{pre}_{n}"] = getattr(b, n, None)
+    for pre in axi_prefixes(cfg):
+        b = getattr(m, pre[2:], None)
+        for n, _, _ in AXI_SIGNALS:
+            given[f"{pre}_{n}"] = getattr(b, n, None) if b is not None else None
+    for n, _, w in port_table(cfg):
+        s = given.get(n)
+        if s is None:
+            raise ValueError(f"fsa_dma: port {n} is missing (build the ports with rtl.fsa_dma.ports(cfg))")
+        if len(s) != w:
+            raise ValueError(f"fsa_dma: port {n} must be {w} bits wide, got {len(s)}")

@@ -1,9 +1,24 @@
-"""The in-flight queue of the DMA engine (``rtl/fsa_dma.py``, module
-docstring "In-flight queue"): slot allocation on accept, per-slot "still
-issuing" flags and (one port) per-slot counts of bursts not finished, the
-oldest slot's ``done``, and ``cmd_ready``.  A helper that returns MyHDL
-instances for ``fsa_dma`` (a MyHDL block whose logic is inlined there, not a
-Verilog module of its own); every signal is ``fsa_dma``'s.
+"""The in-flight queue of the DMA engine (``rtl/fsa_dma.py``): slot
+allocation on accept, per-slot "still issuing" flags and (one port) per-slot
+counts of bursts not finished, the oldest slot's ``done``, and ``cmd_ready``.
+A helper that returns MyHDL instances for ``fsa_dma`` (a MyHDL block whose
+logic is inlined there, not a Verilog module of its own); every signal is
+``fsa_dma``'s.
+
+In-flight queue (LOADs of one-beat rows: with longer rows the slave's AR
+queue, two deep in cocotbext-axi's AxiRam, would hold the sequencer and
+expose the latency in a way the cycle model does not follow).  The sequencer
+is idle again the cycle after it queued an
+instruction's last burst (the cycle after the check when there is none), and
+the instruction waits in a queue slot (``INFLIGHT`` = 2 slots, one port; one
+slot with several ports) until its bursts have finished: each slot counts
+its bursts queued and not finished (a port's bursts finish in order, so a
+finishing burst belongs to the oldest slot with one unfinished).  The oldest
+slot with no burst left and nothing more to queue is done: ``done`` pulses
+in the next cycle and the slot is free in that cycle.  A command that is not
+a LOAD into the SRAM of the instructions held waits until the queue is empty
+(``cmd_ready``), so the ports' direction and the SRAM they use never change
+while a burst is in flight.
 """
 from __future__ import annotations
 

@@ -223,143 +223,15 @@ def _json_safe(x):
     return x
 
 
-def _parse_load(spec: str) -> tuple[str, int | None]:
-    if "@" in spec:
-        path, addr = spec.rsplit("@", 1)
-        return path, int(addr, 0)
-    return spec, None
-
-
 PUSH_HELP = ("push the instruction words over the control port (the reference's way) "
              "instead of program fetch (the default: the program is placed at the top of the "
              "memory window and the device reads it)")
 
 
-def _fetch_addr(cfg, programs, memory, dumps) -> int:
-    """The program fetch address for `fsa exec` (checked against the data)."""
-    from fsa.simdev import program_address
-    return program_address(cfg, max(len(w) for _, w, _ in programs),
-                           [(a, len(b)) for a, b in memory] + [(a, n) for _, a, n in dumps])
-
-
 def _cmd_exec(args: argparse.Namespace) -> int:
-    """Run one or more raw programs (``--program`` repeated) one after another
-    on one device without a reset (each start is a fresh program, from DONE;
-    after a program that ends in ERROR the device is aborted before the
-    next), then dump memory.  Exit 0 when every program reached DONE."""
-    import json
-    from pathlib import Path
+    from fsa.cli_exec import cmd_exec   # (its own module)
 
-    from fsa import config, isa
-    from fsa.elf import load_segments
-
-    cfg = config.get(args.config)
-    programs = []                               # (file, words, instructions)
-    for path in args.program:
-        try:
-            raw = Path(path).read_bytes()
-        except OSError as e:
-            raise ValueError(f"--program: {e}") from None
-        try:
-            words = isa.from_bytes(raw)
-            prog = isa.decode(words)            # raises on an illegal instruction
-        except ValueError as e:
-            raise ValueError(f"--program {path}: {e}") from None
-        programs.append((str(path), words, prog))
-    memory = []
-    for spec in args.load or []:
-        path, addr = _parse_load(spec)
-        if addr is None:
-            memory += load_segments(path, cfg)
-        else:
-            try:
-                memory.append((addr, Path(path).read_bytes()))
-            except OSError as e:
-                raise ValueError(f"--load {spec}: {e}") from None
-    for a, b in memory:
-        if a < cfg.mem_base or a + len(b) > cfg.mem_base + cfg.mem_size:
-            raise ValueError(f"--load: segment 0x{a:x}+{len(b)} is outside the memory window "
-                             f"[0x{cfg.mem_base:x}, 0x{cfg.mem_base + cfg.mem_size:x})")
-    dumps = []
-    for spec in args.dump or []:
-        try:
-            path, addr, size = spec.rsplit(":", 2)
-            dumps.append((path, int(addr, 0), int(size, 0)))
-        except ValueError:
-            raise ValueError(f"--dump {spec!r}: use FILE:ADDRESS:SIZE, e.g. out.bin:0x80001000:256") from None
-    lo, hi = cfg.mem_base, cfg.mem_base + cfg.mem_size
-    for path, a, n in dumps:
-        if n <= 0:
-            raise ValueError(f"--dump {path}:0x{a:x}:{n}: the size must be positive")
-        if a < lo or a + n > hi:
-            raise ValueError(f"--dump {path}:0x{a:x}:{n}: 0x{a:x}+{n} is outside the memory window "
-                             f"[0x{lo:x}, 0x{hi:x}) of {cfg.name}")
-    n_ins = sum(len(p) for _, _, p in programs)
-    _say(f"{cfg.name}: {len(programs)} program(s), {n_ins} instructions, "
-         f"{sum(len(b) for _, b in memory)} bytes of memory image, on {args.sim}")
-    report = {"config": cfg.name, "engine": args.sim, "instructions": n_ins, "programs": []}
-    entries = report["programs"]
-    if args.sim == "golden":
-        from fsa.golden.machine import Deadlock, Machine, MachineError
-        m = Machine(cfg)
-        for a, b in memory:
-            m.mem.write(a, b)
-        at = None if args.push else _fetch_addr(cfg, programs, memory, dumps)
-        for path, words, prog in programs:       # (the golden model has no cycles)
-            e = dict(program=path, state="done", error="NONE", error_index=0, wait=None,
-                     counters=None, cycles=None)
-            try:
-                if at is None:
-                    e["counters"] = m.run(prog)
-                else:                            # program fetch: the words in memory
-                    m.mem.write(at, b"".join(w.to_bytes(4, "little") for w in words))
-                    e["counters"] = m.fetch(at, len(words))
-            except MachineError as err:
-                e.update(state="error", error=err.code, error_index=err.index, message=str(err),
-                         counters=dict(m.counters))
-                if isinstance(err, Deadlock):
-                    e["wait"] = {"sem_id": err.sem_id, "want": err.want, "have": err.have}
-                m.abort()
-            entries.append(e)
-        data = [m.mem.read(a, n) for _, a, n in dumps]
-    else:
-        from fsa.simdev import run_on_device
-        res = run_on_device(cfg, programs[0][1], memory, [(a, n) for _, a, n in dumps],
-                            sim=args.sim, max_cycles=args.max_cycles, progress=_say,
-                            programs=[w for _, w, _ in programs], fetch=not args.push)
-        for (path, _, _), run in zip(programs, res["runs"]):
-            entries.append({"program": path, "state": run["state"], "error": run["error"],
-                            "error_index": run["error_index"], "wait": run.get("wait"),
-                            "counters": run["counters"], "cycles": run["counters"]["exec"]})
-        report.update(run_dir=res["run_dir"], run_dir_kept=True)
-        data = res["dumps"]
-    last = entries[-1]
-    # (the single-program fields of earlier versions: the last program's)
-    report.update(state=last["state"], error=last["error"], error_index=last["error_index"],
-                  counters=last["counters"])
-    failed = [(k, e) for k, e in enumerate(entries) if e["state"] != "done"]
-    if failed:
-        where = f" (run folder {report['run_dir']})" if "run_dir" in report else ""
-        for k, e in failed:
-            print(f"error: program {k + 1} ({e['program']}): device state {e['state']}, error "
-                  f"{e['error']} at instruction {e['error_index']}{where}", file=sys.stderr)
-        if args.json:
-            Path(args.json).write_text(json.dumps(report, indent=2))
-        return 1
-    if "run_dir" in report:
-        if args.keep:
-            _say(f"run folder {report['run_dir']}")
-        else:
-            import shutil
-            shutil.rmtree(report["run_dir"], ignore_errors=True)
-            report["run_dir_kept"] = False
-    for (path, a, n), b in zip(dumps, data):
-        Path(path).write_bytes(b)
-        _say(f"dumped 0x{a:x}+{n} to {path}")
-    print("counters: " + ", ".join(f"{k} {v}" for k, v in report["counters"].items()))
-    if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=2))
-    return 0
+    return cmd_exec(args)
 
 
 def _cmd_compile(args: argparse.Namespace) -> int:

@@ -416,7 +416,8 @@ def memory_system(sa_rows: int, sa_cols: int, e_type: str, a_type: str) -> dict[
       is more than the reference's ``2C + 4R``; the reference kernel uses
       2C + 4R of them): with two slots the UD kernel's K/V loads, which
       take turns with program fetch on the one read port, cannot run a key
-      block ahead, and 8x8 .. 16x16 UD lose 5-10 % to the DMA.  The 64-bit
+      block ahead, and 4x4 fp32 .. 16x16 UD lose 3-13 % to the DMA at
+      N = 4096 (with three: 0.1-0.4 %, 4x4 fp32 4 %: program fetch).  The 64-bit
       presets (4x4 and 4x8 fp16/bf16) keep the single bank and the
       reference's scratchpad they always had.
     * Rows of ``b > 1`` beats (64x64 fp16, 32x32 fp32 and larger):
@@ -424,14 +425,16 @@ def memory_system(sa_rows: int, sa_cols: int, e_type: str, a_type: str) -> dict[
       cycle, not the beats, is the limit (2R rows per key block: ``2R <
       T_ud``), ``spad_banks = 2b`` (each port's rows alternate between two
       banks, so the array's use of one bank stalls a port only every other
-      row; with ``b`` banks UD loses 30-40 %) and ``acc_banks = b`` (the O
+      row; with ``b`` banks UD loses 17-45 % at N = 4096) and
+      ``acc_banks = b`` (the O
       store moves ``b`` beats per cycle), each bank with its own narrow
       port.  This carries the reference dataflow at its schedule, but not
       UD: one instruction in flight on several ports makes each LOAD cost
-      ``R + 6 + b`` cycles, ``2R + 12 + 2b`` per key block, ``2b + 1``
-      over ``T_ud`` (P = 8) whatever the number of ports or banks (5 to 17
-      cycles, 2-7 %); a second instruction in flight with several ports
-      would hide it (docs/performance.md, section 1f).
+      about ``R + 6 + b`` cycles, ``2R + 12 + 2b`` per key block, about
+      ``2b + 1`` over ``T_ud`` (P = 8) whatever the number of ports or
+      banks (6 to 17 cycles, 3-8 % of ``T_ud``; 6-9 % at N = 4096 with the
+      per-query-block Q load and O store); a second instruction in flight
+      with several ports would hide it (docs/performance.md, section 1f).
     """
     spad = sa_rows * get_format(e_type).width
     acc = sa_cols * get_format(a_type).width

@@ -380,38 +380,61 @@ _SUFFIX = {"Fp16": ("fp16", "fp32"), "Bf16": ("bf16", "fp32"), "Fp32": ("fp32", 
 
 #: the widest AXI data bus a preset gets (the widest the config allows)
 MAX_PRESET_AXI_BITS = 512
+#: the most AXI memory ports a preset gets (the most the config allows)
+MAX_PRESET_PORTS = 8
 
 
 def memory_system(sa_rows: int, sa_cols: int, e_type: str, a_type: str) -> dict[str, int]:
-    """The memory system the presets give an array: ``axi_data_bits``,
-    ``spad_banks`` and (from 2048-bit rows) ``acc_banks`` and ``mem_ports``
-    (keyword arguments of :class:`FSAConfig`).
+    """The memory system the presets give an array, for both dataflows (a
+    preset and its UD twin share it): ``axi_data_bits``, ``spad_banks`` and,
+    where they differ from the defaults, ``spad_rows``, ``mem_ports`` and
+    ``acc_banks`` (keyword arguments of :class:`FSAConfig`).
+
+    Demand per key block (d = R; one K and one V^T tile of R rows, Q and O
+    once per query block; :func:`fsa.cyclemodel.dma_demand` computes it):
+    ``2 R^2 e`` bytes (e = bytes per element) = ``2 R ceil(R e / W)`` beats
+    of W bytes, i.e. 2R rows of ``b = ceil(R e / W)`` beats,
+
+    * in the reference key-block period ``T = 4R + C + P + 5`` (R = C), and
+    * in the UD period ``T_ud = 2R + P + 3`` (about half: twice the bytes
+      per cycle).
+
+    The DMA moves at most one beat per cycle per scratchpad narrow port
+    (one port, or one per bank with several AXI ports,
+    :func:`fsa.dmarules.bank_ports`) and queues at most one row (burst) per
+    cycle; each LOAD pays about ``6 + b`` cycles of fixed latency
+    (:data:`fsa.cyclemodel.DEFAULT_DMA`), hidden by a second LOAD in flight
+    only on one port (:func:`fsa.dmarules.inflight_depth`). Hence:
 
     * ``axi_data_bits``: one AXI beat per scratchpad row (``R x e_type``
-      bits) up to 512 bits, so that a K or V tile of R rows is R beats;
-      also a divisor of the accumulator row (``C x a_type``), as the DMA needs.
-    * ``spad_banks``: 2 when the bus is wider than 64 bits (row-interleaved
-      banks: the DMA writes the next K/V tile into rows of one bank while the
-      array reads the other's, instead of taking turns on one bank), else 1
-      (the 64-bit presets, 4x4 fp16/bf16, keep the single bank they always had).
-
-    The bandwidth the attention kernel needs per key block (d = R, one K and
-    one V tile of R rows; :func:`fsa.cyclemodel.dma_demand` computes it):
-    ``2 R^2 e`` bytes (e = bytes per element) = ``2 R ceil(R e / W)`` beats of
-    W bytes, each one cycle of the scratchpad's narrow port, in the reference
-    key-block period ``T = 4R + C + P + 5`` (R = C). With one beat per row
-    that is ``2R / T`` (under 0.4) of the narrow port, and twice that (the UD
-    dataflow's demand) stays under 1 up to 512-bit rows (32x32 fp16, 16x16 fp32).
-
-    * ``mem_ports`` and ``spad_banks`` from 2048-bit rows (64x64 fp32,
-      128x128; 4 beats a row): 4 AXI ports into 4 scratchpad and 4
-      accumulator banks.  With several ports a banked SRAM has a narrow port
-      per bank (``fsa.dmarules.bank_ports``, ``rtl/fsa_sram_bp.py``), so the
-      ports' rows (round-robin over the ports, row-interleaved over the
-      banks) move 4 beats per cycle; one narrow port (one beat per cycle)
-      cannot carry the ``2 R ceil(R e / W)`` beats of a key block in ``T``
-      cycles there, nor the O store (R rows of C accumulators) between two
-      query blocks.
+      bits) up to 512 bits, so that a tile of R rows is R beats; also a
+      divisor of the accumulator row (``C x a_type``), as the DMA needs.
+    * Rows of one beat (up to 512 bits): one AXI port; ``spad_banks`` = 2
+      when the bus is wider than 64 bits (row-interleaved: the DMA writes
+      rows of one bank while the array reads the other's), and the
+      scratchpad holds three UD KV slots (``spad_rows = C + 6R`` where that
+      is more than the reference's ``2C + 4R``; the reference kernel uses
+      2C + 4R of them): with two slots the UD kernel's K/V loads, which
+      take turns with program fetch on the one read port, cannot run a key
+      block ahead, and 4x4 fp32 .. 16x16 UD lose 3-13 % to the DMA at
+      N = 4096 (with three: 0.1-0.4 %, 4x4 fp32 4 %: program fetch).  The 64-bit
+      presets (4x4 and 4x8 fp16/bf16) keep the single bank and the
+      reference's scratchpad they always had.
+    * Rows of ``b > 1`` beats (64x64 fp16, 32x32 fp32 and larger):
+      ``mem_ports = b`` AXI ports (at most 8), so that the DMA's one row per
+      cycle, not the beats, is the limit (2R rows per key block: ``2R <
+      T_ud``), ``spad_banks = 2b`` (each port's rows alternate between two
+      banks, so the array's use of one bank stalls a port only every other
+      row; with ``b`` banks UD loses 17-45 % at N = 4096) and
+      ``acc_banks = b`` (the O
+      store moves ``b`` beats per cycle), each bank with its own narrow
+      port.  This carries the reference dataflow at its schedule, but not
+      UD: one instruction in flight on several ports makes each LOAD cost
+      about ``R + 6 + b`` cycles, ``2R + 12 + 2b`` per key block, about
+      ``2b + 1`` over ``T_ud`` (P = 8) whatever the number of ports or
+      banks (6 to 17 cycles, 3-8 % of ``T_ud``; 6-9 % at N = 4096 with the
+      per-query-block Q load and O store); a second instruction in flight
+      with several ports would hide it (docs/performance.md, section 1f).
     """
     spad = sa_rows * get_format(e_type).width
     acc = sa_cols * get_format(a_type).width
@@ -419,9 +442,22 @@ def memory_system(sa_rows: int, sa_cols: int, e_type: str, a_type: str) -> dict[
     for w in (32, 64, 128, 256, 512):
         if w <= min(spad, MAX_PRESET_AXI_BITS) and spad % w == 0 and acc % w == 0:
             bits = w
-    if spad >= 4 * MAX_PRESET_AXI_BITS:
-        return {"axi_data_bits": bits, "spad_banks": 4, "acc_banks": 4, "mem_ports": 4}
-    return {"axi_data_bits": bits, "spad_banks": 2 if bits > 64 else 1}
+    if bits <= 64:
+        return {"axi_data_bits": bits, "spad_banks": 1}
+    beats = -(-spad // bits)
+    if beats == 1:
+        out = {"axi_data_bits": bits, "spad_banks": 2}
+        if sa_cols + 6 * sa_rows > 2 * sa_cols + 4 * sa_rows:
+            out["spad_rows"] = sa_cols + 6 * sa_rows
+        return out
+    ports = min(MAX_PRESET_PORTS, beats)
+
+    def pow2(n: int, cap: int) -> int:
+        return min(cap, 1 << (n - 1).bit_length())
+    # at least two rows per bank (FSAConfig.validate): acc_rows = 1 + R
+    acc_cap = 1 << (((1 + sa_rows) // 2).bit_length() - 1)
+    return {"axi_data_bits": bits, "mem_ports": ports, "spad_banks": pow2(2 * ports, 16),
+            "acc_banks": pow2(ports, min(16, acc_cap))}
 
 
 def _build_presets() -> dict[str, FSAConfig]:
@@ -444,9 +480,10 @@ def _build_presets() -> dict[str, FSAConfig]:
     # non-square arrays
     for r, c in ((16, 8), (8, 16), (8, 4), (4, 8)):
         add(preset(f"FSA{r}X{c}Fp16Config", r, c))
-    # two AXI memory ports
-    add(preset("FSA4X4Fp16TwoPortConfig", 4, 4, mem_ports=2))
-    add(preset("FSA8X8Fp16TwoPortConfig", 8, 8, mem_ports=2))
+    # two AXI memory ports (the multi-port split on small arrays, no UD twin:
+    # the reference's scratchpad, not the three UD slots)
+    add(preset("FSA4X4Fp16TwoPortConfig", 4, 4, mem_ports=2, spad_rows=0))
+    add(preset("FSA8X8Fp16TwoPortConfig", 8, 8, mem_ports=2, spad_rows=0))
     # narrow-bus variants for small SoCs: the 64-bit AXI and single scratchpad
     # bank every preset had before (the DMA sets the pace from 8x8 up)
     for n in (8, 16, 32, 64, 128):

@@ -648,25 +648,43 @@ def reference_period(R: int, C: int, P: int) -> int:
 
 def dma_demand(cfg: FSAConfig) -> dict[str, float]:
     """What the attention kernel asks of the DMA per key block in the steady
-    state (d = R; the kernel of :mod:`fsa.kernels` loads one K and one V tile
-    of R rows per key block; Q and O move once per query block):
+    state (d = R; both kernels, :mod:`fsa.kernels` and :mod:`fsa.kernels_ud`,
+    load one K and one V (V^T) tile of R rows per key block, as two LOADs;
+    Q and O move once per query block), against what `cfg`'s memory system
+    offers:
 
     * ``bytes``  = ``2 R^2 e``  (e = bytes per element),
+    * ``rows`` = ``2R`` (one AXI burst each; the DMA queues at most one per
+      cycle, whatever the ports),
     * ``beats``  = ``2 R ceil(R e / W)`` (W = AXI bytes per beat; each beat is
-      one cycle of the scratchpad's narrow port, shared by all AXI ports),
+      one cycle of a scratchpad narrow port),
+    * ``lanes``: the narrow ports those beats spread over: 1 (one port, or
+      several AXI ports sharing the SRAM's one narrow port), or with a
+      narrow port per bank (:func:`fsa.dmarules.bank_ports`) the lesser of
+      the AXI ports and the banks,
     * ``period`` = the reference schedule's key-block period
-      (:func:`reference_period`, ``4R + C + P + 5`` for R = C),
-    * ``occupancy`` = ``beats / period``, the share of the narrow port (and,
-      with one port, of the bus) the K/V stream needs; ``ud_occupancy`` =
-      twice that, the UD dataflow's demand (two R-row tiles every
-      ``2R + P + 3`` cycles). The DMA is not the limit while ``occupancy``
-      (or ``ud_occupancy``) is below 1 with room for its per-instruction
-      latency (about 6 cycles a LOAD, :data:`DEFAULT_DMA`).
+      (:func:`reference_period`, ``4R + C + P + 5`` for R = C) and
+      ``ud_period`` = the UD dataflow's (:func:`fsa.plan_ud.period`, ``2R + P + 3``),
+    * ``occupancy`` = ``beats / (lanes x period)``, the share of the narrow
+      ports the K/V stream needs in the reference dataflow, and
+      ``ud_occupancy`` = ``beats / (lanes x ud_period)`` in the UD dataflow
+      (about twice); ``ud_rows`` = ``rows / ud_period``, the share of the
+      DMA's one-burst-per-cycle queue it needs there.
+
+    Above 1 the DMA cannot keep up whatever its latency; below 1 it still
+    pays about ``6 + ceil(R e / W)`` cycles per LOAD (:data:`DEFAULT_DMA`),
+    hidden by a second LOAD in flight only on one port
+    (:func:`fsa.dmarules.inflight_depth`; docs/performance.md section 1f).
     """
+    from fsa.dmarules import bank_ports
+    from fsa.plan_ud import period as ud_period
     R, C = cfg.sa_rows, cfg.sa_cols
     e = cfg.e_fmt.bytes
     beat = cfg.axi_data_bits // 8
     beats = 2 * R * math.ceil(R * e / beat)
+    lanes = min(cfg.mem_ports, cfg.spad_banks) if bank_ports(cfg.mem_ports, cfg.spad_banks) else 1
     period = reference_period(R, C, cfg.exp2_pieces)
-    return {"bytes": 2 * R * R * e, "beats": beats, "period": period,
-            "occupancy": beats / period, "ud_occupancy": 2 * beats / period}
+    ud = ud_period(R, cfg.exp2_pieces)
+    return {"bytes": 2 * R * R * e, "rows": 2 * R, "beats": beats, "lanes": lanes,
+            "period": period, "ud_period": ud, "occupancy": beats / (lanes * period),
+            "ud_occupancy": beats / (lanes * ud), "ud_rows": 2 * R / ud}

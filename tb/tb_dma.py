@@ -698,7 +698,9 @@ def _error_cases(cfg: FSAConfig) -> list[tuple[str, Dma, str]]:
         ("align_row1", Dma(L, repeat=3, sram_addr=0, sram_stride=1, is_accum=True,
                            mem_addr=base + 0x200, mem_stride=arb + bb // 2, size=arb),
          "DMA_ALIGN"),
-        ("align_row0", Dma(S, repeat=2, sram_addr=3, sram_stride=1, mem_addr=base + 0x204,
+        # (0x204 for beats of 8 bytes and more; 0x202 for 4-byte beats)
+        ("align_row0", Dma(S, repeat=2, sram_addr=3, sram_stride=1,
+                           mem_addr=base + 0x200 + min(4, bb // 2),
                            mem_stride=srb, size=srb), "DMA_ALIGN"),
         ("align_size", Dma(L, repeat=2, sram_addr=3, sram_stride=1, is_accum=True,
                            mem_addr=base + 0x200, mem_stride=arb, size=bb // 2), "DMA_ALIGN"),

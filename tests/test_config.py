@@ -19,8 +19,10 @@ def test_required_presets_exist():
 
 
 def test_reference_sizes():
-    cfg = config.get("FSA8X4Fp16Config")  # R=8, C=4
+    cfg = config.FSAConfig("Ref8x4", 8, 4)  # R=8, C=4, the reference's default sizes
     assert cfg.spad_rows == 2 * 4 + 4 * 8
+    # the preset's scratchpad holds three UD K/V slots besides Q (memory_system)
+    assert config.get("FSA8X4Fp16Config").spad_rows == 4 + 6 * 8
     assert cfg.acc_rows == 1 + 8
     assert cfg.spad_size == cfg.spad_rows * 8 * 2
     assert cfg.acc_size == cfg.acc_rows * 4 * 4

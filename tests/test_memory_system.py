@@ -56,11 +56,17 @@ def test_demand_formula_counts_the_kernels_beats():
 
 def test_memory_system_rule():
     """One beat per scratchpad row, capped at 512 bits, dividing the
-    accumulator row; two banks once the bus is wider than 64 bits."""
+    accumulator row; two banks and three UD KV slots once the bus is wider
+    than 64 bits; rows of b > 1 beats get b ports, 2b scratchpad banks and
+    b accumulator banks."""
     assert fconfig.memory_system(4, 4, "fp16", "fp32") == {"axi_data_bits": 64, "spad_banks": 1}
-    assert fconfig.memory_system(16, 16, "fp16", "fp32") == {"axi_data_bits": 256, "spad_banks": 2}
+    assert fconfig.memory_system(16, 16, "fp16", "fp32") == {"axi_data_bits": 256, "spad_banks": 2,
+                                                             "spad_rows": 16 + 6 * 16}
+    assert fconfig.memory_system(8, 16, "fp16", "fp32") == {"axi_data_bits": 128, "spad_banks": 2}
+    assert fconfig.memory_system(64, 64, "fp16", "fp32") == {
+        "axi_data_bits": 512, "mem_ports": 2, "spad_banks": 4, "acc_banks": 2}
     assert fconfig.memory_system(128, 128, "fp32", "fp32") == {
-        "axi_data_bits": 512, "spad_banks": 4, "acc_banks": 4, "mem_ports": 4}
+        "axi_data_bits": 512, "mem_ports": 8, "spad_banks": 16, "acc_banks": 8}
     assert fconfig.memory_system(8, 4, "fp16", "fp32")["axi_data_bits"] == 128
     for name in fconfig.names():
         cfg = fconfig.get(name)
@@ -72,6 +78,10 @@ def test_memory_system_rule():
             assert (cfg.axi_data_bits, cfg.spad_banks) == (want["axi_data_bits"],
                                                            want["spad_banks"]), name
             assert cfg.axi_data_bits == min(512, cfg.spad_row_bytes * 8), name
+            if "TwoPort" not in name:
+                assert cfg.mem_ports == want.get("mem_ports", 1), name
+                assert cfg.acc_banks == want.get("acc_banks", 1), name
+                assert cfg.spad_rows == want.get("spad_rows", 2 * cfg.sa_cols + 4 * cfg.sa_rows)
         # the reference's mem_align is the AXI beat in bytes
         assert cfg.reference_dict()["mem_align"] == cfg.axi_data_bits // 8
 
@@ -102,16 +112,18 @@ def test_dma_outstanding_round_trips_and_reaches_the_rtl(tmp_path):
 
 
 def test_wide_rows_get_a_port_per_bank():
-    """From 2048-bit scratchpad rows the presets have 4 AXI ports into 4
-    banks of each SRAM, each bank with its own narrow port; narrower rows
-    keep one port."""
+    """Scratchpad rows of b > 1 AXI beats (from 1024 bits) get b AXI ports
+    into 2b scratchpad and b accumulator banks, each bank with its own
+    narrow port; narrower rows keep one port."""
     from fsa.dmarules import bank_ports
-    for name in ("FSA64X64Fp32Config", "FSA128X128Fp16Config", "FSA128X128Fp32Config"):
+    for name, b in (("FSA32X32Fp32Config", 2), ("FSA64X64Fp16Config", 2), ("FSA64X64Fp32Config", 4),
+                    ("FSA128X128Fp16Config", 4), ("FSA128X128Fp32Config", 8)):
         cfg = fconfig.get(name)
-        assert (cfg.mem_ports, cfg.spad_banks, cfg.acc_banks) == (4, 4, 4), name
+        assert cfg.spad_row_bytes * 8 == b * cfg.axi_data_bits, name
+        assert (cfg.mem_ports, cfg.spad_banks, cfg.acc_banks) == (b, 2 * b, b), name
         assert bank_ports(cfg.mem_ports, cfg.spad_banks) and bank_ports(cfg.mem_ports,
                                                                          cfg.acc_banks)
-    for name in ("FSA64X64Fp16Config", "FSA32X32Fp32Config", "FSA16X16Fp16Config"):
+    for name in ("FSA32X32Fp16Config", "FSA16X16Fp32Config", "FSA16X16Fp16Config"):
         cfg = fconfig.get(name)
         assert cfg.mem_ports == 1 and not bank_ports(cfg.mem_ports, cfg.spad_banks), name
 
@@ -125,3 +137,79 @@ def test_bank_ports_keep_up_at_64x64_fp32():
     assert cm.steady_state(cfg)["per_key_block"] == free
     one = cfg.replace(mem_ports=1, spad_banks=2, acc_banks=1, name="One")
     assert cm.steady_state(one)["per_key_block"] > 1.5 * free
+
+
+# ------------------------------------------------- the UD twins (issue 15 item 1)
+def _with_ud_twin() -> list[str]:
+    return [n for n in fconfig.names() if fconfig.ud_twin_name(n) in fconfig.PRESETS]
+
+
+@pytest.mark.parametrize("name", _with_ud_twin())
+def test_memory_system_carries_the_ud_twin(name):
+    """Every size/format preset's memory system carries its UD twin's K/V
+    stream (computed from the config by dma_demand): the beats fit the
+    narrow ports and the rows the DMA's one burst per cycle within the UD
+    period 2R + P + 3, and the twin has exactly the same memory system."""
+    ref, ud = fconfig.get(name), fconfig.get(fconfig.ud_twin_name(name))
+    assert ud.replace(dataflow="reference", name=name) == ref
+    d = cm.dma_demand(ud)
+    assert d["ud_period"] == 2 * ud.sa_rows + ud.exp2_pieces + 3
+    assert d["beats"] <= d["lanes"] * d["ud_period"], (name, d)
+    assert d["rows"] < d["ud_period"] and d["ud_occupancy"] < 1, (name, d)
+
+
+def test_demand_lanes_follow_the_bank_ports():
+    """lanes = the narrow ports the beats spread over: 1 on one port (or
+    several ports into one bank), min(ports, banks) with bank ports."""
+    base = fconfig.get("FSA8X8Fp16Config")
+    for kw, lanes in ((dict(), 1), (dict(mem_ports=2, spad_banks=1), 1),
+                      (dict(mem_ports=2, spad_banks=4), 2), (dict(mem_ports=4, spad_banks=2), 2)):
+        d = cm.dma_demand(base.replace(name="L", **kw))
+        assert d["lanes"] == lanes, kw
+        assert d["ud_occupancy"] == d["beats"] / (lanes * d["ud_period"])
+
+
+@pytest.mark.parametrize("name", [n for n in _with_ud_twin()
+                                  if fconfig.get(n).mem_ports == 1
+                                  and fconfig.get(n).axi_data_bits > 64])
+def test_one_port_ud_twins_keep_up(name):
+    """One-port UD twins with a bus wider than 64 bits: with the program in
+    the queue the DMA keeps the UD period (K/V stream alone), and from 8
+    rows on, with program fetch, N = 4096 is within 3 % of the free DMA (the
+    issue-14 target; 4x4 fp32 UD, +4 %, is bound by program fetch bursts
+    that hold its K/V LOADs, docs/performance.md section 1f)."""
+    ud = fconfig.get(fconfig.ud_twin_name(name))
+    free = cm.steady_state(ud, cm.IDEAL_DMA)
+    assert cm.steady_state(ud, program="queue")["per_key_block"] == free["per_key_block"]
+    if ud.sa_rows >= 8:
+        fetch = cm.steady_state(ud, program="fetch")
+        n = 4096
+        assert cm.predict_cycles(ud, n, n, False, fetch) <= 1.03 * cm.predict_cycles(
+            ud, n, n, False, free), name
+
+
+def test_third_ud_slot_is_what_keeps_16x16_ud_up():
+    """Without the third K/V slot (the reference's 2C + 4R scratchpad
+    rows), 16x16 fp16 UD with program fetch is DMA-bound (45 instead of 43
+    cycles per key block)."""
+    ud = fconfig.get("FSA16X16Fp16UdConfig")
+    assert ud.spad_rows == ud.sa_cols + 6 * ud.sa_rows
+    two = ud.replace(spad_rows=0, name="TwoSlots")
+    free = cm.steady_state(ud, cm.IDEAL_DMA)["per_key_block"]
+    assert cm.steady_state(ud, program="fetch")["per_key_block"] == free
+    assert cm.steady_state(two, program="fetch")["per_key_block"] > free
+
+
+def test_several_ports_pay_the_load_latency_per_key_block():
+    """Rows of b = 2 beats (32x32 fp32 UD: 2 ports, 4 + 2 banks): one
+    instruction in flight on several ports costs about 2b + 1 cycles per key
+    block over the UD period, and twice the ports and banks do not help
+    (the DMA's one row per cycle and the LOAD latency are the limit)."""
+    ud = fconfig.get("FSA32X32Fp32UdConfig")
+    b = ud.spad_row_bytes * 8 // ud.axi_data_bits
+    assert (b, ud.mem_ports) == (2, 2)
+    free = cm.steady_state(ud, cm.IDEAL_DMA)["per_key_block"]
+    got = cm.steady_state(ud)["per_key_block"]
+    assert free < got <= free + 2 * b + 2
+    more = ud.replace(mem_ports=4, spad_banks=8, acc_banks=4, name="More")
+    assert cm.steady_state(more)["per_key_block"] >= got - 1

@@ -1,0 +1,98 @@
+"""The multi-port memory shapes of the large presets (``fsa.config.memory_system``:
+scratchpad rows of ``b > 1`` AXI beats get ``b`` AXI ports, ``2b``
+scratchpad banks and ``b`` accumulator banks, each bank with its own narrow
+port) on small arrays, where a simulator build is cheap: the same ``b`` is
+reached with a narrower AXI bus (8x8 fp16 rows on a 64-bit bus are 2 beats,
+as 64x64 fp16 rows on the presets' 512-bit bus).
+
+* ``test_shape_matches_the_presets``: each small shape is the one the
+  presets with the same ``b`` get (no simulator);
+* ``test_dma_shape``: the DMA unit bench (``tb/tb_dma.py``) on each shape;
+* ``test_attention_shape``: attention through ``fsa_top`` (reference and UD
+  kernels) bit-equal to the golden model and the device counters equal to
+  the cycle model's (``tb/test_attention.py``'s ``check_device``).
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from fsa import config as fconfig
+from fsa import kernels, numerics as nx
+from fsa.engines import GoldenEngine
+from fsa.report import fa3_inputs
+from fsa.simdev import run_on_device
+
+import coverage_report as cov
+from tb import simrun
+from test_attention import FULL, SEED, check_device
+from test_dma import dma_verilog
+
+
+def shape(base: str, axi_bits: int, ud: bool = False, **kw) -> fconfig.FSAConfig:
+    """`base` on an `axi_bits` bus with memory_system's shape for rows of
+    ``b = row bits / axi_bits`` beats (b ports, 2b + b banks)."""
+    cfg = fconfig.get(base)
+    b = cfg.spad_row_bytes * 8 // axi_bits
+    name = f"{base[:-len('Config')]}Axi{axi_bits}P{b}{'Ud' if ud else ''}Config"
+    return cfg.replace(name=name, axi_data_bits=axi_bits, mem_ports=b, spad_banks=2 * b,
+                       acc_banks=b, dataflow="ud" if ud else "reference", **kw)
+
+
+#: b -> the small config with that shape (8x8: two beats on 64 bits, four
+#: beats of fp32 rows on 64 bits, eight on 32 bits; acc_rows 16 for the
+#: 8 accumulator banks' two rows each)
+SHAPES = {2: shape("FSA8X8Fp16Config", 64), 4: shape("FSA8X8Fp32Config", 64),
+          8: shape("FSA8X8Fp32Config", 32, acc_rows=16)}
+
+
+def test_shape_matches_the_presets():
+    """Each small shape is what memory_system gives the presets whose rows
+    have the same number of beats (and every b the presets use is here)."""
+    seen = set()
+    for name in fconfig.names():
+        cfg = fconfig.get(name)
+        b = cfg.spad_row_bytes * 8 // cfg.axi_data_bits
+        if cfg.mem_ports == 1 or "TwoPort" in name:
+            continue
+        seen.add(b)
+        small = SHAPES[b]
+        assert small.spad_row_bytes * 8 // small.axi_data_bits == b
+        assert (cfg.mem_ports, cfg.spad_banks, cfg.acc_banks) == (
+            small.mem_ports, small.spad_banks, small.acc_banks), name
+    assert seen == set(SHAPES)
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("b", sorted(SHAPES))
+def test_dma_shape(b):
+    cfg = SHAPES[b]
+    params = dict(config=cfg.to_dict(), random_instrs=1000 if FULL else 100)
+    simrun.run("fsa_dma", dma_verilog(cfg), "tb_dma",
+               extra_env={"FSA_DMA_PARAMS": json.dumps(params)}, timeout_s=600)
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("b,ud", [(2, False), (2, True), (4, True), (8, True),
+                                  pytest.param(4, False, marks=pytest.mark.full),
+                                  pytest.param(8, False, marks=pytest.mark.full)])
+def test_attention_shape(b, ud):
+    if (b, ud) in ((4, False), (8, False)) and not FULL:
+        pytest.skip("long sweep: FULL=1")
+    base = SHAPES[b]
+    cfg = base.replace(name=base.name.replace("Config", "UdConfig"), dataflow="ud") if ud else base
+    sq, skv = 16, 24
+    rng = np.random.default_rng(SEED)
+    q, k, v = (nx.from_float64(fa3_inputs(rng, (n, cfg.sa_rows)), cfg.e_type) for n in (sq, skv, skv))
+    prog = kernels.attention(cfg, sq, skv)
+    assert prog.meta.get("kernel", "reference") == ("ud" if ud else "reference"), prog.meta
+    gold = GoldenEngine(cfg).run(prog, {"Q": q, "K": k, "V": v})
+    image = prog.memory_image({"Q": q, "K": k, "Vt": np.ascontiguousarray(v.T)})
+    res = run_on_device(cfg, prog.words(), image, prog.output_regions(), max_cycles=2_000_000,
+                        seed=SEED)
+    _, checked = check_device(cfg, prog, gold, res, f"{cfg.name} {sq}x{skv}")
+    assert checked
+    cov.record(prog, res["runs"][-1], config=cfg, cycles_checked=checked,
+               what=f"{cfg.name} {sq}x{skv}")

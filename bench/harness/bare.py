@@ -14,7 +14,7 @@ AXI4-Lite pushes and the AXI4 memory answered in C++ instead of Python.
   the harness's dump, so its :class:`~fsa.engines.Result` compares with the
   golden model's raw bits as SimEngine's does.
 
-Limits: one AXI memory port of at most 64 data bits (the presets' bus); the
+Limits: one AXI memory port (any data width: the presets' bus); the
 memory answers every burst at once (always ready, one beat per cycle), so
 the device's cycle counts can differ slightly from the cocotb bench's
 (cocotbext-axi's ``AxiRam`` has its own latencies); outputs cannot.
@@ -45,8 +45,6 @@ def supported(cfg: FSAConfig) -> str | None:
     """None when the harness can run `cfg`, else why not."""
     if cfg.mem_ports != 1:
         return f"{cfg.name}: {cfg.mem_ports} memory ports (the harness answers one)"
-    if cfg.axi_data_bits > 64:
-        return f"{cfg.name}: {cfg.axi_data_bits}-bit AXI (the harness answers up to 64)"
     return None
 
 

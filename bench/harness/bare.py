@@ -59,7 +59,7 @@ def build_bare(cfg: FSAConfig, *, timeout_s: float = 3600, log=None) -> Path:
     simrun.setup_tool_env()
     srcs = [Path(s).resolve() for s in verilog_files(generate(cfg, quiet=True))]
     srcs = waiver_files(srcs) + srcs
-    args = simrun.build_args("verilator", False) + ["--timescale", "1ns/1ps"]
+    args = simrun.build_args("verilator", False, "fsa_top") + ["--timescale", "1ns/1ps"]
     h = hashlib.sha256()
     for part in ("bare", repr(args), simrun._tool_version("verilator"),
                  os.environ.get("MAKEFLAGS", ""), SOURCE.read_text()):

@@ -45,7 +45,7 @@ MAC_WRAPPER = """
 module fma_mac (input [{EW}:0] a, input [{EW}:0] b, input [{AW}:0] c, output [{AW}:0] y);
   wire [{EW}:0] e_unused; wire [{PW}:0] p_unused; wire m_unused;
   {FMA} u (.a(a), .b(b), .c(c), .exp2(1'b0), .out_a(y), .out_e(e_unused), .piece(p_unused),
-           .match(m_unused));
+           .match(m_unused), .en(1'b1));
 endmodule
 """
 
@@ -64,7 +64,7 @@ def main(argv: "list[str] | None" = None) -> int:
     cfg = fconfig.get(args.config)
     e, a, P = cfg.e_type, cfg.a_type, cfg.exp2_pieces
     gen = generate(cfg, quiet=True)
-    fma_name = fsa_fma.module_name(e, a, P)
+    fma_name = fsa_fma.module_name(e, a, P, gated=True)     # the PE's (gated) FMA
     fma_v = gen / f"{fma_name}.v"
     ew, aw = cfg.e_fmt.width, cfg.a_fmt.width
     res = {}

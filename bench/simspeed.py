@@ -23,7 +23,8 @@ Run as ``python bench/simspeed.py [--quick]`` from the repository root.
    and the AXI4 memory answered in C++), same programs and inputs: cycles
    per CPU second of the whole run (pushes, run, register reads), of idle
    cycles after it, the exec cycles it saw, its output against the golden
-   model, and the cocotb path's cost relative to it.
+   model, the figures before issue 16 item 2 (``BARE_BEFORE``: the PE's FMA
+   evaluated every cycle) and the cocotb path's cost relative to it.
 2. Verilator build of ``fsa_top`` from scratch into a temporary folder,
    without ccache, in a child process: wall time, and the peak resident
    memory of the largest build process (``RUSAGE_CHILDREN`` ru_maxrss: the
@@ -64,6 +65,13 @@ from harness.bare import BareEngine, build_bare, supported
 #: -> 7,210 in the same session, a loaded machine; same exec cycles and bits.)
 BEFORE = {"FSA4X4Fp16ConfigQ4K": 4896.0, "FSA8X8Fp16ConfigQ4K": 2650.0,
           "FSA16X16Fp16ConfigQ4K": 663.0}
+
+#: The bare harness before issue 16 item 2 (the PE's FMA evaluated every
+#: cycle, no device-model flags; the harness of this commit, which answers the
+#: presets' 128/256-bit buses), same method and programs as section 1b:
+#: (busy, idle) cycles per CPU second; same exec cycles and bits as after.
+#: Printed beside today's figures; not re-measured.
+BARE_BEFORE = {"FSA8X8Fp16ConfigQ4K": (50577.0, 56577.0), "FSA16X16Fp16ConfigQ4K": (4265.0, 4374.0)}
 
 BUILD_CHILD = r"""
 import json, os, resource, sys, tempfile, time
@@ -237,14 +245,16 @@ def main(argv: "list[str] | None" = None) -> int:
                    if r["sim"] == "verilator" and r["memory"] == "axi"}
     print("\n1b. The ceiling: the same model in the bare C++ harness (bench/harness/fsa_bare.cpp)")
     print(table(["config", "N", "exec cycles", "(cocotb)", "simulated cycles", "cycles/CPU s",
-                 "idle cycles/CPU s", "cocotb slower by", "build s", "= golden"],
+                 "idle cycles/CPU s", "before (busy / idle)", "cocotb slower by", "build s",
+                 "= golden"],
                 [[r["config"], r["N"], r.get("exec_cycles"), cocotb_exec.get((r["config"], r["N"])),
                   r.get("sim_cycles"), r.get("cycles_per_cpu_s"), r.get("idle_cycles_per_cpu_s"),
+                  "%.0f / %.0f" % BARE_BEFORE[r["config"]] if r["config"] in BARE_BEFORE else None,
                   (r["cycles_per_cpu_s"] / cocotb_cps[(r["config"], r["N"])])
                   if "cycles_per_cpu_s" in r and cocotb_cps.get((r["config"], r["N"])) else None,
                   r.get("build_s"),
                   r.get("bit_exact", r.get("skipped"))] for r in bare],
-                ["", "", "", "", "", ".0f", ".0f", ".1f", ".0f", ""]))
+                ["", "", "", "", "", ".0f", ".0f", "", ".1f", ".0f", ""]))
     if not all(r.get("bit_exact", True) for r in bare):
         raise SystemExit("simspeed: a bare-harness run's output differs from the golden model")
 
@@ -261,7 +271,7 @@ def main(argv: "list[str] | None" = None) -> int:
                 [[r["config"], r["verilog_kb"], r["wall_s"], r["child_cpu_s"], r["peak_child_rss_mb"],
                   r["build_dir_mb"]] for r in builds], ["", ".0f", ".0f", ".0f", ".0f", ".0f"]))
     out = write_json("simspeed", {"quick": args.quick, "speed": speed, "bare": bare,
-                                  "before": BEFORE, "builds": builds,
+                                  "before": BEFORE, "bare_before": BARE_BEFORE, "builds": builds,
                                   "seconds": time.perf_counter() - t0})
     print(f"\nwrote {out.relative_to(common.ROOT)} ({time.perf_counter() - t0:.0f} s)")
     return 0

@@ -15,7 +15,13 @@ Ports (all registered outputs, one hop per direction)::
   moves one column right per cycle).  In the Verilog every bit has its name:
   ``pe_ctrl_mac = ctrl_in[0]`` ... ``pe_ctrl_exp2 = ctrl_in[8]``.
 * FMA: ``f = reg * l_in + (acc_ui ? u_in : d_in)`` (``fsa_fma``, E x E + A,
-  exp2 mode with ``exp2``); a separate module instance ``u_fma``.
+  exp2 mode with ``exp2``); a separate module instance ``u_fma`` of the
+  FMA's gated variant (``fsa_fma_<E>_<A>_p<P>_en``), enabled by ``fma_en =
+  mac | update_reg | exp2``: the cycles that use its result (``d_out`` /
+  ``u_out`` on ``mac``, ``reg`` on ``update_reg`` and ``exp2``).  Its outputs
+  are 0 in the other cycles, where nothing reads them, so the PE's function
+  is that of an ungated FMA; a simulator skips the FMA's arithmetic in those
+  cycles (docs/testing.md, simulation speed).
 
 UD configurations (``cfg.dataflow == "ud"``, docs/ud.md; ``ud=True``) add a
 second register ``qreg`` (E) and three control bits after those nine,
@@ -97,13 +103,19 @@ def fsa_pe(clk, rst, l_in, u_in, d_in, ctrl_in, r_out, d_out, u_out, ctrl_out,
     (pe_ctrl_mac, pe_ctrl_acc_ui, pe_ctrl_load_reg_li, pe_ctrl_load_reg_ui, pe_ctrl_flow_lr,
      pe_ctrl_flow_ud, pe_ctrl_flow_du, pe_ctrl_update_reg, pe_ctrl_exp2) = (sig(1) for _ in PE_BITS)
 
+    fma_en = sig(1)         # the FMA works only in the cycles that use its result
     u_fma = submodule(fsa_fma.fsa_fma, (sreg, l_in, addend, pe_ctrl_exp2, f_a, f_e, unused_piece,
                                         match),
-                      dict(mul=e_type, add=a_type, pieces=pieces),
-                      fsa_fma.module_name(e_type, a_type, pieces), "u_fma",
+                      dict(mul=e_type, add=a_type, pieces=pieces, en=fma_en),
+                      fsa_fma.module_name(e_type, a_type, pieces, gated=True), "u_fma",
                       {"a": sreg, "b": l_in, "c": addend, "exp2": pe_ctrl_exp2, "out_a": f_a,
-                       "out_e": f_e, "piece": unused_piece, "match": match},
+                       "out_e": f_e, "piece": unused_piece, "match": match, "en": fma_en},
                       {"out_a", "out_e", "piece", "match"})
+
+    @always_comb
+    def fma_gate():
+        """The FMA's enable: mac (d_out / u_out), update_reg and exp2 (reg)."""
+        fma_en.next = pe_ctrl_mac or pe_ctrl_update_reg or pe_ctrl_exp2
 
     @always_comb
     def ctrl_bits():
@@ -153,7 +165,7 @@ def fsa_pe(clk, rst, l_in, u_in, d_in, ctrl_in, r_out, d_out, u_out, ctrl_out,
         elif pe_ctrl_exp2 and match:
             sreg.next = f_e
 
-    return u_fma, ctrl_bits, select, step
+    return u_fma, fma_gate, ctrl_bits, select, step
 
 
 def _check_ports(ew, aw, nb, l_in, u_in, d_in, ctrl_in, r_out, d_out, u_out, ctrl_out):
@@ -184,13 +196,19 @@ def fsa_pe_ud(clk, rst, l_in, u_in, d_in, ctrl_in, r_out, d_out, u_out, ctrl_out
      pe_ctrl_flow_ud, pe_ctrl_flow_du, pe_ctrl_update_reg, pe_ctrl_exp2, pe_ctrl_use_q,
      pe_ctrl_load_q, pe_ctrl_load_reg_di) = (sig(1) for _ in range(UD_CTRL_BITS))
 
+    fma_en = sig(1)         # as in fsa_pe: mac, update_reg or exp2
     u_fma = submodule(fsa_fma.fsa_fma, (mul, l_in, addend, pe_ctrl_exp2, f_a, f_e, unused_piece,
                                         match),
-                      dict(mul=e_type, add=a_type, pieces=pieces),
-                      fsa_fma.module_name(e_type, a_type, pieces), "u_fma",
+                      dict(mul=e_type, add=a_type, pieces=pieces, en=fma_en),
+                      fsa_fma.module_name(e_type, a_type, pieces, gated=True), "u_fma",
                       {"a": mul, "b": l_in, "c": addend, "exp2": pe_ctrl_exp2, "out_a": f_a,
-                       "out_e": f_e, "piece": unused_piece, "match": match},
+                       "out_e": f_e, "piece": unused_piece, "match": match, "en": fma_en},
                       {"out_a", "out_e", "piece", "match"})
+
+    @always_comb
+    def fma_gate_ud():
+        """The FMA's enable: mac (d_out / u_out), update_reg and exp2 (reg)."""
+        fma_en.next = pe_ctrl_mac or pe_ctrl_update_reg or pe_ctrl_exp2
 
     @always_comb
     def ctrl_bits_ud():
@@ -219,7 +237,7 @@ def fsa_pe_ud(clk, rst, l_in, u_in, d_in, ctrl_in, r_out, d_out, u_out, ctrl_out
         else:
             mul.next = sreg
 
-    insts = [u_fma, ctrl_bits_ud, select_ud]
+    insts = [u_fma, fma_gate_ud, ctrl_bits_ud, select_ud]
 
     @always_seq(clk.posedge, reset=rst)
     def step_ud():
@@ -276,7 +294,7 @@ def make_reset(p: dict) -> dict:
 
 def convert(outdir, e_type: str = "fp16", a_type: str = "fp32", pieces: int = 8,
             ud: bool = False):
-    """Write ``<outdir>/<module_name>.v`` (instantiates the fsa_fma module;
+    """Write ``<outdir>/<module_name>.v`` (instantiates the gated fsa_fma module;
     `ud`: the UD PE)."""
     p = make_reset(ports(e_type, a_type, ud))
     return convert_block(lambda: pe_block(ud)(**p, e_type=e_type, a_type=a_type, pieces=pieces),

@@ -3,7 +3,8 @@
 The vectors and the expected bits (from ``fsa.numerics``) come in an .npz
 file named by ``$FSA_FMA_VECTORS``: arrays ``a``, ``b``, ``c``, ``exp2``,
 ``out_a``, ``out_e``, ``piece``, ``match`` and the scalars ``wm``, ``wa``
-(hex widths for messages).
+(hex widths for messages); for the gated variant (``fsa_fma_..._en``) also
+``en``, driven on its ``en`` port (the expected outputs are 0 where it is 0).
 
 Driver: one vector per 1 ns step (the unit is combinational).  Monitor:
 records the four outputs after each step.  Checker: compares everything in
@@ -43,7 +44,9 @@ async def fma_vectors(dut):
     a, b, c, e2 = (d[k].astype(np.int64).tolist() for k in ("a", "b", "c", "exp2"))
     n = len(a)
     wm, wa = int(d["wm"]), int(d["wa"])
+    en = d["en"].astype(np.int64).tolist() if "en" in d.files else None
     ha, hb, hc, he = dut.a, dut.b, dut.c, dut.exp2
+    hen = dut.en if en is not None else None
     hoa, hoe, hpc, hmt = dut.out_a, dut.out_e, dut.piece, dut.match
     got_a, got_e, got_p, got_m = [], [], [], []
     for i in range(n):
@@ -51,6 +54,8 @@ async def fma_vectors(dut):
         hb.value = b[i]
         hc.value = c[i]
         he.value = e2[i]
+        if hen is not None:
+            hen.value = en[i]
         await Timer(1, unit="ns")
         got_a.append(_read(hoa))
         got_e.append(_read(hoe))

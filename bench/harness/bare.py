@@ -14,7 +14,7 @@ AXI4-Lite pushes and the AXI4 memory answered in C++ instead of Python.
   the harness's dump, so its :class:`~fsa.engines.Result` compares with the
   golden model's raw bits as SimEngine's does.
 
-Limits: one AXI memory port of at most 64 data bits (the presets' bus); the
+Limits: one AXI memory port (any data width: the presets' bus); the
 memory answers every burst at once (always ready, one beat per cycle), so
 the device's cycle counts can differ slightly from the cocotb bench's
 (cocotbext-axi's ``AxiRam`` has its own latencies); outputs cannot.
@@ -45,8 +45,6 @@ def supported(cfg: FSAConfig) -> str | None:
     """None when the harness can run `cfg`, else why not."""
     if cfg.mem_ports != 1:
         return f"{cfg.name}: {cfg.mem_ports} memory ports (the harness answers one)"
-    if cfg.axi_data_bits > 64:
-        return f"{cfg.name}: {cfg.axi_data_bits}-bit AXI (the harness answers up to 64)"
     return None
 
 
@@ -61,7 +59,7 @@ def build_bare(cfg: FSAConfig, *, timeout_s: float = 3600, log=None) -> Path:
     simrun.setup_tool_env()
     srcs = [Path(s).resolve() for s in verilog_files(generate(cfg, quiet=True))]
     srcs = waiver_files(srcs) + srcs
-    args = simrun.build_args("verilator", False) + ["--timescale", "1ns/1ps"]
+    args = simrun.build_args("verilator", False, "fsa_top") + ["--timescale", "1ns/1ps"]
     h = hashlib.sha256()
     for part in ("bare", repr(args), simrun._tool_version("verilator"),
                  os.environ.get("MAKEFLAGS", ""), SOURCE.read_text()):

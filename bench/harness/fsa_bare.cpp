@@ -4,8 +4,9 @@
 // benches use, driven from C++ (bench/harness/bare.py builds it with
 // `verilator --cc --exe --build` and writes the case file).  The host side is
 // answered here: an AXI4-Lite master that pushes the instruction words and
-// starts the device, and one AXI4 memory (one port, data <= 64 bits, INCR
-// bursts, always ready, OKAY responses) backed by a sparse byte store.
+// starts the device, and one AXI4 memory (one port, any data width that
+// Verilator gives as an integer (<= 64 bits) or a VlWide (wider), INCR bursts,
+// always ready, OKAY responses) backed by a sparse byte store.
 //
 // Usage: fsa_bare CASE OUT
 //   CASE, one item per line (numbers in hex unless said otherwise):
@@ -104,6 +105,25 @@ bool parse(const char* path, Case& c) {
     return true;
 }
 
+// ------------------------------------------------------------------ data words
+// Verilator's type for a port: an integer up to 64 bits, VlWide<N> (N 32-bit
+// words, least significant first) above; both byte-addressed here, byte i
+// being data bits 8i+7:8i (AXI's lane i).
+template <class T> uint8_t data_byte(const T& port, unsigned i) { return uint8_t(uint64_t(port) >> (8 * i)); }
+template <std::size_t N> uint8_t data_byte(const VlWide<N>& port, unsigned i) {
+    return uint8_t(port[i / 4] >> (8 * (i % 4)));
+}
+template <class T> void set_data(T& port, const uint8_t* b) {
+    uint64_t v = 0;
+    for (unsigned i = 0; i < sizeof(T); ++i) v |= uint64_t(b[i]) << (8 * i);
+    port = T(v);
+}
+template <std::size_t N> void set_data(VlWide<N>& port, const uint8_t* b) {
+    for (std::size_t w = 0; w < N; ++w)
+        port[w] = uint32_t(b[4 * w]) | uint32_t(b[4 * w + 1]) << 8 | uint32_t(b[4 * w + 2]) << 16 |
+                  uint32_t(b[4 * w + 3]) << 24;
+}
+
 int hexval(char ch) {
     return ch <= '9' ? ch - '0' : (ch | 0x20) - 'a' + 10;
 }
@@ -111,6 +131,8 @@ int hexval(char ch) {
 // ------------------------------------------------------------------ the bench
 class Bench {
   public:
+    // bytes per AXI data word (Verilator's port types are whole bytes here: 32 bits and up)
+    static constexpr unsigned kLanes = sizeof(decltype(Vfsa_top::m_axi_rdata));
     explicit Bench(VerilatedContext* ctx) : top_(new Vfsa_top{ctx}) {}
     ~Bench() { top_->final(); }
 
@@ -148,7 +170,7 @@ class Bench {
         t->m_axi_rid = 0;
         t->m_axi_rresp = 0;
         t->m_axi_rlast = rv && ar_q_.front().beat == ar_q_.front().len;
-        t->m_axi_rdata = rv ? read_beat(ar_q_.front()) : 0;
+        read_beat(rv ? &ar_q_.front() : nullptr, t->m_axi_rdata);
         t->clk = 0;
         t->eval();
         // --- what the edge sees
@@ -164,8 +186,9 @@ class Bench {
         const bool m_aw = t->m_axi_awvalid && t->m_axi_awready;
         const Burst aw{t->m_axi_awaddr, t->m_axi_awlen, t->m_axi_awsize, 0};
         const bool m_w = t->m_axi_wvalid && t->m_axi_wready;
-        const uint64_t wdata = t->m_axi_wdata;
-        const unsigned wstrb = t->m_axi_wstrb;
+        uint8_t wdata[kLanes];
+        for (unsigned i = 0; i < kLanes; ++i) wdata[i] = data_byte(t->m_axi_wdata, i);
+        const uint64_t wstrb = t->m_axi_wstrb;
         const bool m_b = t->m_axi_bvalid && t->m_axi_bready;
         t->clk = 1;
         t->eval();
@@ -179,12 +202,8 @@ class Bench {
         if (m_w) {
             Burst& b = aw_q_.front();
             const uint64_t a = b.beat_addr();
-            const unsigned lanes = sizeof(wdata);
-            for (unsigned i = 0; i < lanes; ++i)
-                if ((wstrb >> i) & 1) {
-                    const uint64_t byte_addr = (a & ~uint64_t(lanes - 1)) + i;
-                    mem.write(byte_addr, uint8_t(wdata >> (8 * i)));
-                }
+            for (unsigned i = 0; i < kLanes; ++i)
+                if ((wstrb >> i) & 1) mem.write((a & ~uint64_t(kLanes - 1)) + i, wdata[i]);
             if (b.beat++ == b.len) { aw_q_.pop_front(); ++b_pending_; }
         }
         if (m_aw) aw_q_.push_back(aw);
@@ -207,12 +226,14 @@ class Bench {
     void set_rst(bool v) { top_->rst = v; }
 
   private:
-    uint64_t read_beat(const Burst& b) const {
-        const unsigned lanes = sizeof(uint64_t);
-        const uint64_t base = b.beat_addr() & ~uint64_t(lanes - 1);
-        uint64_t v = 0;
-        for (unsigned i = 0; i < lanes; ++i) v |= uint64_t(mem.read(base + i)) << (8 * i);
-        return v;
+    // the data word of a read burst's current beat (all zero without a burst)
+    template <class T> void read_beat(const Burst* b, T& port) const {
+        uint8_t bytes[kLanes] = {};
+        if (b) {
+            const uint64_t base = b->beat_addr() & ~uint64_t(kLanes - 1);
+            for (unsigned i = 0; i < kLanes; ++i) bytes[i] = mem.read(base + i);
+        }
+        set_data(port, bytes);
     }
     void next_op() {
         ops.pop_front();
@@ -238,7 +259,7 @@ int main(int argc, char** argv) {
     if (!parse(argv[1], c)) return 2;
     auto ctx = std::make_unique<VerilatedContext>();
     Bench b(ctx.get());
-    static_assert(sizeof(decltype(Vfsa_top::m_axi_rdata)) <= 8, "fsa_bare: AXI data wider than 64 bits");
+    static_assert(sizeof(decltype(Vfsa_top::m_axi_wstrb)) * 8 >= Bench::kLanes, "fsa_bare: strobe narrower than the data");
     for (auto& [addr, hex] : c.mem)
         for (size_t i = 0; i + 1 < hex.size(); i += 2)
             b.mem.write(addr + i / 2, uint8_t(hexval(hex[i]) << 4 | hexval(hex[i + 1])));

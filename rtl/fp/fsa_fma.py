@@ -16,6 +16,19 @@ Ports (all combinational; the PE registers around the unit)::
     out_e  out  M width   result rounded to M (from the same exact value)
     piece  out  log2(P)   exp2 mode: k = floor(|xf| * P); normal mode: 0
     match  out  1         exp2 mode: piece == exponent field of c; normal: 0
+    en     in   1         only in the gated variant (``gated=True``, module
+                          ``<name>_en``, the PE's): 0 gives all outputs 0
+
+Gated variant (operand isolation, for the PE, whose FMA result is used only
+in its ``mac`` / ``update_reg`` / ``exp2`` cycles): the wide part of the
+datapath (alignment, add, class), the normaliser and both roundings sit
+under ``if (en)`` in their ``always`` blocks, so a simulator such as
+Verilator skips them while the PE is idle (the bare harness of
+bench/simspeed.py, attention: 16x16 4.3k -> 11.6k cycles per CPU second,
+8x8 on a 64-bit bus 30.7k -> 108.5k; docs/testing.md); with ``en = 1``
+every output equals the ungated unit's.  The
+ungated unit (the ACC's, the unit benches') has the same blocks with ``en``
+a constant 1 (``wire en = 1``), which Verilator and synthesis fold away.
 
 Latency: 0 cycles (purely combinational: the ``always`` blocks ``fma_comb``
 (unpack to the exact sum and the result class), ``rtl.prim.normalise``,
@@ -63,7 +76,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from myhdl import always_comb, block, concat, intbv
+from myhdl import Signal, always_comb, block, concat, intbv
 
 from fsa.formats import FPFormat, get_format
 from rtl.convert import convert_block, sig
@@ -121,10 +134,12 @@ def _validate(mul, add, pieces) -> _Params:
     return _Params(fm, fa, pieces)
 
 
-def module_name(mul: str = "fp16", add: str = "fp32", pieces: int = 8) -> str:
-    """Verilog module name of one configuration, e.g. ``fsa_fma_fp16_fp32_p8``."""
+def module_name(mul: str = "fp16", add: str = "fp32", pieces: int = 8,
+                gated: bool = False) -> str:
+    """Verilog module name of one configuration, e.g. ``fsa_fma_fp16_fp32_p8``
+    (``..._en``: the gated variant with the ``en`` port)."""
     p = _validate(mul, add, pieces)
-    return f"fsa_fma_{p.fm.name}_{p.fa.name}_p{p.pieces}"
+    return f"fsa_fma_{p.fm.name}_{p.fa.name}_p{p.pieces}" + ("_en" if gated else "")
 
 
 def _bits(v: int) -> int:
@@ -139,7 +154,8 @@ def _check_port(name: str, port, width: int) -> None:
 
 
 @block
-def fsa_fma(a, b, c, exp2, out_a, out_e, piece, match, mul="fp16", add="fp32", pieces=8):
+def fsa_fma(a, b, c, exp2, out_a, out_e, piece, match, mul="fp16", add="fp32", pieces=8,
+            en=None):
     """Combinational FMA with exp2 mode (see the module docstring).
 
     Args:
@@ -151,6 +167,8 @@ def fsa_fma(a, b, c, exp2, out_a, out_e, piece, match, mul="fp16", add="fp32", p
         match: piece == k of the intercept word (exp2 mode, else 0).
         mul, add: the format names of M and A.
         pieces: P, number of exp2 pieces.
+        en: None (the ungated unit) or the 1-bit enable of the gated variant
+            (module docstring): outputs all 0 while it is 0.
 
     Raises:
         ValueError: unsupported formats / pieces, or wrong port widths.
@@ -169,6 +187,11 @@ def fsa_fma(a, b, c, exp2, out_a, out_e, piece, match, mul="fp16", add="fp32", p
     _check_port("out_e", out_e, WM)
     _check_port("piece", piece, LP)
     _check_port("match", match, 1)
+    gated = en is not None
+    if gated:
+        _check_port("en", en, 1)
+    else:
+        en = Signal(bool(1))        # a constant: `wire en = 1` in the Verilog
     # The rounding position of M is never below that of A for the supported
     # pairs (needed by the sticky argument of the window below).
     assert MM <= MA and fm.emin - MM >= fa.emin - MA
@@ -245,98 +268,42 @@ def fsa_fma(a, b, c, exp2, out_a, out_e, piece, match, mul="fp16", add="fp32", p
 
     @always_comb
     def fma_comb():
-        # ------------------------------------------------------------ unpack
-        a_s = a[WM - 1]
+        # Every variable is assigned before the gate (no latch on either path);
+        # the datapath runs only while en is 1 (always 1 in the ungated unit).
+        a_s = bool(0)
+        b_s = bool(0)
+        c_s = bool(0)
+        a_inf = bool(0)
+        a_nan = bool(0)
+        b_inf = bool(0)
+        b_nan = bool(0)
+        a_zero = bool(0)
+        b_zero = bool(0)
+        x_nan = bool(0)
+        x_ninf = bool(0)
+        x_zero_cl = bool(0)
         a_e = intbv(0)[EM:]
-        a_e[:] = a[WM - 1:MM]
         a_m = intbv(0)[MM:]
-        a_m[:] = a[MM:]
-        b_s = b[WM - 1]
         b_e = intbv(0)[EM:]
-        b_e[:] = b[WM - 1:MM]
         b_m = intbv(0)[MM:]
-        b_m[:] = b[MM:]
-        c_s = c[WA - 1]
         c_e = intbv(0)[EA:]
-        c_e[:] = c[WA - 1:MA]
         c_m = intbv(0)[MA:]
-        c_m[:] = c[MA:]
-
-        a_inf = (a_e == XM) and (a_m == 0)
-        a_nan = (a_e == XM) and (a_m != 0)
-        b_inf = (b_e == XM) and (b_m == 0)
-        b_nan = (b_e == XM) and (b_m != 0)
-        a_zero = (a_e == 0) and (a_m == 0)
-        b_zero = (b_e == 0) and (b_m == 0)
-
-        # effective exponents (subnormal: 1) and significands
         ea = intbv(0)[EM:]
         sa = intbv(0)[PM:]
-        if a_e == 0:
-            ea[:] = 1
-            sa[:] = concat(False, a_m)
-        else:
-            ea[:] = a_e
-            sa[:] = concat(True, a_m)
         eb = intbv(0)[EM:]
         sb = intbv(0)[PM:]
-        if b_e == 0:
-            eb[:] = 1
-            sb[:] = concat(False, b_m)
-        else:
-            eb[:] = b_e
-            sb[:] = concat(True, b_m)
-
-        # ------------------------------------------------- exp2 split of x = a
-        # fb = number of fraction bits of x = MM + BM - ea; fbb = fb + FOFF
         fbb = intbv(0)[FBW:]
-        fbb[:] = FBB0 - ea
         fbc = intbv(0)[FCW:]         # clamp(fb, 0, PM)
-        if fbb <= FOFF:
-            fbc[:] = 0
-        elif fbb >= FOFF + PM:
-            fbc[:] = PM
-        else:
-            fbc[:] = fbb[FCW:]      # = fb: FOFF is a multiple of 2^FCW
         fbp = intbv(0)[FPW:]    # clamp(fb, 0, PM + LP)
-        if fbb <= FOFF:
-            fbp[:] = 0
-        elif fbb >= FOFF + PM + LP:
-            fbp[:] = PM + LP
-        else:
-            fbp[:] = fbb[FPW:]      # = fb (likewise)
         xint = intbv(0)[PM:]
-        xint[:] = sa >> fbc
         xfrac = intbv(0)[PM:]
-        xfrac[:] = sa - (xint << fbc)
         pwide = intbv(0)[PM + LP:]
-        pwide[:] = (xfrac << LP) >> fbp     # < P: only its low LP bits can be 1
         unused_pw_hi = intbv(0)[PM:]        # (read so that lint sees every bit used)
-        unused_pw_hi[:] = pwide[PM + LP:LP]
-        # floor(|x|), clamped at XI_CLAMP
         sx = intbv(0)[SXW:]
-        if fbb <= FB_BIG:                 # |x| >= 2^XIW
-            sx[:] = 0
-        elif fbb >= FOFF + PM:
-            sx[:] = PM + XIW
-        else:
-            sx[:] = fbb[SXW:] + XIW     # = fbb - (FOFF - XIW) modulo 2^SXW
         xiw = intbv(0)[PM + XIW:]
-        xiw[:] = concat(sa, intbv(0)[XIW:]) >> sx
         xim = intbv(0)[XIW:]
-        if fbb <= FB_BIG or xiw >= XI_CLAMP:
-            xim[:] = XI_CLAMP
-        else:
-            xim[:] = xiw[XIW:]
-
-        x_nan = a_nan
-        x_ninf = a_inf and a_s
-        x_zero_cl = (not a_s) or a_zero   # x >= 0 or -0
         pc = intbv(0)[LP:]
         kc = intbv(0)[EA:]
-        kc[:] = c_e
-
-        # ------------------------------------------------ operand selection
         ps = bool(0)        # product sign
         sA = intbv(0)[PM:]  # multiplicand significand
         p_nan = bool(0)
@@ -349,68 +316,14 @@ def fsa_fma(a, b, c, exp2, out_a, out_e, piece, match, mul="fp16", add="fp32", p
         c_inf = bool(0)
         c_zero = bool(0)
         xs = intbv(0)[XIW:]
-        if exp2:
-            # product = slope * xf, xf = -(fraction bits of |x|)  (<= 0)
-            if x_nan or x_ninf or x_zero_cl:
-                sA[:] = 0
-                xs[:] = 0
-                pc[:] = 0
-            else:
-                sA[:] = xfrac
-                xs[:] = xim
-                pc[:] = pwide[LP:]
-            ps = not b_s
-            p_nan = b_nan or (b_inf and sA == 0)
-            p_inf = b_inf and sA != 0
-            p_zero = (sA == 0) or b_zero
-            # decoded intercept: 1.0 (k == 0) or 1.mantissa * 2^-1
-            cs = False
-            c_nan = False
-            c_inf = False
-            c_zero = False
-            if c_e == 0:
-                ce[:] = BA
-                sc[:] = 1 << MA
-            else:
-                ce[:] = BA - 1
-                sc[:] = concat(True, c_m)
-        else:
-            sA[:] = sa
-            xs[:] = 0
-            pc[:] = 0
-            ps = a_s != b_s
-            p_nan = a_nan or b_nan or (a_inf and b_zero) or (b_inf and a_zero)
-            p_inf = (a_inf or b_inf) and not p_nan
-            p_zero = a_zero or b_zero
-            cs = c_s
-            c_nan = (c_e == XA) and (c_m != 0)
-            c_inf = (c_e == XA) and (c_m == 0)
-            c_zero = (c_e == 0) and (c_m == 0)
-            if c_e == 0:
-                ce[:] = 1
-                sc[:] = concat(False, c_m)
-            else:
-                ce[:] = c_e
-                sc[:] = concat(True, c_m)
-
-        # --------------------------------------------- product and alignment
-        # exponents and significands widened to their arithmetic's width
         eaw = intbv(0)[EW:]
-        eaw[:] = concat(intbv(0)[EW - EM:], ea)
         ebw = intbv(0)[EW:]
-        ebw[:] = concat(intbv(0)[EW - EM:], eb)
         cew = intbv(0)[EW:]
-        cew[:] = concat(intbv(0)[EW - EA:], ce)
         xsw = intbv(0)[EW:]
-        xsw[:] = concat(intbv(0)[EW - XIW:], xs)
         prod = intbv(0)[2 * PM:]
-        prod[:] = sA * sb
         prodx = intbv(0)[NX:]
-        prodx[:] = concat(intbv(0)[NX - 2 * PM:], prod)
         scx = intbv(0)[NX:]
-        scx[:] = concat(intbv(0)[NX - PA:], sc)
         t = intbv(0)[EW:]
-        t[:] = cew + TOFF - eaw - ebw
         xp = intbv(0)[NX:]
         xc = intbv(0)[NX:]
         lw = intbv(0)[EW:]
@@ -419,91 +332,223 @@ def fsa_fma(a, b, c, exp2, out_a, out_e, piece, match, mul="fp16", add="fp32", p
         sct = intbv(0)[PA:]
         sctx = intbv(0)[NX:]
         shc = intbv(0)[EW:]
-        if p_zero:
-            xp[:] = 0
-            xc[:] = scx << G1
-            lw[:] = cew + LW_CG - xsw
-        elif c_zero:
-            xp[:] = prodx << G1
-            xc[:] = 0
-            lw[:] = eaw + ebw + LW_P - xsw
-        elif t > T_HI:
-            # addend far above: the product only decides the sticky bit
-            xp[:] = 1
-            xc[:] = scx << SHMAX1
-            lw[:] = cew + LW_CF - xsw
-        elif t < T_LO:
-            # addend (partly) below the window: shift right with sticky
-            rsd[:] = T_LO - t
-            if rsd >= RSMAX:
-                rs[:] = RSMAX
-            else:
-                rs[:] = rsd[RSW:]
-            sct[:] = sc >> rs
-            sctx[:] = concat(intbv(0)[NX - PA:], sct)
-            xp[:] = prodx << G1
-            if (sct << rs) != sc:
-                xc[:] = (sctx << 1) + 1
-            else:
-                xc[:] = sctx << 1
-            lw[:] = eaw + ebw + LW_P - xsw
-        else:
-            shc[:] = t - T_LO1
-            xp[:] = prodx << G1
-            xc[:] = scx << shc
-            lw[:] = eaw + ebw + LW_P - xsw
-
-        # ------------------------------------------------------- add / sub
         xsum = intbv(0)[NX:]
         rsgn = bool(0)
-        if ps == cs:
-            xsum[:] = xp + xc
-            rsgn = ps
-        elif xp >= xc:
-            xsum[:] = xp - xc
-            rsgn = ps
-        else:
-            xsum[:] = xc - xp
-            rsgn = cs
-
-        # ------------------------------------- result class (specials first)
         cls = intbv(0)[2:]
         sgn = bool(0)
-        if exp2 and x_nan:
-            cls[:] = C_NAN
-        elif exp2 and x_ninf:
-            cls[:] = C_ZERO
-        elif p_nan or c_nan or (p_inf and c_inf and ps != cs):
-            cls[:] = C_NAN
-        elif p_inf:
-            cls[:] = C_INF
-            sgn = ps
-        elif c_inf:
-            cls[:] = C_INF
-            sgn = cs
-        elif xsum == 0:
-            cls[:] = C_ZERO
-            sgn = ps and cs
-        else:
-            cls[:] = C_FIN
-            sgn = rsgn
+        if en:
+            # ------------------------------------------------------------ unpack
+            a_s = a[WM - 1]
+            a_e[:] = a[WM - 1:MM]
+            a_m[:] = a[MM:]
+            b_s = b[WM - 1]
+            b_e[:] = b[WM - 1:MM]
+            b_m[:] = b[MM:]
+            c_s = c[WA - 1]
+            c_e[:] = c[WA - 1:MA]
+            c_m[:] = c[MA:]
 
-        s_sum.next = xsum
-        s_lw.next = lw
-        s_cls.next = cls
-        s_sgn.next = sgn
-        piece.next = pc
-        match.next = exp2 and (concat(intbv(0)[EA - LP:], pc) == kc)
+            a_inf = (a_e == XM) and (a_m == 0)
+            a_nan = (a_e == XM) and (a_m != 0)
+            b_inf = (b_e == XM) and (b_m == 0)
+            b_nan = (b_e == XM) and (b_m != 0)
+            a_zero = (a_e == 0) and (a_m == 0)
+            b_zero = (b_e == 0) and (b_m == 0)
+
+            # effective exponents (subnormal: 1) and significands
+            if a_e == 0:
+                ea[:] = 1
+                sa[:] = concat(False, a_m)
+            else:
+                ea[:] = a_e
+                sa[:] = concat(True, a_m)
+            if b_e == 0:
+                eb[:] = 1
+                sb[:] = concat(False, b_m)
+            else:
+                eb[:] = b_e
+                sb[:] = concat(True, b_m)
+
+            # ------------------------------------------------- exp2 split of x = a
+            # fb = number of fraction bits of x = MM + BM - ea; fbb = fb + FOFF
+            fbb[:] = FBB0 - ea
+            if fbb <= FOFF:
+                fbc[:] = 0
+            elif fbb >= FOFF + PM:
+                fbc[:] = PM
+            else:
+                fbc[:] = fbb[FCW:]      # = fb: FOFF is a multiple of 2^FCW
+            if fbb <= FOFF:
+                fbp[:] = 0
+            elif fbb >= FOFF + PM + LP:
+                fbp[:] = PM + LP
+            else:
+                fbp[:] = fbb[FPW:]      # = fb (likewise)
+            xint[:] = sa >> fbc
+            xfrac[:] = sa - (xint << fbc)
+            pwide[:] = (xfrac << LP) >> fbp     # < P: only its low LP bits can be 1
+            unused_pw_hi[:] = pwide[PM + LP:LP]
+            # floor(|x|), clamped at XI_CLAMP
+            if fbb <= FB_BIG:                 # |x| >= 2^XIW
+                sx[:] = 0
+            elif fbb >= FOFF + PM:
+                sx[:] = PM + XIW
+            else:
+                sx[:] = fbb[SXW:] + XIW     # = fbb - (FOFF - XIW) modulo 2^SXW
+            xiw[:] = concat(sa, intbv(0)[XIW:]) >> sx
+            if fbb <= FB_BIG or xiw >= XI_CLAMP:
+                xim[:] = XI_CLAMP
+            else:
+                xim[:] = xiw[XIW:]
+
+            x_nan = a_nan
+            x_ninf = a_inf and a_s
+            x_zero_cl = (not a_s) or a_zero   # x >= 0 or -0
+            kc[:] = c_e
+
+            # ------------------------------------------------ operand selection
+            if exp2:
+                # product = slope * xf, xf = -(fraction bits of |x|)  (<= 0)
+                if x_nan or x_ninf or x_zero_cl:
+                    sA[:] = 0
+                    xs[:] = 0
+                    pc[:] = 0
+                else:
+                    sA[:] = xfrac
+                    xs[:] = xim
+                    pc[:] = pwide[LP:]
+                ps = not b_s
+                p_nan = b_nan or (b_inf and sA == 0)
+                p_inf = b_inf and sA != 0
+                p_zero = (sA == 0) or b_zero
+                # decoded intercept: 1.0 (k == 0) or 1.mantissa * 2^-1
+                cs = False
+                c_nan = False
+                c_inf = False
+                c_zero = False
+                if c_e == 0:
+                    ce[:] = BA
+                    sc[:] = 1 << MA
+                else:
+                    ce[:] = BA - 1
+                    sc[:] = concat(True, c_m)
+            else:
+                sA[:] = sa
+                xs[:] = 0
+                pc[:] = 0
+                ps = a_s != b_s
+                p_nan = a_nan or b_nan or (a_inf and b_zero) or (b_inf and a_zero)
+                p_inf = (a_inf or b_inf) and not p_nan
+                p_zero = a_zero or b_zero
+                cs = c_s
+                c_nan = (c_e == XA) and (c_m != 0)
+                c_inf = (c_e == XA) and (c_m == 0)
+                c_zero = (c_e == 0) and (c_m == 0)
+                if c_e == 0:
+                    ce[:] = 1
+                    sc[:] = concat(False, c_m)
+                else:
+                    ce[:] = c_e
+                    sc[:] = concat(True, c_m)
+
+            # --------------------------------------------- product and alignment
+            # exponents and significands widened to their arithmetic's width
+            eaw[:] = concat(intbv(0)[EW - EM:], ea)
+            ebw[:] = concat(intbv(0)[EW - EM:], eb)
+            cew[:] = concat(intbv(0)[EW - EA:], ce)
+            xsw[:] = concat(intbv(0)[EW - XIW:], xs)
+            prod[:] = sA * sb
+            prodx[:] = concat(intbv(0)[NX - 2 * PM:], prod)
+            scx[:] = concat(intbv(0)[NX - PA:], sc)
+            t[:] = cew + TOFF - eaw - ebw
+            if p_zero:
+                xp[:] = 0
+                xc[:] = scx << G1
+                lw[:] = cew + LW_CG - xsw
+            elif c_zero:
+                xp[:] = prodx << G1
+                xc[:] = 0
+                lw[:] = eaw + ebw + LW_P - xsw
+            elif t > T_HI:
+                # addend far above: the product only decides the sticky bit
+                xp[:] = 1
+                xc[:] = scx << SHMAX1
+                lw[:] = cew + LW_CF - xsw
+            elif t < T_LO:
+                # addend (partly) below the window: shift right with sticky
+                rsd[:] = T_LO - t
+                if rsd >= RSMAX:
+                    rs[:] = RSMAX
+                else:
+                    rs[:] = rsd[RSW:]
+                sct[:] = sc >> rs
+                sctx[:] = concat(intbv(0)[NX - PA:], sct)
+                xp[:] = prodx << G1
+                if (sct << rs) != sc:
+                    xc[:] = (sctx << 1) + 1
+                else:
+                    xc[:] = sctx << 1
+                lw[:] = eaw + ebw + LW_P - xsw
+            else:
+                shc[:] = t - T_LO1
+                xp[:] = prodx << G1
+                xc[:] = scx << shc
+                lw[:] = eaw + ebw + LW_P - xsw
+
+            # ------------------------------------------------------- add / sub
+            if ps == cs:
+                xsum[:] = xp + xc
+                rsgn = ps
+            elif xp >= xc:
+                xsum[:] = xp - xc
+                rsgn = ps
+            else:
+                xsum[:] = xc - xp
+                rsgn = cs
+
+            # ------------------------------------- result class (specials first)
+            if exp2 and x_nan:
+                cls[:] = C_NAN
+            elif exp2 and x_ninf:
+                cls[:] = C_ZERO
+            elif p_nan or c_nan or (p_inf and c_inf and ps != cs):
+                cls[:] = C_NAN
+            elif p_inf:
+                cls[:] = C_INF
+                sgn = ps
+            elif c_inf:
+                cls[:] = C_INF
+                sgn = cs
+            elif xsum == 0:
+                cls[:] = C_ZERO
+                sgn = ps and cs
+            else:
+                cls[:] = C_FIN
+                sgn = rsgn
+
+            s_sum.next = xsum
+            s_lw.next = lw
+            s_cls.next = cls
+            s_sgn.next = sgn
+            piece.next = pc
+            match.next = exp2 and (concat(intbv(0)[EA - LP:], pc) == kc)
+        else:
+            s_sum.next = 0
+            s_lw.next = 0
+            s_cls.next = 0
+            s_sgn.next = 0
+            piece.next = 0
+            match.next = False
 
     # ---- normalise (leading-zero count), then round to A and to M
-    u_norm = normalise(s_sum, s_lz, s_y)
+    u_norm = normalise(s_sum, s_lz, s_y, en if gated else None)
 
     @always_comb
     def exponent():
         s_emsb.next = s_lw + NX2 - s_lz
 
-    u_rnd_a = round_rne(s_y, s_emsb, enc_a, fa, OFS)
-    u_rnd_m = round_rne(s_y, s_emsb, enc_m, fm, OFS)
+    u_rnd_a = round_rne(s_y, s_emsb, enc_a, fa, OFS, en if gated else None)
+    u_rnd_m = round_rne(s_y, s_emsb, enc_m, fm, OFS, en if gated else None)
 
     @always_comb
     def pack():
@@ -530,19 +575,21 @@ def fsa_fma(a, b, c, exp2, out_a, out_e, piece, match, mul="fp16", add="fp32", p
     return fma_comb, u_norm, exponent, u_rnd_a, u_rnd_m, pack
 
 
-def convert(outdir: "str | Path", mul: str = "fp16", add: str = "fp32", pieces: int = 8) -> Path:
-    """Write ``<outdir>/<module_name(mul, add, pieces)>.v``; return its path.
+def convert(outdir: "str | Path", mul: str = "fp16", add: str = "fp32", pieces: int = 8,
+            gated: bool = False) -> Path:
+    """Write ``<outdir>/<module_name(mul, add, pieces, gated)>.v``; return its
+    path (`gated`: the variant with the ``en`` port).
 
     Raises:
         ValueError: unsupported formats or pieces.
     """
     prm = _validate(mul, add, pieces)
     fm, fa = prm.fm, prm.fa
-    name = module_name(mul, add, pieces)
+    name = module_name(mul, add, pieces, gated)
 
     def factory():
         return fsa_fma(sig(fm.width), sig(fm.width), sig(fa.width), sig(1),
                        sig(fa.width), sig(fm.width), sig(prm.lp), sig(1),
-                       mul=fm.name, add=fa.name, pieces=pieces)
+                       mul=fm.name, add=fa.name, pieces=pieces, en=sig(1) if gated else None)
 
     return convert_block(factory, name, outdir)

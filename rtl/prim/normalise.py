@@ -7,7 +7,7 @@ __all__ = ["normalise"]
 
 
 @block
-def normalise(x, lz, xn):
+def normalise(x, lz, xn, en=None):
     """``lz`` = leading zeros of `x`, ``xn = x << lz`` (combinational).
 
     `x` (``N`` bits) is padded with zeros at the bottom to ``L2`` bits, the
@@ -24,6 +24,11 @@ def normalise(x, lz, xn):
             user can take it at the width of its exponent arithmetic).
         xn: the normalised value, ``N`` bits.
 
+        en: optional 1-bit enable (operand isolation, used by the PE's
+            FMA): the count and the shift are computed only while ``en`` is
+            1 (a procedural ``if``, so a simulator skips them), ``lz = xn =
+            0`` while it is 0.  None (default): no enable, the original block.
+
     The block's variables are prefixed ``nz_`` (they are declared inside the
     user's module, where a plain name could hide one of its signals).
     """
@@ -35,6 +40,9 @@ def normalise(x, lz, xn):
     if N < 2 or len(xn) != N or LZW < NST:
         raise ValueError(f"normalise: x must be >= 2 bits, xn {N} bits and lz >= {NST} bits; "
                          f"got {N}, {len(xn)}, {LZW}")
+
+    if en is not None:
+        return _normalise_en(x, lz, xn, en, N, L2, NST, TOP, LZW)
 
     if L2 == N:
         @always_comb
@@ -72,3 +80,34 @@ def normalise(x, lz, xn):
         lz.next = nz_cnt
         xn.next = nz_lv[L2:L2 - N]
     return lzc_pad
+
+
+@block
+def _normalise_en(x, lz, xn, en, N, L2, NST, TOP, LZW):
+    """:func:`normalise` with its enable: the same shifter under ``if en``
+    (every variable is assigned before the ``if``: no latch on either path)."""
+    if L2 == N:
+        raise ValueError(f"normalise: the enable is implemented for widths that are not a "
+                         f"power of two (the FMA's windows); got {N} bits")
+
+    @always_comb
+    def lzc_pad_en():
+        nz_lv = intbv(0)[L2:]
+        nz_cnt = intbv(0)[LZW:]
+        nz_st = intbv(0)[NST + 1:]
+        nz_ra = intbv(0)[NST + 1:]
+        if en:
+            nz_lv[:] = concat(x, intbv(0)[L2 - N:])
+            nz_st[:] = TOP
+            for j in range(NST):
+                nz_ra[:] = L2 - nz_st
+                if (nz_lv >> nz_ra) == 0:
+                    nz_lv[:] = nz_lv << nz_st
+                    nz_cnt[NST - 1 - j] = 1
+                nz_st[:] = nz_st >> 1
+            lz.next = nz_cnt
+            xn.next = nz_lv[L2:L2 - N]
+        else:
+            lz.next = 0
+            xn.next = 0
+    return lzc_pad_en

@@ -7,7 +7,7 @@ __all__ = ["round_rne"]
 
 
 @block
-def round_rne(y, emsb, enc, fmt, ofs):
+def round_rne(y, emsb, enc, fmt, ofs, en=None):
     """``enc`` = the magnitude bits (exponent field and mantissa, no sign) of
     ``RNE_fmt(value)``, saturated to infinity (combinational).
 
@@ -29,6 +29,10 @@ def round_rne(y, emsb, enc, fmt, ofs):
             field, so that infinity is reached before any wrap).
         fmt: the target :class:`fsa.formats.FPFormat`.
         ofs: the exponent offset of `emsb`.
+        en: optional 1-bit enable (operand isolation, used by the PE's FMA):
+            the rounding is computed only while ``en`` is 1 (a procedural
+            ``if``, so a simulator skips it), ``enc = 0`` while it is 0.
+            None (default): no enable, the original block.
 
     The block's variables are prefixed ``rn_`` (they are declared inside the
     user's module, where a plain name could hide one of its signals).
@@ -41,6 +45,8 @@ def round_rne(y, emsb, enc, fmt, ofs):
     if len(enc) != ENC or NX < P + 2 or not 0 < EMIN < (1 << EW):
         raise ValueError(f"round_rne({fmt.name}): enc must be {ENC} bits, y >= {P + 2} bits "
                          f"and emin + ofs = {EMIN} must fit emsb ({EW} bits)")
+    if en is not None:
+        return _round_rne_en(y, emsb, enc, en, NX, EW, P, M, E, EMIN, XMAX, INF, ENC, KW)
 
     @always_comb
     def rnd():
@@ -77,3 +83,50 @@ def round_rne(y, emsb, enc, fmt, ofs):
             rn_e[:] = INF
         enc.next = rn_e
     return rnd
+
+
+@block
+def _round_rne_en(y, emsb, enc, en, NX, EW, P, M, E, EMIN, XMAX, INF, ENC, KW):
+    """:func:`round_rne` with its enable: the same rounding under ``if en``
+    (every variable is assigned before the ``if``: no latch on either path)."""
+
+    @always_comb
+    def rnd_en():
+        rn_d = intbv(0)[EW:]
+        rn_k = intbv(0)[KW:]
+        rn_base = intbv(0)[E:]
+        rn_yt = intbv(0)[P + 1:]
+        rn_z = intbv(0)[P + 1:]
+        rn_st = bool(0)
+        rn_q = intbv(0)[P:]
+        rn_up = bool(0)
+        rn_e = intbv(0)[ENC:]
+        if en:
+            if emsb < EMIN:
+                rn_d[:] = EMIN - emsb
+                rn_base[:] = 0
+                if rn_d >= P + 1:
+                    rn_k[:] = P + 1
+                else:
+                    rn_k[:] = rn_d[KW:]
+            else:
+                rn_d[:] = emsb - EMIN
+                rn_k[:] = 0
+                if rn_d >= XMAX:
+                    rn_base[:] = XMAX
+                else:
+                    rn_base[:] = rn_d[E:]
+            rn_yt[:] = y[NX:NX - P - 1]
+            rn_z[:] = rn_yt >> rn_k
+            rn_st = (y[NX - P - 1:] != 0) or ((rn_z << rn_k) != rn_yt)
+            rn_q[:] = rn_z[P + 1:1]
+            rn_up = rn_z[0] and (rn_st or rn_q[0])
+            rn_e[:] = concat(False, rn_base, intbv(0)[M:]) + concat(intbv(0)[ENC - P:], rn_q)
+            if rn_up:
+                rn_e[:] = rn_e + 1
+            if rn_e >= INF:
+                rn_e[:] = INF
+            enc.next = rn_e
+        else:
+            enc.next = 0
+    return rnd_en

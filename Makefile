@@ -77,6 +77,7 @@ bench: $(BENCH_STAMP) sim-tools
 	$(PY) bench/accuracy.py $(BQ)
 	$(PY) bench/utilisation.py $(BQ)
 	$(PY) bench/memory.py $(BQ)
+	$(PY) bench/ud.py $(BQ) $(if $(QUICK),--rtl,--rtl16 --area)
 	$(PY) bench/fetch.py $(if $(QUICK),,--rtl)
 	$(PY) bench/simspeed.py $(BQ)
 	$(PY) bench/convert.py $(BQ)

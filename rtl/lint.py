@@ -61,7 +61,8 @@ def lint(config: str) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        print("usage: python -m rtl.lint CONFIG", file=sys.stderr)
-        sys.exit(2)
+    if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
+        print("usage: python -m rtl.lint CONFIG   (make lint CONFIG=...; `fsa configs` lists "
+              "the presets)", file=sys.stderr)
+        sys.exit(0 if sys.argv[1:] in (["-h"], ["--help"]) else 2)
     sys.exit(1 if lint(sys.argv[1]) else 0)

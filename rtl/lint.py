@@ -6,7 +6,10 @@ checked as a top).  There is no global ``-Wno-...`` flag: the only waivers are
 the generated ``waivers.vlt`` (``fsa.waivers``), where each waiver names the
 one module whose unit declared it (``LINT_WAIVERS``) and carries its reason;
 the Verilator simulator builds read the same file.  A module passes when
-Verilator exits 0 and prints no warning.
+Verilator exits 0 and prints no warning.  ``python -m rtl.lint CONFIG MODULE
+...`` (``make lint CONFIG=... MODULES='fsa_pe fsa_cmp'``) lints only the named
+modules (the 128x128 presets' array and top need more memory and time than
+the rest together).
 """
 from __future__ import annotations
 
@@ -35,8 +38,9 @@ def lint_module(outdir: Path, module: str) -> tuple[bool, str]:
     return r.returncode == 0 and "%Warning" not in r.stderr, r.stderr
 
 
-def lint(config: str) -> int:
-    """Lint all modules of `config`; returns the number of failing modules."""
+def lint(config: str, modules: "list[str] | None" = None) -> int:
+    """Lint all modules of `config` (or only `modules`, names from its
+    manifest); returns the number of failing modules."""
     import json
 
     from fsa.simrun import setup_tool_env
@@ -45,8 +49,15 @@ def lint(config: str) -> int:
     out = generate(config, quiet=True)
     manifest = json.loads((out / "manifest.json").read_text())
     waivers = manifest.get("lint_waivers", {})
+    todo = list(manifest["modules"])
+    if modules:
+        unknown = sorted(set(modules) - set(todo))
+        if unknown:
+            raise SystemExit(f"[lint] {config} has no module {', '.join(unknown)}; its modules: "
+                             f"{', '.join(todo)}")
+        todo = [m for m in todo if m in modules]
     bad = 0
-    for mod in manifest["modules"]:
+    for mod in todo:
         ok, msgs = lint_module(out, mod)
         rules = ", ".join(sorted(waivers.get(mod, {})))
         print(f"[lint] {mod:<28} {'ok' if ok else 'FAIL'}"
@@ -54,15 +65,17 @@ def lint(config: str) -> int:
         if not ok:
             bad += 1
             print(msgs[-4000:])
-    n = len(manifest["modules"])
-    print(f"[lint] {config}: {n - bad}/{n} modules clean; waivers with their reasons in "
+    n = len(todo)
+    part = "" if n == len(manifest["modules"]) else f" (of {len(manifest['modules'])})"
+    print(f"[lint] {config}: {n - bad}/{n}{part} modules clean; waivers with their reasons in "
           f"{waiver_file(out)}")
     return bad
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
-        print("usage: python -m rtl.lint CONFIG   (make lint CONFIG=...; `fsa configs` lists "
-              "the presets)", file=sys.stderr)
+    if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
+        print("usage: python -m rtl.lint CONFIG [MODULE ...]   (make lint CONFIG=... "
+              "[MODULES='...']; `fsa configs` lists the presets; MODULE: lint only these "
+              "modules of the config)", file=sys.stderr)
         sys.exit(0 if sys.argv[1:] in (["-h"], ["--help"]) else 2)
-    sys.exit(1 if lint(sys.argv[1]) else 0)
+    sys.exit(1 if lint(sys.argv[1], sys.argv[2:]) else 0)

@@ -76,3 +76,15 @@ def test_lint_reports_a_warning_the_file_does_not_waive(tmp_path):
     (tmp_path / WAIVER_FILE).write_text(waiver_text({"probe_b": {"WIDTHTRUNC": "this one"}}))
     ok, msgs = lint.lint_module(Path(tmp_path), "probe_b")
     assert ok, msgs
+
+
+def test_lint_of_named_modules_only(capsys):
+    """``python -m rtl.lint CONFIG MODULE ...`` lints exactly the named
+    modules; an unknown module name is refused with the config's list."""
+    assert lint.lint("FSA4X4Fp16Config", ["fsa_cmp", "fsa_pe"]) == 0
+    out = capsys.readouterr().out
+    linted = [ln.split()[1] for ln in out.splitlines() if ln.startswith("[lint] fsa_")]
+    assert linted == ["fsa_pe", "fsa_cmp"]          # in manifest order
+    assert "2/2 (of " in out
+    with pytest.raises(SystemExit, match="no module fsa_nope.*fsa_pe"):
+        lint.lint("FSA4X4Fp16Config", ["fsa_pe", "fsa_nope"])

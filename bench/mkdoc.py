@@ -246,11 +246,31 @@ def sec_speed(s: "dict | None", c: "dict | None") -> list[str]:
                 "sim time / 10 ns; test real s as cocotb reports it; wall = the whole "
                 "`SimEngine.run` call (cached build).", ""]
         out.append(md_table(["config", "simulator", "memory", "N", "exec cycles",
-                             "simulated cycles", "test real s", "cycles/s", "SimEngine.run wall s"],
+                             "simulated cycles", "test real s", "cycles/s", "cycles/CPU s",
+                             "SimEngine.run wall s"],
                             [[r["config"], r["sim"], r.get("memory", "axi"), r["N"], r["exec_cycles"],
                               int(r["sim_cycles"]), r["test_real_s"], r["cycles_per_s"],
-                              r["engine_wall_s"]]
-                             for r in s["speed"]], ["", "", "", "", "", "", ".2f", ".0f", ".2f"]))
+                              r.get("cycles_per_cpu_s"), r["engine_wall_s"]]
+                             for r in s["speed"]],
+                            ["", "", "", "", "", "", ".2f", ".0f", ".0f", ".2f"]))
+        out += ["", "cycles/CPU s: simulated cycles per CPU second of the simulator process, the "
+                "difference of this run and a one-block run (empty where the difference is "
+                "within the noise)."]
+        bare = [r for r in s.get("bare", []) if "skipped" not in r]
+        if bare:
+            bb = s.get("bare_before", {})
+            out += ["", "The ceiling: the same model in the bare C++ harness "
+                    "(bench/harness/fsa_bare.cpp: no cocotb, the AXI memory answered in C++), "
+                    "cycles per CPU second of the whole run and of idle cycles after it; "
+                    "`before`: the tree before issue 16 item 2 (the PE's FMA evaluated every "
+                    "cycle), measured once (bench/simspeed.py `BARE_BEFORE`).", ""]
+            out.append(md_table(["config", "N", "exec cycles", "cycles/CPU s",
+                                 "idle cycles/CPU s", "before (busy / idle)", "= golden"],
+                                [[r["config"], r["N"], r["exec_cycles"], r["cycles_per_cpu_s"],
+                                  r["idle_cycles_per_cpu_s"],
+                                  "%.0f / %.0f" % tuple(bb[r["config"]]) if r["config"] in bb
+                                  else "", r["bit_exact"]] for r in bare],
+                                ["", "", "", ".0f", ".0f", "", ""]))
         jobs = s["builds"][0].get("make_jobs", "<cpus>") if s["builds"] else "?"
         out += ["", f"Verilator build of `fsa_top` from scratch (no ccache; cocotb's runner runs "
                 f"`make -j{jobs}`), in a child process; peak RSS of the largest build process:", ""]

@@ -359,6 +359,7 @@ def sec_ud(d: dict) -> list[str]:
     """Section 6: the UD dataflow beside the reference schedule (bench/ud.py; docs/ud.md)."""
     out = ["## 6. UD dataflow (docs/ud.md)", "",
            stamp(d, "python bench/ud.py [--quick] [--rtl | --rtl16] [--area]"), "",
+           "![UD utilisation](ud_utilisation.png) (`python bench/plots.py`)", "",
            "### 6a. Steady state per key block, free DMA (cycle model)", "",
            "Cycles per key block of the reference kernel and of the UD kernel on each UD "
            "preset (fp16), the UD bound `T = 2R + P + 3`, the per-query-block cost, and the "

@@ -12,6 +12,13 @@ bench/accuracy.py (reads ``bench/results/utilisation.json`` and
   the RTL steady-state points and the formula.
 * ``docs/accuracy_hist.png``: histograms of |O - O_torch| (log10) for fp16
   and bf16 at P = 4, 8, 16.
+* ``docs/ud_utilisation.png`` (from ``bench/results/ud.json``, bench/ud.py):
+  left, utilisation vs array size (square fp16 UD presets) of the reference
+  and the UD kernel: the cycle model's steady state with a free DMA, its
+  prediction for N x N attention with the preset's memory system and
+  program fetch (N = 4096; 8192 from 128x128 on), the RTL's whole runs and
+  the UD bound 2R/(2R+P+3); right, cycles per key block: model, RTL and
+  the bounds 2R+P+3 and 4R+C+P+5.
 """
 from __future__ import annotations
 
@@ -141,6 +148,58 @@ def accuracy_plot(a: dict, plt, out) -> None:
     plt.close(fig)
 
 
+def ud_plot(d: dict, plt, out) -> None:
+    """docs/ud_utilisation.png (module docstring)."""
+    sq = [r for r in d["steady_state"] if r["R"] == r["C"]]
+    R = [r["R"] for r in sq]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.6))
+    ax1.plot(R, [100 * r["ref_util"] for r in sq], "o-", color="tab:blue",
+             label="reference kernel, steady state (free DMA)")
+    ax1.plot(R, [100 * r["ud_util"] for r in sq], "o-", color="tab:red",
+             label="UD kernel, steady state (free DMA)")
+    ax1.plot(R, [100 * 2 * r["R"] / r["bound_T"] for r in sq], ":", color="black",
+             label="UD bound 2R / (2R+P+3)")
+    for kern, color in (("reference", "tab:blue"), ("ud", "tab:red")):
+        pts = sorted((fconfig.get(r["config"]).sa_rows, 100 * r["util"])
+                     for r in d["predictions"]
+                     if r["kernel"] == kern and not r["causal"] and r["dma"] != "free")
+        if pts:
+            ax1.plot(*zip(*pts), "s--", color=color, alpha=0.6, mfc="none",
+                     label=f"{kern}: preset memory + fetch, N = 4096/8192 (model)")
+        rtl = sorted((fconfig.get(r["config"]).sa_rows, 100 * r["util"])
+                     for r in d.get("rtl", []) if r["kernel"] == kern)
+        if rtl:
+            ax1.plot(*zip(*rtl), "*", color=color, ms=12,
+                     label=f"{kern}: RTL, whole run (N = 64; 256 at 16x16)")
+    ax1.set_xscale("log", base=2)
+    ax1.set_xticks(R, [f"{n}x{n}" for n in R])
+    ax1.set_ylim(0, 100)
+    ax1.set_ylabel("utilisation %")
+    ax1.set_title("Utilisation: reference vs UD dataflow (fp16)")
+    ax1.grid(alpha=0.3)
+    ax1.legend(fontsize=7, loc="lower right")
+    ax2.plot(R, [r["ref_per_kb"] for r in sq], "o-", color="tab:blue", label="reference (model)")
+    ax2.plot(R, [r["ud_per_kb"] for r in sq], "o-", color="tab:red", label="UD (model)")
+    ax2.plot(R, [4 * r["R"] + r["C"] + r["bound_T"] - 2 * r["R"] - 3 + 5 for r in sq], ":",
+             color="tab:blue", label="4R+C+P+5")
+    ax2.plot(R, [r["bound_T"] for r in sq], ":", color="black", label="2R+P+3")
+    for kern, color in (("reference", "tab:blue"), ("ud", "tab:red")):
+        rtl = sorted((fconfig.get(r["config"]).sa_rows, r["rtl_per_kb"])
+                     for r in d.get("rtl", []) if r["kernel"] == kern)
+        if rtl:
+            ax2.plot(*zip(*rtl), "*", color=color, ms=12, label=f"{kern}: RTL")
+    ax2.set_xscale("log", base=2)
+    ax2.set_yscale("log")
+    ax2.set_xticks(R, [f"{n}x{n}" for n in R])
+    ax2.set_ylabel("cycles per key block")
+    ax2.set_title("Cycles per key block (R x R array, P = 8)")
+    ax2.grid(alpha=0.3, which="both")
+    ax2.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+
+
 def main(argv: "list[str] | None" = None) -> int:
     import argparse
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -162,6 +221,9 @@ def main(argv: "list[str] | None" = None) -> int:
         accuracy_plot(json.loads((res / "accuracy.json").read_text()), plt,
                       outdir / "accuracy_hist.png")
         done.append(str((outdir / "accuracy_hist.png").relative_to(common.ROOT)))
+    if (res / "ud.json").exists():
+        ud_plot(json.loads((res / "ud.json").read_text()), plt, outdir / "ud_utilisation.png")
+        done.append(str((outdir / "ud_utilisation.png").relative_to(common.ROOT)))
     print("wrote " + (", ".join(done) if done else "nothing (run the benchmarks first)"))
     return 0
 

@@ -432,7 +432,7 @@ def memory_system(sa_rows: int, sa_cols: int, e_type: str, a_type: str) -> dict[
       UD: one instruction in flight on several ports makes each LOAD cost
       about ``R + 6 + b`` cycles, ``2R + 12 + 2b`` per key block, about
       ``2b + 1`` over ``T_ud`` (P = 8) whatever the number of ports or
-      banks (6 to 17 cycles, 3-8 % of ``T_ud``; 6-9 % at N = 4096 with the
+      banks (6 to 17 cycles, 3-8 % of ``T_ud``; 5.5-8 % at N = 4096 with the
       per-query-block Q load and O store); a second instruction in flight
       with several ports would hide it (docs/performance.md, section 1f).
     """

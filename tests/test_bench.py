@@ -49,11 +49,16 @@ def test_performance_doc_renders_from_committed_results(tmp_path, monkeypatch):
     monkeypatch.setattr(mkdoc, "DOC", tmp_path / "performance.md")
     assert mkdoc.main([]) == 0
     text = (tmp_path / "performance.md").read_text()
-    for head in ("## 1. Utilisation", "## 2. Accuracy", "## 3.", "## 4. Area"):
+    for head in ("## 1. Utilisation", "## 2. Accuracy", "## 3.", "## 4. Area",
+                 "## 6. UD dataflow", "### 6c. The RTL", "### 6d. Area"):
         assert head in text, head
     u = json.loads((ROOT / "bench" / "results" / "utilisation.json").read_text())
     assert u["runs"] and all(r["model_cycles"] == r["rtl_cycles"] for r in u["runs"])
     assert all(s["model_cycles"] == s["rtl_cycles"] for s in u["steady"])
+    ud = json.loads((ROOT / "bench" / "results" / "ud.json").read_text())
+    assert ud["rtl"] and all(r["model_cycles"] == r["cycles"] for r in ud["rtl"])
+    for r in ud["rtl"]:             # each RTL row is in the rendered table
+        assert f"| {r['config']} | {r['kernel']} |" in text and f"| {r['cycles']} |" in text
 
 
 def test_utilisation_flops():

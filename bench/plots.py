@@ -180,7 +180,8 @@ def ud_plot(d: dict, plt, out) -> None:
     ax1.legend(fontsize=7, loc="lower right")
     ax2.plot(R, [r["ref_per_kb"] for r in sq], "o-", color="tab:blue", label="reference (model)")
     ax2.plot(R, [r["ud_per_kb"] for r in sq], "o-", color="tab:red", label="UD (model)")
-    ax2.plot(R, [4 * r["R"] + r["C"] + r["bound_T"] - 2 * r["R"] - 3 + 5 for r in sq], ":",
+    # the reference schedule's period 4R+C+P+5 (P = T - 2R - 3 from the UD bound T)
+    ax2.plot(R, [2 * r["R"] + r["C"] + r["bound_T"] + 2 for r in sq], ":",
              color="tab:blue", label="4R+C+P+5")
     ax2.plot(R, [r["bound_T"] for r in sq], ":", color="black", label="2R+P+3")
     for kern, color in (("reference", "tab:blue"), ("ud", "tab:red")):

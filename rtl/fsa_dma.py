@@ -112,7 +112,7 @@ from pathlib import Path
 
 from myhdl import ConcatSignal, always_comb, always_seq, block, intbv
 
-from rtl import fsa_dma_banks, fsa_dma_port, fsa_dma_queue
+from rtl import fsa_dma_banks, fsa_dma_checks, fsa_dma_port, fsa_dma_queue
 from rtl.convert import comb_expr, convert_block, sig, submodule
 from rtl.fsa_dma_if import (AXI_SIGNALS, CMD_SIGNALS, ERR_AXI_RD, check_ports, ERR_AXI_WR, ERR_DMA_ALIGN,  # noqa: F401
                             ERR_DMA_SIZE, ERR_MEM_RANGE, ERR_NAMES, ERR_NONE, ERR_SRAM_RANGE,
@@ -167,8 +167,6 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
     LS = g["lane_sel_max"]
     SAB, AAB = g["spad_addr_bits"], g["acc_addr_bits"]
     SLS, ALS = g["spad_lane_bits"], g["acc_lane_bits"]
-    SROWS, AROWS = cfg.spad_rows, cfg.acc_rows
-    SRB, ARB = cfg.spad_row_bytes, cfg.acc_row_bytes
     TB = clog2(P)
     RAW = 40                    # row address: < 2**39 + 511 * 2**20 < 2**40
     D = max_outstanding
@@ -259,7 +257,7 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
     tpb = tp4k(lb + 8, lb)              # beats to the 4 KiB boundary (when it is < a row)
     tpl = tp4k(lb + LS, lb)
 
-    # ---- up-front checks (state CHECK)
+    # ---- up-front checks (state CHECK; rtl/fsa_dma_checks.py)
     szbad = sig(1)
     srbad = sig(1)
     solo_c = sig(1)
@@ -268,39 +266,10 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
     smag14 = zext(c_smag, 14)
     prod20 = zext(prod, 20)
 
-    @always_comb
-    def checks():
-        prod.next = rm1_14 * smag14
-        if c_accum:
-            szbad.next = c_size > ARB
-        else:
-            szbad.next = c_size > SRB
-    insts.append(checks)
-
-    @always_comb
-    def rowcheck():
-        if c_accum:
-            if c_sneg:
-                srbad.next = (c_saddr >= AROWS or prod20 > c_saddr
-                              or c_saddr - prod20 >= AROWS)
-            else:
-                srbad.next = c_saddr >= AROWS or c_saddr + prod20 >= AROWS
-        else:
-            if c_sneg:
-                srbad.next = (c_saddr >= SROWS or prod20 > c_saddr
-                              or c_saddr - prod20 >= SROWS)
-            else:
-                srbad.next = c_saddr >= SROWS or c_saddr + prod20 >= SROWS
-    insts.append(rowcheck)
-
-    if P > 1:
-        @always_comb
-        def overlap():
-            if c_store:
-                solo_c.next = c_mmag < size21
-            else:
-                solo_c.next = c_smag == 0 and c_rep > 1
-        insts.append(overlap)
+    insts.append(fsa_dma_checks.instruction_checks(
+        cfg, P, c_accum=c_accum, c_store=c_store, c_size=c_size, c_saddr=c_saddr, c_sneg=c_sneg,
+        c_smag=c_smag, c_mmag=c_mmag, c_rep=c_rep, rm1_14=rm1_14, smag14=smag14, prod=prod,
+        prod20=prod20, size21=size21, szbad=szbad, srbad=srbad, solo_c=solo_c))
 
     @always_comb
     def shape():

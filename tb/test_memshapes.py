@@ -8,9 +8,11 @@ as 64x64 fp16 rows on the presets' 512-bit bus).
 * ``test_shape_matches_the_presets``: each small shape is the one the
   presets with the same ``b`` get (no simulator);
 * ``test_dma_shape``: the DMA unit bench (``tb/tb_dma.py``) on each shape;
-* ``test_attention_shape``: attention through ``fsa_top`` (reference and UD
-  kernels) bit-equal to the golden model and the device counters equal to
-  the cycle model's (``tb/test_attention.py``'s ``check_device``).
+* ``test_attention_shape``: attention through ``fsa_top`` bit-equal to the
+  golden model and the device counters equal to the cycle model's
+  (``tb/test_attention.py``'s ``check_device``): the UD kernel on the b = 2
+  and b = 8 UD shapes and the reference kernel on the b = 2 UD build (one
+  build each); ``FULL=1`` adds b = 4 and the reference-dataflow builds.
 """
 from __future__ import annotations
 
@@ -75,19 +77,27 @@ def test_dma_shape(b):
 
 
 @pytest.mark.sim
-@pytest.mark.parametrize("b,ud", [(2, False), (2, True), (4, True), (8, True),
-                                  pytest.param(4, False, marks=pytest.mark.full),
-                                  pytest.param(8, False, marks=pytest.mark.full)])
-def test_attention_shape(b, ud):
-    if (b, ud) in ((4, False), (8, False)) and not FULL:
+@pytest.mark.parametrize("b,ud,kernel", [
+    (2, True, "ud"), (8, True, "ud"),
+    # the reference kernel on the b = 2 UD build (the reference functions are
+    # unchanged there: tb/test_ud_attention.py checks that such a run equals
+    # the reference hardware's, bits and counters); FULL=1 builds the
+    # reference-dataflow shapes too
+    (2, True, "reference"),
+    pytest.param(4, True, "ud", marks=pytest.mark.full),
+    pytest.param(2, False, "reference", marks=pytest.mark.full),
+    pytest.param(4, False, "reference", marks=pytest.mark.full),
+    pytest.param(8, False, "reference", marks=pytest.mark.full)])
+def test_attention_shape(b, ud, kernel):
+    if (b == 4 or not ud) and not FULL:
         pytest.skip("long sweep: FULL=1")
     base = SHAPES[b]
     cfg = base.replace(name=base.name.replace("Config", "UdConfig"), dataflow="ud") if ud else base
     sq, skv = 16, 24
     rng = np.random.default_rng(SEED)
     q, k, v = (nx.from_float64(fa3_inputs(rng, (n, cfg.sa_rows)), cfg.e_type) for n in (sq, skv, skv))
-    prog = kernels.attention(cfg, sq, skv)
-    assert prog.meta.get("kernel", "reference") == ("ud" if ud else "reference"), prog.meta
+    prog = kernels.attention(cfg, sq, skv, kernel=kernel)
+    assert prog.meta.get("kernel", "reference") == kernel, prog.meta
     gold = GoldenEngine(cfg).run(prog, {"Q": q, "K": k, "V": v})
     image = prog.memory_image({"Q": q, "K": k, "Vt": np.ascontiguousarray(v.T)})
     res = run_on_device(cfg, prog.words(), image, prog.output_regions(), max_cycles=2_000_000,
@@ -95,4 +105,4 @@ def test_attention_shape(b, ud):
     _, checked = check_device(cfg, prog, gold, res, f"{cfg.name} {sq}x{skv}")
     assert checked
     cov.record(prog, res["runs"][-1], config=cfg, cycles_checked=checked,
-               what=f"{cfg.name} {sq}x{skv}")
+               what=f"{cfg.name} {sq}x{skv} ({kernel} kernel)")

@@ -282,7 +282,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     from fsa import config
     from fsa.predict import predict
 
-    cfg = config.with_axi_bits(args.config, args.axi_bits) if args.axi_bits else config.get(args.config)
+    cfg = config.with_axi_bits(args.config, args.axi_bits) if args.axi_bits is not None else config.get(args.config)
     p = predict(cfg, args.seq_q, args.seq_kv, args.causal, args.free_dma, kernel=args.kernel,
                 program=args.program)
     print(f"{cfg.name}: seq_q={args.seq_q} seq_kv={args.seq_kv} d={cfg.sa_rows}"
@@ -443,7 +443,7 @@ def main(argv: "list[str] | None" = None) -> int:
     p.add_argument("--seq-q", type=_positive_int, default=64)
     p.add_argument("--seq-kv", type=_positive_int, default=64)
     p.add_argument("--causal", action="store_true")
-    p.add_argument("--axi-bits", type=int, help="AXI data width instead of the preset's")
+    p.add_argument("--axi-bits", type=_positive_int, help="AXI data width instead of the preset's")
     p.add_argument("--free-dma", action="store_true",
                    help="DMA costs nothing: the matrix schedule alone")
     p.add_argument("--kernel", choices=["reference", "ud"],
@@ -487,6 +487,13 @@ def main(argv: "list[str] | None" = None) -> int:
         head = str(e).split("\n--- log tail ---")[0]
         print(f"error: {head}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        # the reader went away (`fsa plan show ... | head`): stop quietly, as
+        # other command-line tools do (and keep Python's exit-time flush from
+        # failing again on the closed pipe)
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":

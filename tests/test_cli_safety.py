@@ -50,7 +50,8 @@ def test_string_input_refused_naming_argument(tmp_path, capsys):
 @pytest.mark.parametrize("argv, name", [
     (["run", "--seq-q", "-8"], "--seq-q"), (["run", "--seq-kv", "0"], "--seq-kv"),
     (["run", "--max-cycles", "-1"], "--max-cycles"), (["compile", "--seq-q", "-4"], "--seq-q"),
-    (["predict", "--seq-kv", "-4"], "--seq-kv"), (["run", "--seed", "-1"], "--seed"),
+    (["predict", "--seq-kv", "-4"], "--seq-kv"), (["predict", "--axi-bits", "0"], "--axi-bits"),
+    (["run", "--seed", "-1"], "--seed"),
     (["exec", "--config", CFG, "--program", "x", "--max-cycles", "0"], "--max-cycles")])
 def test_bad_sizes_named(argv, name, capsys):
     with pytest.raises(SystemExit) as e:
@@ -167,3 +168,20 @@ def test_golden_machine_reports_progress(monkeypatch):
     GoldenEngine(cfg, progress=msgs.append).run(
         kernels.attention(cfg, 8, 8), {n: rng.standard_normal((8, 4)) for n in "QKV"})
     assert msgs and all(m.startswith("golden model: ") for m in msgs)
+
+
+def test_closed_pipe_ends_quietly():
+    """``fsa plan show ... | head -1``: the reader closes the pipe early; the
+    CLI stops without a traceback (exit 141, as a shell reports SIGPIPE).  The
+    64x64 chart (~170 kB) is larger than a pipe's buffer, so the writer must
+    meet the closed pipe."""
+    import subprocess
+    import sys
+
+    p = subprocess.Popen([sys.executable, "-m", "fsa.cli", "plan", "show", "FSA64X64Fp16UdConfig",
+                          "STEP"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
+    first = p.stdout.readline()
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=60) == 141, err
+    assert first.startswith(b"STEP") and "Traceback" not in err, err

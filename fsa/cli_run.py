@@ -178,6 +178,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     report["utilisation"] = st.utilisation
     report["kernel_utilisation"] = st.kernel_utilisation
     report["cycles_per_key_block"] = res.cycles_per_key_block
+    report["kernel"] = prog.meta.get("kernel", "reference")
     report["seconds"] = round(time.perf_counter() - t0, 2)
 
     print()
@@ -185,6 +186,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"FSA {cfg.name} ({cfg.sa_rows}x{cfg.sa_cols}, {cfg.e_type} x {cfg.e_type} + {cfg.a_type}) "
           f"on {args.sim}: attention {sq} x {skv}, d = {d}{many}"
           f"{', causal' if args.causal else ''}")
+    if "kernel_why" in prog.meta:
+        print(f"  kernel: {report['kernel']} ({prog.meta['kernel_why']})")
     print(f"  vs torch SDPA:  MAE {stats['mae']:.3e}  RMSE {stats['rmse']:.3e}  max abs "
           f"{stats['max_abs']:.3e}  mean rel {stats['mean_rel']:.3e}  max rel {stats['max_rel']:.3e}"
           f"  ({why if within else 'OUTSIDE the bounds: ' + why}, s = {s:.2f})")

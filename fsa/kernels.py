@@ -216,8 +216,10 @@ def attention(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = Fa
             the cycle model: six runs, two dispatch modes x three DMA timings).
         kernel: "reference" (this module's kernel) or "ud" (:mod:`fsa.kernels_ud`);
             None picks "ud" on a config with ``dataflow = "ud"``, else "reference".
-            The UD kernel runs one head (`heads` = 1, no `kv_map`), without
-            the key mask.
+            The UD kernel runs any heads and `kv_map` too, but not the key
+            mask: with `kernel` None, a `key_limit` < R on a UD config picks
+            the reference kernel (UD hardware runs its functions unchanged;
+            the program's ``meta["kernel"]`` is "reference").
         heads: query heads (any number of (batch, head) pairs, flattened),
             run one after another in one program.
         kv_heads: key/value heads stored (default `heads`, or one more than
@@ -249,17 +251,19 @@ def attention(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = Fa
             causal on a non-square array, bad head counts or map.
     """
     cfg = fconfig.get(cfg)
-    if (kernel or ("ud" if cfg.dataflow == "ud" else "reference")) == "ud":   # issue 15
+    which = kernel or ("ud" if cfg.dataflow == "ud" else "reference")
+    if which == "ud" and kernel is None and key_limit is not None and key_limit != cfg.sa_rows:
+        # the UD kernel has no key mask: padded sequences run the reference
+        # kernel, whose functions UD hardware runs unchanged (meta["kernel"] says so)
+        which = "reference"
+    if which == "ud":   # issue 15
         from fsa import kernels_ud
-        if head_map(heads, kv_heads, kv_map) != ((0,), 1):
-            raise ValueError(f"attention: the UD kernel runs one head; {cfg.name} cannot run "
-                             f"heads={heads} in one program (run one head at a time, or use "
-                             f"the reference kernel on a reference config)")
         if key_limit is not None and key_limit != cfg.sa_rows:
             raise ValueError(f"attention: the UD kernel has no key mask yet: {cfg.name} needs "
                              f"sequences of whole key blocks ({cfg.sa_rows} keys; or causal "
                              f"with S_q <= S_kv)")
-        prog = kernels_ud.attention(cfg, seq_q, seq_kv, causal, check)
+        prog = kernels_ud.attention(cfg, seq_q, seq_kv, causal, check, heads=heads,
+                                    kv_heads=kv_heads, kv_map=kv_map)
         if scale is None:
             return prog
         e_bits, a_bits = fconfig.scale_bits(cfg, scale)
@@ -285,10 +289,13 @@ def attention(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = Fa
     mask = key_limit is not None and key_limit < R
     if mask:
         settings["key_limit"] = key_limit
-    return flash_attention.build(cfg, Input((heads * seq_q, R), e),
+    prog = flash_attention.build(cfg, Input((heads * seq_q, R), e),
                                  Input((kv_heads * seq_kv, R), e), Input((R, kv_heads * seq_kv), e),
                                  causal=bool(causal), seq_q=seq_q, seq_kv=seq_kv, kv_map=kv_map,
                                  mask_last=mask, settings=settings, check=check)
+    if cfg.dataflow == "ud" and kernel is None:        # the fallback above
+        prog.meta.update(kernel="reference", kernel_why="the UD kernel has no key mask (padded keys)")
+    return prog
 
 
 def head_map(heads: int, kv_heads: int | None = None,

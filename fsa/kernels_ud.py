@@ -42,6 +42,8 @@ proves it free of deadlocks and races at build time.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from fsa import config as fconfig
 from fsa.config import FSAConfig
 from fsa.isa import Matrix, MxFunc
@@ -104,16 +106,26 @@ def mx_step(k: KernelBuilder, func: MxFunc, kv: SpadTile, lo: "AccTile | None", 
 
 @kernel
 def flash_attention_ud(k: KernelBuilder, Q: MemTile, K: MemTile, Vt: MemTile, *,
-                       causal: bool = False) -> MemTile:
-    """FlashAttention forward on UD hardware: returns ``Ot [d, seq_q]``."""
+                       causal: bool = False, seq_q: int | None = None, seq_kv: int | None = None,
+                       kv_map: "tuple[int, ...] | None" = None) -> MemTile:
+    """FlashAttention forward on UD hardware of one or more heads: returns
+    ``Ot [d, H seq_q]`` (tensors as :func:`fsa.kernels.flash_attention`'s:
+    head ``h``'s queries and outputs from row / column ``h seq_q`` on, kv
+    head ``g``'s keys and values from ``g seq_kv`` on; query head ``h``
+    reads kv head ``kv_map[h]``; one head when `seq_q` / `seq_kv` /
+    `kv_map` are left out).  The heads' query blocks are one pipeline, as a
+    head's query blocks are."""
     cfg = k.cfg
     R, C = k.R, k.C
-    seq_q, seq_kv = Q.rows, K.rows
-    Ot = k.alloc_mem((R, seq_q), cfg.a_type, "Ot", role="output")
+    seq_q = Q.rows if seq_q is None else seq_q
+    seq_kv = K.rows if seq_kv is None else seq_kv
+    heads = Q.rows // seq_q
+    kv_map = tuple(range(heads)) if kv_map is None else tuple(kv_map)
+    Ot = k.alloc_mem((R, heads * seq_q), cfg.a_type, "Ot", role="output")
     k.view("V", Vt)
     k.view("O", Ot)
-    q_blocks = Q.split(C, axis=0)
-    k_blocks = K.split(R, axis=0)
+    q_blocks = Q.split(C, axis=0)           # head h's from h * seq_q / C on
+    k_blocks = K.split(R, axis=0)           # kv head g's from g * seq_kv / R on
     v_blocks = Vt.split(R, axis=1)
     o_blocks = Ot.split(C, axis=1)
     plan = buffer_plan(cfg)
@@ -125,15 +137,22 @@ def flash_attention_ud(k: KernelBuilder, Q: MemTile, K: MemTile, Vt: MemTile, *,
     sem_s = [k.semaphore(1 + b, 8) for b in range(ns)]
     sem_o = [k.semaphore(6 + a, 4) for a in range(nacc)]
 
-    n_qb, n_kb = len(q_blocks), len(k_blocks)
+    n_qh, n_kb = seq_q // C, seq_kv // R    # query blocks of one head, key blocks of one kv head
+    n_qb = heads * n_qh                     # query blocks of the program, head after head
 
     def last(i: int) -> int:
-        return min(i, n_kb - 1) if causal else n_kb - 1
+        """The last key block query block i (of the program) sees."""
+        return min(i % n_qh, n_kb - 1) if causal else n_kb - 1
+
+    def kv_block(i: int, j: int) -> int:
+        """Index in k_blocks / v_blocks of key block j of query block i's kv head."""
+        return kv_map[i // n_qh] * n_kb + j
 
     steps = [(i, j) for i in range(n_qb) for j in range(last(i) + 1)]
     N = len(steps)
     k.meta.update(kind="attention", kernel="ud", seq_q=seq_q, seq_kv=seq_kv, d=R,
-                  causal=bool(causal), key_blocks=N, buffers=plan)
+                  causal=bool(causal), heads=heads, kv_heads=K.rows // seq_kv, kv_map=kv_map,
+                  key_blocks=N, buffers=plan)
 
     # The K load of step n >= 1 and the V^T load of step n - 1 fill one slot
     # for one instruction: the K load only acquires the slot's token and the
@@ -141,12 +160,12 @@ def flash_attention_ud(k: KernelBuilder, Q: MemTile, K: MemTile, Vt: MemTile, *,
     # (the DMA finishes instructions in the order it accepts them, so the V^T
     # load's release also says the K rows have landed).
     def load_k(n: int) -> None:
-        k.load_tile(kv_sp[n % ns][0:R], k_blocks[steps[n][1]], sem_s[n % ns],
+        k.load_tile(kv_sp[n % ns][0:R], k_blocks[kv_block(*steps[n])], sem_s[n % ns],
                     release=(n == 0))
 
     def load_v(n: int) -> None:          # V^T of step n, read by instruction n + 1
-        k.load_tile(kv_sp[(n + 1) % ns][R:2 * R], v_blocks[steps[n][1]], sem_s[(n + 1) % ns],
-                    acquire=(n + 1 == N))
+        k.load_tile(kv_sp[(n + 1) % ns][R:2 * R], v_blocks[kv_block(*steps[n])],
+                    sem_s[(n + 1) % ns], acquire=(n + 1 == N))
 
     k.load_tile(q_sp, q_blocks[0], sem_q)
     load_k(0)
@@ -169,11 +188,13 @@ def flash_attention_ud(k: KernelBuilder, Q: MemTile, K: MemTile, Vt: MemTile, *,
         if kpart is None:
             mx_step(k, MxFunc.PVSTEP, slot[R:2 * R], lo, zero=pv[1] == 0, **early)
         elif pv is None:
-            mx_step(k, MxFunc.KSTEP, slot[0:R], None, causal=causal and kpart[0] == kpart[1],
-                    reset_max=kpart[1] == 0, **early)
+            mx_step(k, MxFunc.KSTEP, slot[0:R], None,
+                    causal=causal and kpart[0] % n_qh == kpart[1], reset_max=kpart[1] == 0,
+                    **early)
         else:
             mx_step(k, MxFunc.STEP, slot, lo, zero=pv[1] == 0,
-                    causal=causal and kpart[0] == kpart[1], reset_max=kpart[1] == 0, **early)
+                    causal=causal and kpart[0] % n_qh == kpart[1], reset_max=kpart[1] == 0,
+                    **early)
         if n + 1 < N:
             load_k(n + 1)
         if n < N:
@@ -194,21 +215,29 @@ def flash_attention_ud(k: KernelBuilder, Q: MemTile, K: MemTile, Vt: MemTile, *,
 
 
 def attention(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = False,
-              check: bool = True) -> Program:
+              check: bool = True, *, heads: int = 1, kv_heads: int | None = None,
+              kv_map: "Sequence[int] | None" = None) -> Program:
     """Build the UD FlashAttention program (arguments as
-    :func:`fsa.kernels.attention`; `cfg` must have ``dataflow = "ud"``).
+    :func:`fsa.kernels.attention`, heads included; `cfg` must have
+    ``dataflow = "ud"``).
 
     Raises:
-        ValueError: a config of another dataflow, or a shape
-            :func:`fsa.kernels.check_attention_shape` refuses.
+        ValueError: a config of another dataflow, or a shape or head map
+            :func:`fsa.kernels.check_attention_shape` / :func:`fsa.kernels.head_map`
+            refuses.
     """
-    from fsa.kernels import check_attention_shape
+    from fsa.kernels import check_attention_shape, head_map
 
     cfg = fconfig.get(cfg)
     if cfg.dataflow != "ud":
         raise ValueError(f"the UD attention kernel needs a config with dataflow 'ud'; {cfg.name} "
                          f"has {cfg.dataflow!r} (use the reference kernel, or a ...UdConfig preset)")
     check_attention_shape(cfg, seq_q, seq_kv, causal)
+    kv_map, kv_heads = head_map(heads, kv_heads, kv_map)
     R, e = cfg.sa_rows, cfg.e_type
-    return flash_attention_ud.build(cfg, Input((seq_q, R), e), Input((seq_kv, R), e),
-                                    Input((R, seq_kv), e), causal=bool(causal), check=check)
+    heads = len(kv_map)
+    one = heads == 1 and kv_heads == 1
+    return flash_attention_ud.build(cfg, Input((heads * seq_q, R), e), Input((kv_heads * seq_kv, R), e),
+                                    Input((R, kv_heads * seq_kv), e), causal=bool(causal),
+                                    check=check, **({} if one else dict(
+                                        seq_q=seq_q, seq_kv=seq_kv, kv_map=kv_map)))

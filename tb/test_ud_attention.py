@@ -2,7 +2,8 @@
 (``fsa/kernels_ud.py``) through ``fsa_top`` of a UD configuration over AXI,
 bit-equal to the golden model (raw bits) and within the torch bounds, with
 the device counters equal to the cycle model's (``fsa/cyclemodel.py``) on
-every run without AXI pauses; and the reference kernel on UD hardware: the
+every run without AXI pauses (several heads in one program too); and the
+reference kernel on UD hardware: the
 same bits and the same counters as on the reference configuration (the
 reference functions are unchanged there).
 
@@ -116,6 +117,34 @@ def test_reference_kernel_on_ud_hardware(name, ref_name, causal):
     rrtl, _ = check_device(ref_cfg, rprog, rgold, rres, f"reference kernel on {ref_name}")
     assert rtl.tobytes() == rrtl.tobytes()
     assert res["runs"][-1]["counters"] == rres["runs"][-1]["counters"]
+
+
+
+def test_ud_many_heads_on_the_device():
+    """Four query heads sharing two kv heads (grouped-query), causal, in one UD
+    program on 4x4 UD hardware: raw bits equal to the instruction-level golden
+    model and to the reference kernel's multi-head output, counters equal to
+    the cycle model."""
+    cfg = fconfig.get("FSA4X4Fp16UdConfig")
+    heads, kv_heads, sq, skv = 4, 2, 8, 8
+    rng = np.random.default_rng(SEED)
+    q, k, v = (nx.from_float64(fa3_inputs(rng, (n, cfg.sa_rows)), cfg.e_type)
+               for n in (heads * sq, kv_heads * skv, kv_heads * skv))
+    prog = kernels.attention(cfg, sq, skv, causal=True, heads=heads, kv_heads=kv_heads)
+    assert prog.meta["kernel"] == "ud" and prog.meta["kv_map"] == (0, 0, 1, 1)
+    gold = GoldenEngine(cfg, machine=True).run(prog, {"Q": q, "K": k, "V": v})
+    image = prog.memory_image({"Q": q, "K": k, "Vt": np.ascontiguousarray(v.T)})
+    res = run_on_device(cfg, prog.words(), image, prog.output_regions(), max_cycles=4_000_000,
+                        seed=SEED)
+    rtl, checked = check_device(cfg, prog, gold, res, "UD 4 heads / 2 kv heads")
+    assert checked
+    ref_cfg = fconfig.get("FSA4X4Fp16Config")
+    ref = GoldenEngine(ref_cfg).run(
+        kernels.attention(ref_cfg, sq, skv, causal=True, heads=heads, kv_heads=kv_heads),
+        {"Q": q, "K": k, "V": v})
+    assert rtl.tobytes() == ref.outputs["Ot"].tobytes()
+    cov.record(prog, res["runs"][-1], config=cfg, cycles_checked=checked,
+               what="UD FSA4X4Fp16UdConfig 4 heads / 2 kv heads causal")
 
 
 def _golden_error(cfg, words):

@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 
 import fsa
+from fsa import kernels
 from fsa import config
 from fsa import numerics as nx
 from fsa.golden import fast
@@ -322,8 +323,38 @@ def test_ud_config_gives_the_reference_bits_one_head_at_a_time():
         ref = fsa.scaled_dot_product_attention(q, k, v, scale=scale, config=CFG)
         assert st.program.meta["kernel"] == "ud"
         assert torch.equal(ud.view(torch.int32), ref.view(torch.int32))
-    with pytest.raises(ValueError, match="UD kernel runs one head"):
-        fsa.scaled_dot_product_attention(*(rand(rng, (2, 8, 4)) for _ in range(3)),
-                                         config="FSA4X4Fp16UdConfig")
+
+
+@pytest.mark.parametrize("qs,kvs,causal,gqa", [
+    ((2, 3, 8, 4), (2, 3, 12, 4), False, False),       # batch x heads
+    ((1, 4, 8, 4), (1, 2, 8, 4), True, True),          # grouped-query, causal
+    ((3, 4, 4), (1, 4, 4), False, True),               # three query heads share one kv head
+])
+def test_ud_config_runs_many_heads_with_the_reference_bits(qs, kvs, causal, gqa):
+    """The UD kernel runs every (batch, head) pair in one program, each
+    query head reading its kv head, bit for bit the reference kernel's output."""
+    rng = np.random.default_rng(sum(qs))
+    q, k, v = rand(rng, qs), rand(rng, kvs), rand(rng, kvs)
+    kw = dict(is_causal=causal, enable_gqa=gqa)
+    ud, st = fsa.scaled_dot_product_attention(q, k, v, config="FSA4X4Fp16UdConfig",
+                                              return_stats=True, **kw)
+    ref, rst = fsa.scaled_dot_product_attention(q, k, v, config=CFG, return_stats=True, **kw)
+    assert st.program.meta["kernel"] == "ud" and st.heads == rst.heads == int(np.prod(qs[:-2]))
+    assert st.program.meta["kv_map"] == rst.program.meta["kv_map"]
+    assert torch.equal(ud.view(torch.int32), ref.view(torch.int32))
+    assert st.program.counts()["matrix"] != rst.program.counts()["matrix"]    # another kernel
+
+
+def test_ud_config_with_padded_keys_runs_the_reference_kernel():
+    """The UD kernel has no key mask: keys that are not whole key blocks run
+    the reference kernel on the UD hardware (its functions are unchanged
+    there), and the program says so; asking for the UD kernel is refused."""
+    rng = np.random.default_rng(12)
+    q, k, v = rand(rng, (2, 5, 4)), rand(rng, (2, 7, 4)), rand(rng, (2, 7, 4))
+    ud, st = fsa.scaled_dot_product_attention(q, k, v, config="FSA4X4Fp16UdConfig",
+                                              return_stats=True)
+    ref = fsa.scaled_dot_product_attention(q, k, v, config=CFG)
+    assert st.program.meta["kernel"] == "reference" and "key mask" in st.program.meta["kernel_why"]
+    assert torch.equal(ud.view(torch.int32), ref.view(torch.int32))
     with pytest.raises(ValueError, match="UD kernel has no key mask"):
-        fsa.scaled_dot_product_attention(q, k[:7], v[:7], config="FSA4X4Fp16UdConfig")
+        kernels.attention("FSA4X4Fp16UdConfig", 8, 8, heads=2, key_limit=3, kernel="ud")

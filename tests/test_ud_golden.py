@@ -65,6 +65,52 @@ def test_ud_kernel_bit_exact_with_the_reference(name, sq, skv, causal, outliers)
         assert not np.all(np.isfinite(nx.to_float64(got, cfg.a_type)))
 
 
+@pytest.mark.parametrize("name,sq,skv,causal,heads,kv_heads,kv_map", [
+    ("FSA4X4Fp16UdConfig", 8, 12, False, 3, 3, None),        # batch x heads
+    ("FSA4X4Fp16UdConfig", 8, 8, True, 4, 2, None),          # grouped-query, causal
+    ("FSA8X4Fp16UdConfig", 8, 16, False, 2, 1, None),        # non-square, one kv head
+    ("FSA4X4Bf16UdConfig", 12, 12, True, 3, 2, [1, 0, 1]),   # any kv_map
+    ("FSA4X8Fp16UdConfig", 16, 8, False, 2, 2, [1, 0]),
+], ids=lambda v: str(v))
+def test_ud_kernel_many_heads_bit_exact_with_the_reference_kernel(name, sq, skv, causal, heads,
+                                                                    kv_heads, kv_map):
+    """Several heads in one UD program (one pipeline over all heads' query
+    blocks), on the instruction-level model: raw bits equal to the
+    reference kernel's multi-head program on the reference twin."""
+    cfg = fconfig.get(name)
+    ref_cfg = fconfig.get(name.replace("UdConfig", "Config"))
+    R, e = cfg.sa_rows, cfg.e_type
+    rng = np.random.default_rng(heads * 7 + kv_heads)
+    q, k, v = (nx.from_float64(rng.standard_normal((n, R)) * 1.5, e)
+               for n in (heads * sq, kv_heads * skv, kv_heads * skv))
+    args = dict(heads=heads, kv_heads=kv_heads, kv_map=kv_map)
+    prog = kernels.attention(cfg, sq, skv, causal, **args)
+    assert prog.meta["kernel"] == "ud" and prog.meta["heads"] == heads
+    eng = GoldenEngine(cfg, machine=True)
+    got = eng.run(prog, {"Q": q, "K": k, "V": v}).outputs["Ot"]
+    assert eng.last_path == "machine"
+    ref_eng = GoldenEngine(ref_cfg, machine=True)
+    want = ref_eng.run(kernels.attention(ref_cfg, sq, skv, causal, **args),
+                       {"Q": q, "K": k, "V": v}).outputs["Ot"]
+    assert got.shape == want.shape == (R, heads * sq)
+    assert got.tobytes() == want.tobytes()
+    # each head differs from a run of the wrong kv head (the map is honoured)
+    if kv_heads > 1:
+        one = kernels.attention(cfg, sq, skv, causal, heads=heads, kv_heads=kv_heads,
+                                kv_map=[0] * heads)
+        other = GoldenEngine(cfg, machine=True).run(one, {"Q": q, "K": k, "V": v}).outputs["Ot"]
+        assert other.tobytes() != got.tobytes()
+
+
+def test_ud_single_head_program_is_the_multi_head_programs_special_case():
+    """heads = 1 (and kv_map [0]) builds the single-head UD program, word for word."""
+    cfg = fconfig.get("FSA8X8Fp16UdConfig")
+    for causal in (False, True):
+        a = kernels.attention(cfg, 16, 16, causal).words()
+        assert kernels.attention(cfg, 16, 16, causal, heads=1, kv_map=[0]).words() == a
+
+
+
 @pytest.mark.parametrize("name", ["FSA4X4Fp16UdConfig", "FSA8X4Fp16UdConfig"])
 def test_ud_equals_the_reference_kernel_program(name):
     """Raw bits of the UD program = those of the reference kernel's program

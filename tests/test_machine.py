@@ -292,3 +292,65 @@ def test_word_stream_follows_the_device_on_reserved_bits_zero_dma_and_truncation
     with pytest.raises(MachineError) as e:
         Machine(CFG4).run(encode([ld])[:3])
     assert (e.value.code, e.value.index) == ("NO_STOP", 0)
+
+
+# ---------------------------------------------------------------- accumulator walks
+@pytest.mark.parametrize("name", ["FSA4X4Fp16Config", "FSA8X4Fp16Config", "FSA4X4Fp16UdConfig",
+                                  "FSA16X16Fp32UdConfig"])
+def test_accumulator_walks_read_each_row_one_cycle_before_writing_it(name):
+    """The rule Machine.acc_walk relies on, from the plans the hardware is
+    generated from: index i of a walk is read one cycle before it is
+    written, one index per cycle."""
+    from fsa import cyclemodel
+
+    for plan in cyclemodel._plans(fconfig.get(name)):
+        writes = [c for c, cmd in plan.acc if cmd in ("ACC_SA", "ACC")]
+        reads = sorted((r.index, r.cycle) for r in plan.acc_reads)
+        if not writes:
+            continue
+        assert [i for i, _ in reads] == list(range(len(writes))), plan.func
+        assert [c + 1 for _, c in reads] == writes, plan.func
+        assert writes == list(range(writes[0], writes[0] + len(writes))), plan.func
+
+
+def test_value_walk_with_stride_zero_sees_the_writes_two_indices_back():
+    """ATTENTION_VALUE with acc_stride 0 writes one row R times: index i
+    reads the row as index i - 2 wrote it (index 0 and 1: as it was), and
+    the row keeps index R-1's value (what the RTL does; the RTL regression
+    tb/test_random_programs.py compares raw bits)."""
+    cfg = fconfig.get("FSA4X4Fp16Config")
+    R, C = cfg.sa_rows, cfg.sa_cols
+    a = cfg.a_type
+    rng = np.random.default_rng(3)
+    m = Machine(cfg)
+    m.spad[:] = nx.from_float64(rng.standard_normal(m.spad.shape), cfg.e_type)
+    m.acc[:] = nx.from_float64(rng.standard_normal(m.acc.shape) + 2, a)
+    m.pe[:] = nx.from_float64(rng.standard_normal(m.pe.shape), cfg.e_type)
+    m.state.scale = nx.from_float64(rng.uniform(0.5, 1.5, C), a)
+    before, scale = m.acc.copy(), m.state.scale.copy()
+    ins = Matrix(func=MxFunc.ATTENTION_VALUE, spad_addr=4, spad_stride=1, rev_input=True,
+                 delay_output=True, acc_addr=2, acc_stride=0)
+    add = tile.value_products(cfg, m.pe[::-1, :].T.copy(), m.spad[4:4 + R].T.copy())
+    m.matrix(ins)
+    v = []
+    for i in range(R):
+        old = v[i - 2] if i >= 2 else before[2]
+        v.append(nx.fma(scale, old, add[i], mul=a, acc=a))
+    assert np.array_equal(m.acc[2], v[-1])
+    assert not np.array_equal(m.acc[2], nx.fma(scale, before[2], add[R - 1], mul=a, acc=a))
+    assert np.array_equal(np.delete(m.acc, 2, axis=0), np.delete(before, 2, axis=0))
+
+
+def test_reference_function_while_ud_scores_wait_is_not_modelled():
+    cfg = fconfig.get("FSA4X4Fp16UdConfig")
+    ud = dict(rev_input=True, delay_output=True)
+    m = Machine(cfg)
+    m.matrix(Matrix(func=MxFunc.KSTEP, spad_addr=0, spad_stride=1, **ud))
+    score = Matrix(func=MxFunc.ATTENTION_SCORE, spad_addr=0, spad_stride=1, rev_input=True,
+                   rev_output=True, delay_output=True, acc_addr=0)
+    with pytest.raises(UnsupportedProgram, match="bottom row"):
+        m.matrix(score)
+    m.matrix(Matrix(func=MxFunc.ATTENTION_LSE_NORM_SCALE, acc_addr=0))     # (the UD kernel's order)
+    m.matrix(Matrix(func=MxFunc.PVSTEP, spad_addr=4, spad_stride=1, acc_addr=0, acc_stride=1,
+                    **ud))
+    m.matrix(score)                                                         # scores consumed

@@ -176,6 +176,34 @@ class Machine:
             raise MachineError(code, f"{what} row {bad[0]} outside 0..{limit - 1}", index)
         return rows
 
+    def acc_walk(self, rows: list[int], zero: bool, add: np.ndarray) -> None:
+        """Write an accumulator walk: walk index ``i`` writes ``scale * old_i +
+        add[i]`` (each of the C lanes; ``scale`` the ACC's) into ``rows[i]``.
+
+        ``old_i`` is what the hardware reads for index ``i``: 0 with `zero`,
+        else its row.  When the walk's rows repeat (stride 0), that is the row
+        as written by index ``i - 2`` or earlier: every plan reads index ``i``
+        one cycle before writing it, one index per cycle, and the SRAM gives
+        the old word when a row is read in the cycle it is written
+        (tests/test_machine.py checks both against the plans); with distinct
+        rows it is the row before the instruction.  The row keeps the last
+        index's write.
+        """
+        a = self.cfg.a_type
+        scale = self.state.scale
+        if len(set(rows)) == len(rows):
+            old = np.zeros((len(rows), self.cfg.sa_cols), self.ua) if zero else self.acc[rows]
+            self.acc[rows] = nx.fma(scale[None, :], old, add, mul=a, acc=a)
+            return
+        wrote: dict[int, list[tuple[int, np.ndarray]]] = {}
+        for i, r in enumerate(rows):
+            seen = [v for j, v in wrote.get(r, []) if j <= i - 2]
+            old = np.zeros(self.cfg.sa_cols, self.ua) if zero else (
+                seen[-1] if seen else self.acc[r])
+            wrote.setdefault(r, []).append((i, nx.fma(scale, old, add[i], mul=a, acc=a)))
+        for r, ws in wrote.items():
+            self.acc[r] = ws[-1][1]
+
     # ------------------------------------------------------------ matrix
     def matrix(self, ins: Matrix, index: int = 0) -> None:
         """Execute one matrix instruction (its data effect)."""
@@ -184,6 +212,14 @@ class Machine:
         f = MxFunc(ins.func)
         flags = (ins.rev_input, ins.rev_output, ins.delay_output)
         st = self.state
+        if f == MxFunc.ATTENTION_SCORE and getattr(getattr(self, "ud", None), "lifo",
+                                                   None) is not None:
+            # a UD K part left its scores in the bottom row and -m in the u path,
+            # which ATTENTION_SCORE's upward waves (the only reference function
+            # with any) would meet
+            raise UnsupportedProgram(f"instruction {index}: ATTENTION_SCORE while a UD K part's "
+                                     f"scores wait in the bottom row for their PV part (a STEP "
+                                     f"or PVSTEP first) is not modelled")
         if f == MxFunc.LOAD_STATIONARY:
             if ins.delay_output:
                 raise UnsupportedProgram("LOAD_STATIONARY with delay_output is not modelled")
@@ -217,18 +253,17 @@ class Machine:
             orow = self._rows(ins.acc_addr, ins.acc_stride, R, cfg.acc_rows, "acc", index)
             p = self.pe[::-1, :].T.copy()              # p[c][j] = PE(R-1-j, c)
             v = self.spad[rows].T.copy()               # v[j][i] = V^T row i, element j
+            self.acc_walk(orow, ins.zero, tile.value_products(cfg, p, v))   # = tile.value
             st.o_t = self.acc[orow].copy()
-            tile.value(st, p, v, zero=ins.zero)
-            self.acc[orow] = st.o_t
         elif f == MxFunc.ATTENTION_LSE_NORM_SCALE:
             lrow = self._rows(ins.acc_addr, 0, 1, cfg.acc_rows, "acc", index)[0]
             st.l = np.zeros(C, self.ua) if ins.zero else self.acc[lrow].copy()
             tile.lse_norm_scale(st)
         elif f == MxFunc.ATTENTION_LSE_NORM:
             orow = self._rows(ins.acc_addr, ins.acc_stride, R, cfg.acc_rows, "acc", index)
-            st.o_t = np.zeros((R, C), self.ua) if ins.zero else self.acc[orow].copy()
-            tile.lse_norm(st)
-            self.acc[orow] = st.o_t
+            st.reset_max()                             # = tile.lse_norm
+            self.acc_walk(orow, ins.zero, np.zeros((R, C), self.ua))
+            st.o_t = self.acc[orow].copy()
         if f in ud.FUNCS:
             ud.execute(self, ins, index)
         self.counters["matrix"] += 1
@@ -270,12 +305,18 @@ class Machine:
     # ------------------------------------------------------------ programs
     def abort(self) -> None:
         """The abort register's effect on the modelled state (fsa/hw/regs.py):
-        semaphores 0 and the CMP RESET (maxima -inf); the rest (settings
-        included) is kept."""
+        semaphores 0, the CMP RESET (maxima -inf) and, on UD hardware, the
+        bottom row's RESET (rtl/fsa_core.py: maxima -inf, the LIFO empty,
+        nothing in the u path); the rest (settings, ``qreg``, the max
+        difference included) is kept."""
         self.sem = [0] * SEM_IDS
         self.held = [False] * SEM_IDS
         fresh = tile.TileState(self.cfg)
         self.state.new_max, self.state.old_max = fresh.new_max, fresh.old_max
+        if getattr(self, "ud", None) is not None:
+            ud_fresh = ud.UdState(self.cfg)
+            self.ud.new_max, self.ud.old_max = ud_fresh.new_max, ud_fresh.old_max
+            self.ud.lifo = self.ud.neg_m = None
 
     def fetch(self, addr: int, n_words: int, **kw) -> dict:
         """Run the `n_words`-word program at byte address `addr` of the

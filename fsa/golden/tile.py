@@ -179,12 +179,22 @@ def value(state: TileState, p: np.ndarray, v: np.ndarray, *, zero: bool = False)
     v = np.asarray(v, ue)
     if p.shape != (C, R) or v.shape != (R, R):
         raise ValueError(f"value: p must be (C, R) = ({C}, {R}) and v ({R}, {R})")
-    o = np.zeros((C, R), ua)                     # o[c][i]
+    o_t = value_products(cfg, p, v)
+    o_old = np.zeros((R, C), ua) if zero else state.o_t
+    state.o_t = nx.fma(state.scale[None, :], o_old, o_t, mul=a, acc=a)
+    return state.o_t
+
+
+def value_products(cfg: FSAConfig, p: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """The P V part of :func:`value` (before ``scale * O^T_old`` is added):
+    (R, C) A bits, row i = output dimension i."""
+    R, C = cfg.sa_rows, cfg.sa_cols
+    e, a = cfg.e_type, cfg.a_type
+    p, v = np.asarray(p, _u(e)), np.asarray(v, _u(e))
+    o = np.zeros((C, R), _u(a))                  # o[c][i]
     for j in range(R - 1, -1, -1):               # top row first: keys R-1 .. 0
         o = nx.fma(p[:, j][:, None], v[j][None, :], o, mul=e, acc=a)
-    o_old = np.zeros((R, C), ua) if zero else state.o_t
-    state.o_t = nx.fma(state.scale[None, :], o_old, o.T, mul=a, acc=a)
-    return state.o_t
+    return o.T
 
 
 def lse_norm_scale(state: TileState) -> None:

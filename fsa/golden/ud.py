@@ -149,11 +149,10 @@ def _pv_part(m, st: UdState, ins: Matrix, rows: list[int], index: int) -> None:
     s1 = nx.fma(st.diff, ua(m.settings["scale_a"]), ua(0), mul=a, acc=a)
     ts.scale = nx.exp2_pwl(s1, a, P, a, out="acc")
     acc_rows = m._rows(ins.acc_addr, ins.acc_stride, R + 1, cfg.acc_rows, "acc", index)
-    l_old = np.zeros(C, ua) if ins.zero else m.acc[acc_rows[0]]
-    m.acc[acc_rows[0]] = nx.fma(ts.scale, l_old, rs, mul=a, acc=a)
+    # the acc walk: l (index 0), then the O^T rows (tile.value's arithmetic)
+    add = np.concatenate([rs[None, :], tile.value_products(cfg, p, m.spad[rows].T.copy())])
+    m.acc_walk(acc_rows, ins.zero, add)
     ts.o_t = m.acc[acc_rows[1:]].copy()
-    tile.value(ts, p, m.spad[rows].T.copy(), zero=ins.zero)
-    m.acc[acc_rows[1:]] = ts.o_t
     m.pe = p[:, ::-1].T.copy()             # PE(r, c) = p[c][R-1-r]
     st.lifo = st.neg_m = None
 

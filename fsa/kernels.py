@@ -294,7 +294,8 @@ def attention(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = Fa
                                  causal=bool(causal), seq_q=seq_q, seq_kv=seq_kv, kv_map=kv_map,
                                  mask_last=mask, settings=settings, check=check)
     if cfg.dataflow == "ud" and kernel is None:        # the fallback above
-        prog.meta.update(kernel="reference", kernel_why="the UD kernel has no key mask (padded keys)")
+        prog.meta.update(kernel="reference",
+                         kernel_why="the UD kernel has no key mask (padded keys)")
     return prog
 
 

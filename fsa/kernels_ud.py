@@ -237,7 +237,8 @@ def attention(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = Fa
     R, e = cfg.sa_rows, cfg.e_type
     heads = len(kv_map)
     one = heads == 1 and kv_heads == 1
-    return flash_attention_ud.build(cfg, Input((heads * seq_q, R), e), Input((kv_heads * seq_kv, R), e),
+    more = {} if one else dict(seq_q=seq_q, seq_kv=seq_kv, kv_map=kv_map)
+    return flash_attention_ud.build(cfg, Input((heads * seq_q, R), e),
+                                    Input((kv_heads * seq_kv, R), e),
                                     Input((R, kv_heads * seq_kv), e), causal=bool(causal),
-                                    check=check, **({} if one else dict(
-                                        seq_q=seq_q, seq_kv=seq_kv, kv_map=kv_map)))
+                                    check=check, **more)

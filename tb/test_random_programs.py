@@ -4,8 +4,10 @@ model on instruction streams no kernel writes.
 Each program loads random data into the whole scratchpad and accumulator,
 runs random matrix instructions (every function of the config, random
 addresses, strides (0 and negative included), ``zero``, ``causal``,
-``reset_max``, ``early_release``), each with ``wait_prev_acc`` (the ISA's
-rule for instructions that read accumulator rows an earlier one writes),
+``mask_keys`` (a random ``key_limit`` and softmax scale are set before
+the first start), ``reset_max``, ``early_release``), each with
+``wait_prev_acc`` (the ISA's rule for an instruction that uses what the
+one before it produces in an order the kernels do not use),
 then stores the accumulator.  The programs of one test run one after
 another on one device without a reset (state carries over: PE registers,
 maxima, the ACC scale, ``qreg``), as on one :class:`Machine`; every
@@ -114,7 +116,7 @@ def random_program(cfg, rng, n: int, region: int, bad: bool = False):
         elif f == MxFunc.ATTENTION_SCORE:
             kw["spad_addr"], kw["spad_stride"] = walk(R, SR)
             kw.update(acc_addr=int(rng.integers(0, AR)), zero=bool(rng.integers(0, 2)),
-                      causal=causal)
+                      causal=causal, mask_keys=bool(rng.integers(0, 3) == 0))
         elif f == MxFunc.ATTENTION_VALUE:
             kw["spad_addr"], kw["spad_stride"] = walk(R, SR)
             kw["acc_addr"], kw["acc_stride"] = walk(R, AR)
@@ -159,9 +161,15 @@ def run_session(cfg, seed: int, programs: int, length: int, bad: bool = False):
     returns the number of programs that ended in an error."""
     rng = np.random.default_rng(seed)
     progs = [random_program(cfg, rng, length, k + 1, bad and k % 2 == 0) for k in range(programs)]
+    # the host's settings before the first start: a key limit for mask_keys and
+    # a softmax scale other than the reset value
+    settings = {"key_limit": int(rng.integers(1, cfg.sa_rows + 1))}
+    settings["scale_e"], settings["scale_a"] = fconfig.scale_bits(cfg, float(rng.uniform(0.1, 2)))
     # the golden model: one machine, the programs one after another; an
     # error ends its program and the host aborts the device before the next
     m = Machine(cfg)
+    for name, value in settings.items():
+        m.write_setting(name, value)
     for _, image, _ in progs:
         for addr, b in image:
             m.mem.write(addr, b)
@@ -174,8 +182,9 @@ def run_session(cfg, seed: int, programs: int, length: int, bad: bool = False):
             expect.append((e.code, e.index))
             m.abort()
     res = run_on_device(cfg, [], [seg for _, image, _ in progs for seg in image],
-                        [dump for _, _, dump in progs], programs=[isa.encode(i) for i, _, _ in progs],
-                        max_cycles=400_000, seed=seed)
+                        [dump for _, _, dump in progs],
+                        programs=[isa.encode(i) for i, _, _ in progs],
+                        max_cycles=400_000, seed=seed, settings=settings)
     assert len(res["runs"]) == programs, res["runs"]
     errors = 0
     for k, ((ins, _, (addr, n)), want, run) in enumerate(zip(progs, expect, res["runs"])):

@@ -252,13 +252,14 @@ def attention(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = Fa
     """
     cfg = fconfig.get(cfg)
     which = kernel or ("ud" if cfg.dataflow == "ud" else "reference")
-    if which == "ud" and kernel is None and key_limit is not None and key_limit != cfg.sa_rows:
+    masked = key_limit is not None and key_limit != cfg.sa_rows
+    if which == "ud" and kernel is None and masked:
         # the UD kernel has no key mask: padded sequences run the reference
         # kernel, whose functions UD hardware runs unchanged (meta["kernel"] says so)
         which = "reference"
     if which == "ud":   # issue 15
         from fsa import kernels_ud
-        if key_limit is not None and key_limit != cfg.sa_rows:
+        if masked:
             raise ValueError(f"attention: the UD kernel has no key mask yet: {cfg.name} needs "
                              f"sequences of whole key blocks ({cfg.sa_rows} keys; or causal "
                              f"with S_q <= S_kv)")

@@ -18,7 +18,10 @@ SET_SCALE (scale <- sram), RECIPROCAL (scale <- 1/scale with the divider:
 the first RECIPROCAL cycle starts it, ``scale`` is written when it is done;
 the plan keeps RECIPROCAL for ``fsa.hw.timing.reciprocal_cycles`` cycles).
 
-Units inside: ``fsa_fma`` (A x A + A, exp2 mode) and ``fsa_div``.
+Units inside: ``fsa_fma`` (A x A + A, exp2 mode; its gated variant
+``fsa_fma_<A>_<A>_p<P>_en``, enabled only by the commands that use its
+result: EXP_S1, EXP_S2, ACC_SA, ACC; ``wb`` is 0 in other cycles) and
+``fsa_div``.
 Latency: ``wb`` is combinational; ``scale`` updates at the edge of the
 command's cycle (RECIPROCAL: ``latency + 1`` cycles after the first one).
 """
@@ -72,17 +75,19 @@ def fsa_acc(clk, rst, cmd, scale_a, sa, sram, wb, a_type="fp32", pieces=8,
     unused_piece, unused_match = sig(pbits), sig(1)
     piece = sig(pbits)
     # the commands by name (one decode each; acc_cmd_exp_s2 is the FMA's exp2 mode)
-    (acc_cmd_exp_s1, acc_cmd_exp_s2, acc_cmd_acc_sa, acc_cmd_set_scale,
-     acc_cmd_reciprocal) = (sig(1) for _ in range(5))
+    (acc_cmd_exp_s1, acc_cmd_exp_s2, acc_cmd_acc_sa, acc_cmd_acc, acc_cmd_set_scale,
+     acc_cmd_reciprocal) = (sig(1) for _ in range(6))
+    fma_en = sig(1)         # the FMA works only in the cycles that use its result
     div_start, unused_div_ready, div_done = sig(1), sig(1), sig(1)
     div_y = sig(aw)
     prev_recip = sig(1)
 
     u_fma = submodule(fsa_fma.fsa_fma, (op_a, op_b, op_c, acc_cmd_exp_s2, f_a, unused_f_e, unused_piece, unused_match),
-                      dict(mul=a_type, add=a_type, pieces=pieces),
-                      fsa_fma.module_name(a_type, a_type, pieces), "u_fma",
+                      dict(mul=a_type, add=a_type, pieces=pieces, en=fma_en),
+                      fsa_fma.module_name(a_type, a_type, pieces, gated=True), "u_fma",
                       {"a": op_a, "b": op_b, "c": op_c, "exp2": acc_cmd_exp_s2, "out_a": f_a,
-                       "out_e": unused_f_e, "piece": unused_piece, "match": unused_match},
+                       "out_e": unused_f_e, "piece": unused_piece, "match": unused_match,
+                       "en": fma_en},
                       {"out_a", "out_e", "piece", "match"})
     u_div = submodule(fsa_div.fsa_div, (clk, rst, div_start, scale, unused_div_ready, div_done, div_y),
                       dict(fmt=a_type, bits_per_cycle=div_bits_per_cycle),
@@ -148,12 +153,17 @@ def fsa_acc(clk, rst, cmd, scale_a, sa, sram, wb, a_type="fp32", pieces=8,
 
     @always_comb
     def commands():
-        """cmd decoded by name (fsa.plan.ACC_CMDS; ACC and NOP need none)."""
+        """cmd decoded by name (fsa.plan.ACC_CMDS; NOP needs none)."""
         acc_cmd_exp_s1.next = cmd == CMD_EXP_S1
         acc_cmd_exp_s2.next = cmd == CMD_EXP_S2
         acc_cmd_acc_sa.next = cmd == CMD_ACC_SA
+        acc_cmd_acc.next = cmd == CMD_ACC
         acc_cmd_set_scale.next = cmd == CMD_SET_SCALE
         acc_cmd_reciprocal.next = cmd == CMD_RECIPROCAL
+
+    @always_comb
+    def fma_gate():
+        fma_en.next = acc_cmd_exp_s1 or acc_cmd_exp_s2 or acc_cmd_acc_sa or acc_cmd_acc
 
     @always_comb
     def operand_a():
@@ -192,7 +202,7 @@ def fsa_acc(clk, rst, cmd, scale_a, sa, sram, wb, a_type="fp32", pieces=8,
         elif div_done:
             scale.next = div_y
 
-    return (u_fma, u_div, commands, scale_fields, scale_exponent, scale_shift, shift_significand,
+    return (u_fma, u_div, commands, fma_gate, scale_fields, scale_exponent, scale_shift, shift_significand,
             piece_of_scale, piece_consts, operand_a, operands, output, step)
 
 

@@ -94,7 +94,8 @@ def units_for(cfg) -> list[Unit]:
     # floating-point leaves
     add(fsa_fma, "PE multiply-add (E x E + A) with exp2 mode, gated by the PE's enable",
         mul=e, add=a, pieces=p, gated=True)
-    add(fsa_fma, "ACC multiply-add (A x A + A) with exp2 mode", mul=a, add=a, pieces=p)
+    add(fsa_fma, "ACC multiply-add (A x A + A) with exp2 mode, gated by the ACC's commands",
+        mul=a, add=a, pieces=p, gated=True)
     add(fsa_fcmp, "CMP subtract / maximum", fmt=a)
     if e != a:
         add(fsa_cvt, "CMP rounding A -> E", src=a, dst=e)

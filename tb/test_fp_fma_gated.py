@@ -1,4 +1,4 @@
-"""The PE's gated FMA (``fsa_fma_<M>_<A>_p<P>_en``, rtl/fp/fsa_fma.py): with
+"""The gated FMA of the PE and the ACC (``fsa_fma_<M>_<A>_p<P>_en``, rtl/fp/fsa_fma.py): with
 ``en = 1`` bit-exact with ``fsa.numerics`` like the ungated unit
 (tb/test_fp_fma.py's vectors), all four outputs 0 with ``en = 0``; and its
 Verilog is Verilator -Wall clean without waivers (no latch: every variable of
@@ -15,7 +15,7 @@ import pytest
 from tb import simrun
 from tb.test_fp_fma import make_vectors
 
-#: the PE's format pairs of the reference presets (fp16 / bf16 / fp32 configs)
+#: the PE's format pairs of the reference presets (fp16 / bf16 / fp32 configs; fp32 x fp32 is the ACC's too)
 CASES = [("fp16", "fp32", 8), ("bf16", "fp32", 8), ("fp32", "fp32", 8)]
 
 

@@ -17,17 +17,19 @@ Ports (all combinational; the PE registers around the unit)::
     piece  out  log2(P)   exp2 mode: k = floor(|xf| * P); normal mode: 0
     match  out  1         exp2 mode: piece == exponent field of c; normal: 0
     en     in   1         only in the gated variant (``gated=True``, module
-                          ``<name>_en``, the PE's): 0 gives all outputs 0
+                          ``<name>_en``, the PE's and the ACC's): 0 gives
+                          all outputs 0
 
 Gated variant (operand isolation, for the PE, whose FMA result is used only
-in its ``mac`` / ``update_reg`` / ``exp2`` cycles): the wide part of the
+in its ``mac`` / ``update_reg`` / ``exp2`` cycles, and the ACC, whose FMA
+result is used only by EXP_S1, EXP_S2, ACC_SA and ACC): the wide part of the
 datapath (alignment, add, class), the normaliser and both roundings sit
 under ``if (en)`` in their ``always`` blocks, so a simulator such as
 Verilator skips them while the PE is idle (the bare harness of
 bench/simspeed.py, attention: 16x16 4.3k -> 11.6k cycles per CPU second,
 8x8 on a 64-bit bus 30.7k -> 108.5k; docs/testing.md); with ``en = 1``
 every output equals the ungated unit's.  The
-ungated unit (the ACC's, the unit benches') has the same blocks with ``en``
+ungated unit (the unit benches') has the same blocks with ``en``
 a constant 1 (``wire en = 1``), which Verilator and synthesis fold away.
 
 Latency: 0 cycles (purely combinational: the ``always`` blocks ``fma_comb``

@@ -239,7 +239,8 @@ class AttentionJob:
 
     def finish(self, res, engine: str) -> AttentionStats:
         """The stats of a run (`res`: its Result). An untimed engine (the
-        golden model) gets the cycle model's cycles."""
+        golden model) gets the cycle model's cycles (with program fetch, the
+        default of the simulator engines)."""
         st, cfg, prog = self.stats, self.cfg, self.program
         st.engine = engine
         if prog is None:
@@ -248,8 +249,10 @@ class AttentionJob:
         if cycles is None:
             from fsa import cyclemodel as cm
 
-            cycles, cycles_from = cm.simulate(cfg, prog.instructions).cycles, \
-                "cycle model (fsa/cyclemodel.py)"
+            # the program fetched from memory, as the simulator engines run it
+            feed = cm.program_feed(cfg, "fetch", len(prog.words()))
+            cycles, cycles_from = cm.simulate(cfg, prog.instructions, **feed).cycles, \
+                "cycle model (fsa/cyclemodel.py, program fetch)"
             res.cycles = cycles
         R, C = cfg.sa_rows, cfg.sa_cols
         st.cycles, st.cycles_from = cycles, cycles_from

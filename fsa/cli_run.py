@@ -123,17 +123,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         from fsa import cyclemodel as cm
 
-        from fsa.simdev import program_address
-
-        # program fetch (the default) from the top of the memory window, as SimEngine
-        fetch = None if args.push else cm.FetchTiming(program_address(cfg, len(prog.words())))
-        res = dataclasses.replace(gold, cycles=cm.simulate(cfg, prog.instructions,
-                                                           fetch=fetch).cycles)
-        report["cycles_from"] = "cycle model (fsa/cyclemodel.py)"
-        if args.push and len(prog.words()) > cfg.inst_queue_size:
-            report["cycles_note"] = (f"the program ({len(prog.words())} words) is longer than the "
-                                     f"{cfg.inst_queue_size}-word queue; the model assumes the host "
-                                     f"keeps it full, the device may wait for the host's pushes")
+        # program fetch (the default) from the top of the memory window as
+        # SimEngine places it, or with --push the cocotb harness's AXI4-Lite
+        # pushes (fsa predict --program fetch / push)
+        feed = "push" if args.push else "fetch"
+        res = dataclasses.replace(gold, cycles=cm.simulate(
+            cfg, prog.instructions, **cm.program_feed(cfg, feed, len(prog.words()))).cycles)
+        report["cycles_from"] = f"cycle model (fsa/cyclemodel.py, program {feed})"
         _say(f"cycle model: {res.cycles} cycles")
     else:
         report["cycles_from"] = "device exec counter"
@@ -208,8 +204,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         if pad:
             print(f"    (useful work of the caller's shape; the padded kernel's: "
                   f"{100 * st.kernel_utilisation:.1f}%)")
-        if "cycles_note" in report:
-            print(f"    ({report['cycles_note']})")
     if res.counters:
         print("  counters: " + ", ".join(f"{k} {v}" for k, v in res.counters.items()))
     if args.out:

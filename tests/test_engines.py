@@ -281,19 +281,22 @@ def test_fsa_run_and_fsa_predict_report_the_same_utilisation(tmp_path, capsys):
 
     cfg = config.get("FSA8X8Fp16Config")
     args = ["--config", cfg.name, "--seq-q", "64", "--seq-kv", "64", "--causal"]
-    # --push: the cycle model with the queue kept full, as fsa predict --program
-    # queue (without them, the program-fetch model on both sides:
+    # --push: the cycle model with the cocotb harness's AXI4-Lite pushes, as fsa
+    # predict --program push (without it, the program-fetch model on both sides:
     # test_fsa_run_golden_cycles_model_program_fetch, tests/test_cyclemodel.py)
     assert cli(["run", "--sim", "golden", "--push", "--json", str(tmp_path / "r.json")]
                + args) == 0
     rep = json.loads((tmp_path / "r.json").read_text())
     flops = 4 * 8 * unmasked_pairs(64, 64)
-    cycles = cm.simulate(cfg, attention(cfg, 64, 64, causal=True).instructions).cycles
+    prog = attention(cfg, 64, 64, causal=True)
+    assert len(prog.words()) > cfg.inst_queue_size        # the pushes are modelled
+    cycles = cm.simulate(cfg, prog.instructions,
+                         **cm.program_feed(cfg, "push", len(prog.words()))).cycles
     assert rep["flops"] == flops and rep["cycles"] == cycles
     assert rep["utilisation"] == pytest.approx(flops / (cycles * 2 * 8 * 8))
-    assert rep["cycles_from"].startswith("cycle model") and "256-word queue" in rep["cycles_note"]
+    assert rep["cycles_from"] == "cycle model (fsa/cyclemodel.py, program push)"
     capsys.readouterr()
-    assert cli(["predict", "--program", "queue"] + args) == 0
+    assert cli(["predict", "--program", "push"] + args) == 0
     out = {line.split()[0]: line.split()[1] for line in capsys.readouterr().out.splitlines()[1:]
            if line.startswith("  ")}
     assert int(out["cycles"]) == cycles and int(out["FLOPs"]) == flops

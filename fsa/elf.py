@@ -12,32 +12,48 @@ def load_segments(path: "str | Path", cfg=None) -> list[tuple[int, bytes]]:
     zero-filled up to p_memsz).
 
     Raises:
-        ValueError: not an ELF file, or (with `cfg`) a segment outside the
-            configured memory window.
+        ValueError: not an ELF file, a segment whose file bytes lie beyond
+            the end of the file (a truncated file) or with ``p_memsz <
+            p_filesz``, or (with `cfg`) a segment outside the configured
+            memory window (checked before its zero fill is allocated).
     """
     from elftools.common.exceptions import ELFError
     from elftools.elf.elffile import ELFFile
 
     out = []
     try:
+        size = Path(path).stat().st_size
         with open(path, "rb") as f:
             elf = ELFFile(f)
-            for seg in elf.iter_segments():
+            for k, seg in enumerate(elf.iter_segments()):
                 if seg["p_type"] != "PT_LOAD":
                     continue
-                data = seg.data() + bytes(seg["p_memsz"] - seg["p_filesz"])
-                out.append((int(seg["p_paddr"]), data))
+                addr, off = int(seg["p_paddr"]), int(seg["p_offset"])
+                filesz, memsz = int(seg["p_filesz"]), int(seg["p_memsz"])
+                what = f"{path}: PT_LOAD segment {k} (0x{addr:x})"
+                if memsz < filesz:
+                    raise ValueError(f"{what}: p_memsz {memsz} < p_filesz {filesz}")
+                if off + filesz > size:
+                    raise ValueError(f"{what}: its {filesz} file bytes from offset {off} end "
+                                     f"beyond the file's {size} bytes (a truncated file?)")
+                if cfg is not None:
+                    _check_window(what, addr, memsz, cfg)
+                data = seg.data()
+                if len(data) != filesz:      # (pyelftools reads what is there)
+                    raise ValueError(f"{what}: read {len(data)} of its {filesz} file bytes")
+                out.append((addr, data + bytes(memsz - filesz)))
     except ELFError as e:
         raise ValueError(f"{path}: not a valid ELF file ({e})") from None
     except OSError as e:
         raise ValueError(f"{path}: {e}") from None
-    if cfg is not None:
-        lo, hi = cfg.mem_base, cfg.mem_base + cfg.mem_size
-        for a, b in out:
-            if a < lo or a + len(b) > hi:
-                raise ValueError(f"{path}: segment 0x{a:x}+{len(b)} is outside the memory window "
-                                 f"[0x{lo:x}, 0x{hi:x})")
     return out
+
+
+def _check_window(what: str, addr: int, n: int, cfg) -> None:
+    lo, hi = cfg.mem_base, cfg.mem_base + cfg.mem_size
+    if addr < lo or addr + n > hi:
+        raise ValueError(f"{what}: 0x{addr:x}+{n} is outside the memory window "
+                         f"[0x{lo:x}, 0x{hi:x})")
 
 
 def write_elf(path: "str | Path", segments: list[tuple[int, bytes]]) -> None:

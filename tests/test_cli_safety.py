@@ -185,3 +185,31 @@ def test_closed_pipe_ends_quietly():
     err = p.stderr.read().decode()
     assert p.wait(timeout=60) == 141, err
     assert first.startswith(b"STEP") and "Traceback" not in err, err
+
+
+def test_exec_refuses_broken_elf_segments(tmp_path, capsys):
+    """A truncated mem.elf, p_memsz < p_filesz and a huge p_memsz are refused
+    naming the file and the segment (no silent zero fill, no MemoryError)."""
+    import struct
+
+    from fsa import elf, isa
+    prog = tmp_path / "p.bin"
+    prog.write_bytes(isa.to_bytes(isa.encode([isa.Fence(stop=True)])))
+    good = tmp_path / "good.elf"
+    elf.write_elf(good, [(0x80000000, bytes(range(64))), (0x80001000, bytes(range(128)))])
+    raw = good.read_bytes()
+    assert [len(b) for _, b in elf.load_segments(good)] == [64, 128]
+    cut = tmp_path / "cut.elf"
+    cut.write_bytes(raw[:-50])
+    mangled = {}
+    t, f, o, va, pa, fs, ms, al = struct.unpack_from("<IIQQQQQQ", raw, 64)
+    for name, memsz in (("small", fs - 8), ("huge", 10**12)):
+        b = bytearray(raw)
+        struct.pack_into("<IIQQQQQQ", b, 64, t, f, o, va, pa, fs, memsz, al)
+        mangled[name] = tmp_path / f"{name}.elf"
+        mangled[name].write_bytes(bytes(b))
+    for path, want in ((cut, "truncated"), (mangled["small"], "p_memsz 56 < p_filesz 64"),
+                       (mangled["huge"], "outside the memory window")):
+        code, _, err = run(["exec", "--config", CFG, "--program", str(prog), "--sim", "golden",
+                            "--load", str(path)], capsys)
+        assert code == 2 and str(path) in err and "PT_LOAD segment" in err and want in err, err

@@ -170,7 +170,10 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
             "golden" for the checks of :func:`fsa.program.check_dispatch`).
         races: raise when the next matrix and the next DMA instruction could
             both acquire the same semaphore value in the same cycle (which of
-            them gets it would depend on timing).
+            them gets it would depend on timing), or when one could acquire
+            a semaphore that another instruction without an acquire of it
+            (running, or pending on the other engine) will release (whether
+            the acquire comes before that release depends on timing).
         host: how the words beyond the queue's depth arrive (:class:`HostPush`);
             None: every word is in the queue at ``start``.
         fetch: the program is fetched from memory (:class:`fsa.cyclefetch.FetchTiming`,
@@ -252,6 +255,30 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
                     return True
         return False
 
+    def pending_release(c: int, b: int, what: str) -> None:
+        """Raise a race when instruction `b` could acquire its semaphore now
+        while another instruction that does not take part in it (no acquire
+        of it) will release it: one running (a matrix slot, the DMA's
+        in-flight queue) or the other engine's pending one.  Whether `b`
+        sees the value before or after that release depends on timing (the
+        golden model finishes an engine's instructions one by one, and runs
+        a pending DMA instruction before a pending matrix one)."""
+        x = ins[b]
+        others = [s[2] for k, s in enumerate(slots) if busy[k] and c <= s[1] + rel_at(s)]
+        others += [e["idx"] for e in eng.fl if e["done"] is None or e["done"] >= c]
+        others += [q[0] for q in (mxq, dmq) if q and q[0] != b]
+        for a in sorted(set(others)):
+            y = ins[a]
+            if y.release_valid and y.sem_id == x.sem_id and not (
+                    y.acquire_valid and y.sem_id == x.sem_id):
+                state = "running" if a not in (mxq[:1] + dmq[:1]) else "pending"
+                raise DispatchError(
+                    "semaphore race", c, f"{what} instruction {b} can acquire semaphore "
+                    f"{x.sem_id} = {x.acquire_value} while instruction {a} ({state}, without "
+                    f"an acquire of it) will release it (to {y.release_value}); whether {b} "
+                    f"sees the value before or after that release depends on timing. Make "
+                    f"{a} acquire the semaphore too, or {b} wait for the value {a} releases")
+
     eng = DmaEngine(cfg, dma, port_busy)     # the DMA engine and its in-flight queue
     dma_spans = eng.spans
     c = 0
@@ -276,6 +303,10 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
                     f"{a.acquire_value} at once, so their order depends on timing; give the "
                     f"semaphore more values (a larger n) so that each waiting instruction has "
                     f"its own value")
+        if races:
+            for q, what in ((mxq, "matrix"), (dmq, "DMA")):
+                if q and ins[q[0]].acquire_valid and acq_ok(ins[q[0]]):
+                    pending_release(c, q[0], what)
         if mxq:
             x = ins[mxq[0]]
             f = int(x.func)

@@ -458,7 +458,9 @@ def check_dispatch(cfg: FSAConfig, instructions: Sequence[Instruction],
     dispatch mode (default both: "hardware", the device's decoder with ONE
     pending instruction per engine, and "golden", the golden model's
     unbounded queues filled at once, which exposes semaphore values that two
-    engines wait for) and each DMA timing of
+    engines wait for; a race is also an acquire that may pass before or after
+    the release of an instruction that does not acquire the semaphore) and
+    each DMA timing of
     :func:`fsa.cyclemodel.check_timings` (calibrated, free, slow: the DMA
     and the matrix engine each the slower one).
 

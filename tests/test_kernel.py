@@ -3,6 +3,8 @@ semaphores, encoding limits, @kernel and Program helpers. Every error must
 say what to change."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -305,6 +307,72 @@ def test_check_dispatch_reports_deadlock_and_race():
                                           r"for semaphore 4 == 0 \(it is 1\)"):
         check_dispatch(CFG, race)
     assert check_dispatch(CFG, race[1:] + [Fence(stop=True)]) > 0
+
+
+def test_release_without_acquire_racing_an_acquire_is_refused():
+    """An instruction that releases a semaphore it never acquired, still
+    running or pending on the other engine, while another one can acquire
+    the value it will overwrite: the device lets the acquire pass first, the
+    golden model (one instruction of an engine after the other, a pending DMA
+    before a pending matrix) finishes the release first and deadlocks.
+    check_dispatch refuses both orders; the fixed programs run."""
+    from fsa.golden.machine import Deadlock, Machine
+
+    ld = dict(spad_addr=0, spad_stride=1)
+    same = [Matrix(MxFunc.LOAD_STATIONARY, sem_id=0, release_valid=True, release_value=1, **ld),
+            Matrix(MxFunc.LOAD_STATIONARY, sem_id=0, acquire_valid=True, acquire_value=0, **ld),
+            Fence(stop=True)]
+    cross = [Matrix(MxFunc.LOAD_STATIONARY, sem_id=0, acquire_valid=True, acquire_value=0, **ld),
+             Dma(repeat=1, size=8, mem_addr=CFG.mem_base, sem_id=0, release_valid=True,
+                 release_value=1),
+             Fence(stop=True)]
+    for prog, a, b in ((same, 0, 1), (cross, 1, 0)):
+        with pytest.raises(Deadlock):
+            Machine(CFG).run(prog)
+        with pytest.raises(KernelError, match=rf"semaphore race at cycle \d+: \w+ instruction {b} "
+                                              rf"can acquire semaphore 0 = 0 while instruction {a} "
+                                              rf"\((running|pending), without an acquire of it\) "
+                                              rf"will release it \(to 1\)"):
+            check_dispatch(CFG, prog)
+    # the second waits for the value the first releases: no race, and golden agrees
+    fixed = [same[0], Matrix(MxFunc.LOAD_STATIONARY, sem_id=0, acquire_valid=True,
+                             acquire_value=1, **ld), Fence(stop=True)]
+    assert check_dispatch(CFG, fixed) > 0
+    Machine(CFG).run(fixed)
+
+
+def test_check_dispatch_accepts_only_what_golden_runs():
+    """Random little semaphore programs: whatever check_dispatch accepts, the
+    golden model runs without a deadlock."""
+    import random
+
+    from fsa.golden.machine import Machine, MachineError
+
+    rng = random.Random(int(os.environ.get("SEED", "1")))
+    accepted = 0
+    for _ in range(300):
+        prog = []
+        for _ in range(rng.randint(1, 6)):
+            sem = dict(sem_id=rng.randint(0, 1), acquire_valid=rng.random() < .6,
+                       acquire_value=rng.randint(0, 2), release_valid=rng.random() < .6,
+                       release_value=rng.randint(0, 2))
+            if rng.random() < .5:
+                prog.append(Matrix(MxFunc.LOAD_STATIONARY, spad_addr=0, spad_stride=1, **sem))
+            else:
+                prog.append(Dma(repeat=4, sram_addr=4, sram_stride=1, mem_addr=CFG.mem_base,
+                                mem_stride=8, size=8, **sem))
+        prog.append(Fence(stop=True))
+        try:
+            check_dispatch(CFG, prog)
+        except KernelError:
+            continue
+        accepted += 1
+        try:
+            Machine(CFG).run(prog)
+        except MachineError as e:
+            raise AssertionError(f"check_dispatch accepted a program golden fails on ({e}): "
+                                 f"{prog}") from None
+    assert accepted >= 30
 
 
 def test_check_dispatch_deadlock_depends_on_the_dispatch_mode():

@@ -135,7 +135,8 @@ class DispatchError(RuntimeError):
     """The program deadlocks, or (with ``races=True``) races, in :func:`simulate`.
 
     Attributes:
-        kind: "deadlock" or "semaphore race".
+        kind: "deadlock", "semaphore race" or "no stop" (the program ends
+            without a stop fence).
         cycle: the model cycle it was found in.
         detail: the waiting instructions and semaphore values, and (race)
             what to change; the message is ``"<kind> at cycle <cycle>: <detail>"``.
@@ -202,6 +203,11 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
     banks = {"spad": cfg.spad_banks, "acc": cfg.acc_banks}
     ins = list(instructions)
     n = len(ins)
+    for i, x in enumerate(ins):
+        if isinstance(x, isa.Matrix) and not 0 <= int(x.func) < len(plans):
+            from fsa.golden.ud import illegal
+            why = illegal(cfg, x) or f"matrix function code {int(x.func)} is not defined on {cfg.name}"
+            raise ValueError(f"instruction {i}: {why} (the decoder reports ILLEGAL_FUNC)")
     size = [isa.SIZES[isa.InstrType.FENCE if isinstance(x, isa.Fence) else
                       isa.InstrType.MATRIX if isinstance(x, isa.Matrix) else isa.InstrType.DMA]
             for x in ins]
@@ -457,6 +463,9 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
             waits = [waiting(q, w) for q, w in ((mxq, "matrix"), (dmq, "DMA")) if q]
             if pc < n:
                 waits.append(f"the decoder is stuck at instruction {pc}")
+            if not waits:
+                raise DispatchError("no stop", c, f"the program ({n} instructions) ends without a "
+                                    f"stop fence (the device and the golden model report NO_STOP)")
             raise DispatchError("deadlock", c, "; ".join(waits))
         nxt = min(cand)
         span = nxt - c - 1           # cycles c+1 .. nxt-1 look exactly like cycle c

@@ -470,7 +470,8 @@ def check_dispatch(cfg: FSAConfig, instructions: Sequence[Instruction],
 
     Raises:
         KernelError: a deadlock (which instructions wait for which semaphore
-            values, and under which dispatch and timing) or a race.
+            values, and under which dispatch and timing), a race, no stop
+            fence, or a matrix function the config does not have.
     """
     modes = tuple(cm.DISPATCH_MODES if modes is None else modes)
     rules = {"hardware": "the one-pending-instruction-per-engine rule",
@@ -480,6 +481,8 @@ def check_dispatch(cfg: FSAConfig, instructions: Sequence[Instruction],
         for label, dma in cm.check_timings(cfg).items():
             try:
                 r = cm.simulate(cfg, instructions, dma, dispatch=mode, races=True)
+            except ValueError as e:         # e.g. a function the config does not have
+                raise KernelError(str(e)) from None
             except cm.DispatchError as e:
                 if e.kind == "deadlock":
                     msg = (f"deadlock under {rules.get(mode, mode)} ({label}): {e.detail}. Emit "

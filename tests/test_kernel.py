@@ -545,3 +545,26 @@ def test_ambiguous_semaphore_values_are_a_race():
     check_dispatch(CFG, prog.instructions, modes=["hardware"])     # one pending slot: fine
     with pytest.raises(KernelError, match="semaphore race"):
         check_dispatch(CFG, prog.instructions, modes=["golden"])
+
+
+def test_cycle_model_refuses_functions_the_config_lacks_and_says_no_stop():
+    """A UD function on reference hardware is refused with the decoder's
+    reason (not an IndexError); a program without a stop fence is reported as
+    such, not as a deadlock with nothing waiting."""
+    from fsa import cyclemodel as cm
+
+    prog = [Matrix(MxFunc.LOAD_Q), Fence(stop=True)]
+    with pytest.raises(ValueError, match=r"instruction 0: matrix function LOAD_Q \(code 5\) needs "
+                                         r"UD hardware.*ILLEGAL_FUNC"):
+        cm.simulate(CFG, prog)
+    with pytest.raises(KernelError, match="LOAD_Q"):
+        check_dispatch(CFG, prog)
+    k = kb()
+    k.emit(Matrix(MxFunc.LOAD_Q))
+    with pytest.raises(KernelError, match="needs UD hardware"):
+        k.build()
+    for prog in ([], [Matrix(MxFunc.LOAD_STATIONARY)]):
+        with pytest.raises(cm.DispatchError, match="no stop at cycle .* ends without a stop fence"):
+            cm.simulate(CFG, prog)
+        with pytest.raises(KernelError, match="without a stop fence"):
+            check_dispatch(CFG, prog)

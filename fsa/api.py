@@ -68,6 +68,8 @@ from fsa import config as fconfig
 from fsa import kernels
 from fsa import numerics as nx
 from fsa.config import FSAConfig
+from fsa.formats import get_format
+from fsa.hw import isa as hwisa
 
 __all__ = ["scaled_dot_product_attention", "AttentionStats", "AttentionJob", "prepare",
            "engine_for", "ENGINES", "DEFAULT_CONFIG"]
@@ -151,6 +153,18 @@ def _unsupported(attn_mask: Any, dropout_p: Any) -> None:
             f"runs inference only; use dropout_p=0.0")
 
 
+#: numpy float dtypes torch has (not longdouble)
+_NP_FLOATS = tuple(np.dtype(t) for t in (np.float16, np.float32, np.float64))
+
+
+def _check_flag(name: str, x: Any) -> bool:
+    """A bool argument, as torch checks it (a string "False" is not False)."""
+    if not isinstance(x, (bool, np.bool_)):
+        raise TypeError(f"fsa.scaled_dot_product_attention: {name} must be a bool, got "
+                        f"{type(x).__name__} {x!r}")
+    return bool(x)
+
+
 def _as_array(name: str, x: Any) -> tuple[np.ndarray, Any]:
     """A torch tensor or numpy array -> (float64 array, torch dtype)."""
     import torch
@@ -161,9 +175,10 @@ def _as_array(name: str, x: Any) -> tuple[np.ndarray, Any]:
                              f"tensor, got dtype {x.dtype}")
         return x.detach().to("cpu", torch.float64).numpy(), x.dtype
     if isinstance(x, np.ndarray):
-        if x.dtype.kind != "f":
+        if x.dtype.kind != "f" or x.dtype not in _NP_FLOATS:
             raise ValueError(f"fsa.scaled_dot_product_attention: {name} must be a floating-point "
-                             f"array, got dtype {x.dtype}")
+                             f"array of a dtype torch has (float16, float32, float64), got dtype "
+                             f"{x.dtype}")
         dt = torch.from_numpy(np.zeros(0, x.dtype)).dtype
         return x.astype(np.float64), dt
     raise TypeError(f"fsa.scaled_dot_product_attention: {name} must be a torch.Tensor or a "
@@ -320,6 +335,16 @@ def prepare(query: np.ndarray, key: np.ndarray, value: np.ndarray, is_causal: bo
     stats.padded, stats.key_limit = (sq_p, skv_p, R), key_limit
     if before_build is not None:
         before_build(stats)
+    eb = get_format(cfg.e_type).width // 8
+    stride_max = hwisa.field("DMA", "mem_stride").range[1]
+    if kv_heads * skv_p * eb > stride_max:
+        # V^T [D, kv_heads * S_kv] is one tensor: its row stride is a DMA field
+        most = stride_max // (eb * kv_heads) // R * R
+        raise ValueError(f"fsa.scaled_dot_product_attention: S_kv = {skv} (padded to {skv_p}) x "
+                         f"{kv_heads} key/value heads is too long for one program on {cfg.name}: "
+                         f"the transposed values' row stride ({kv_heads * skv_p * eb} bytes) must "
+                         f"fit the DMA's memory-stride field (at most {stride_max}); "
+                         f"use S_kv <= {most} per call (or fewer key/value heads per call)")
     prog = kernels.attention(cfg, sq_p, skv_p, causal=bool(is_causal), heads=heads,
                              kv_heads=kv_heads, kv_map=[int(x) for x in kv_map], scale=sc,
                              key_limit=key_limit, kernel=kernel)
@@ -389,12 +414,19 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
         NotImplementedError: attn_mask, dropout_p > 0.
         ValueError: bad shapes, dtypes, scale (also one whose ``scale *
             log2(e)`` over- or underflows E or A), engine or config; D > R.
-        TypeError: inputs that are neither torch tensors nor numpy arrays.
+        TypeError: inputs that are neither torch tensors nor numpy arrays;
+            is_causal, enable_gqa or return_stats not a bool; a config that
+            is neither a name nor an FSAConfig.
         fsa.engines.DeviceError: the device ended in its error state.
     """
     import torch
 
     _unsupported(attn_mask, dropout_p)
+    is_causal, enable_gqa = _check_flag("is_causal", is_causal), _check_flag("enable_gqa", enable_gqa)
+    return_stats = _check_flag("return_stats", return_stats)
+    if not isinstance(config, (str, FSAConfig)):
+        raise TypeError(f"fsa.scaled_dot_product_attention: config must be a preset name, a path "
+                        f"to an FSAConfig.json or an FSAConfig, got {type(config).__name__}")
     if engine not in ENGINES:
         raise ValueError(f"fsa.scaled_dot_product_attention: engine must be one of {ENGINES}, "
                          f"got {engine!r}")

@@ -312,6 +312,36 @@ def test_non_tensor_inputs_are_refused():
         fsa.scaled_dot_product_attention([[1.0] * 4] * 8, *good()[1:], config=CFG)
 
 
+@pytest.mark.parametrize("kwargs, words", [
+    (dict(is_causal="False"), "is_causal must be a bool, got str 'False'"),
+    (dict(is_causal=1), "is_causal must be a bool"),
+    (dict(enable_gqa="False"), "enable_gqa must be a bool"),
+    (dict(return_stats=None), "return_stats must be a bool"),
+    (dict(config=None), "config must be a preset name"),
+    (dict(config=123), "config must be a preset name"),
+])
+def test_argument_types_are_checked_as_torch_does(kwargs, words):
+    """A string "False" must not turn the causal mask on (torch raises a
+    TypeError for it too)."""
+    with pytest.raises(TypeError, match=words):
+        fsa.scaled_dot_product_attention(*good(), **{"config": CFG, **kwargs})
+    if "is_causal" in kwargs:
+        with pytest.raises(TypeError):
+            F.scaled_dot_product_attention(*good(), **kwargs)
+    assert fsa.scaled_dot_product_attention(*good(), is_causal=np.bool_(True), config=CFG).shape
+
+
+def test_longdouble_and_too_long_kv_are_refused_clearly():
+    x = np.ones((8, 4), np.longdouble)
+    with pytest.raises(ValueError, match="float16, float32, float64"):
+        fsa.scaled_dot_product_attention(x, x, x, config=CFG)
+    # V^T is one [D, S_kv] tensor: its row stride is the DMA's 21-bit field
+    q, kv = torch.ones(4, 4), torch.ones(600_000, 4)
+    with pytest.raises(ValueError, match=r"S_kv = 600000 .* memory-stride field \(at most "
+                                         r"1048575\); use S_kv <= 524284 per call"):
+        fsa.scaled_dot_product_attention(q, kv, kv, config=CFG)
+
+
 def test_d_above_r_names_a_config_that_fits():
     with pytest.raises(ValueError, match="sa_rows >= 16 \\(e.g. FSA16X16"):
         fsa.scaled_dot_product_attention(*good(8, 16), config="FSA8X8Fp16Config")

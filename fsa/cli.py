@@ -107,6 +107,24 @@ def _available_memory() -> int | None:
     return None
 
 
+def check_writable(path: "str | None", option: str) -> None:
+    """ValueError naming `option` unless a file can be written at `path`
+    (checked before any work, so that a long run does not fail at its end)."""
+    import os
+    from pathlib import Path
+
+    if not path:
+        return
+    p = Path(path)
+    parent = p.parent if str(p.parent) else Path(".")
+    if p.is_dir():
+        raise ValueError(f"{option} {path}: is a folder; give a file name")
+    if not parent.is_dir():
+        raise ValueError(f"{option} {path}: the folder {parent} does not exist")
+    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise ValueError(f"{option} {path}: not writable")
+
+
 def golden_estimate(cfg, seq_q: int, seq_kv: int, causal: bool, heads: int = 1) -> dict:
     """Rough memory (bytes) and time (seconds) of a golden-model attention run
     (`heads` heads of seq_q x seq_kv)."""
@@ -136,13 +154,14 @@ def _fmt_seconds(t: float) -> str:
 
 
 def _check_golden_fits(cfg, seq_q: int, seq_kv: int, causal: bool, force: bool,
-                       heads: int = 1) -> None:
+                       heads: int = 1, what: str = "the golden model") -> None:
     """Refuse (ValueError with the figures) a golden run that would not fit in
-    memory or would take more than an hour, unless `force`."""
+    memory or would take more than an hour, unless `force`.  (Building and
+    checking the program alone costs about as much: `what` says which.)"""
     est = golden_estimate(cfg, seq_q, seq_kv, causal, heads)
     avail = _available_memory()
     figures = (f"{est['steps']:,} key-block steps, about {_fmt_bytes(est['bytes'])} of memory and "
-               f"{_fmt_seconds(est['seconds'])} for the golden model"
+               f"{_fmt_seconds(est['seconds'])} for {what}"
                + (f"; this machine has {_fmt_bytes(avail)} available" if avail else ""))
     too_big = avail is not None and est["bytes"] > 0.8 * avail
     too_long = est["seconds"] > GOLDEN_MAX_SECONDS
@@ -241,7 +260,12 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     from fsa.elf import write_elf
 
     cfg = config.get(args.config)
+    for opt in ("program", "elf"):
+        check_writable(getattr(args, opt), f"--{opt}")
     q, k, v = _load_inputs(args, cfg)
+    kernels.check_attention_shape(cfg, q.shape[0], k.shape[0], args.causal)
+    _check_golden_fits(cfg, q.shape[0], k.shape[0], args.causal, args.force,
+                       what="building and checking the program")
     prog = kernels.attention(cfg, q.shape[0], k.shape[0], causal=args.causal, kernel=args.kernel)
     enc = {"Q": numerics.from_float64(q, cfg.e_type), "K": numerics.from_float64(k, cfg.e_type),
            "Vt": numerics.from_float64(v.T.copy(), cfg.e_type)}
@@ -408,6 +432,8 @@ def main(argv: "list[str] | None" = None) -> int:
     p.add_argument("--elf", default="mem.elf")
     p.add_argument("--kernel", choices=["reference", "ud"],
                    help="attention kernel (default: ud on a UD config, else reference)")
+    p.add_argument("--force", action="store_true",
+                   help="build even when the estimated memory or time is too large")
     p.set_defaults(func=_cmd_compile)
 
     p = sub.add_parser("exec", help="run a raw instruction stream (inst.bin + memory image)")
@@ -417,7 +443,8 @@ def main(argv: "list[str] | None" = None) -> int:
                         "programs one after another on one device (no reset in between)")
     p.add_argument("--load", action="append", help="mem.elf (PT_LOAD segments) or data.bin@0xADDR")
     p.add_argument("--dump", action="append",
-                   help="FILE:ADDRESS:SIZE written after the (last) program")
+                   help="FILE:ADDRESS:SIZE written after the last program (also when a "
+                        "program failed: the memory as it was left)")
     p.add_argument("--sim", default="verilator", choices=["verilator", "icarus", "golden"])
     p.add_argument("--json", help="write the report as JSON")
     p.add_argument("--max-cycles", type=_positive_int, default=20_000_000)

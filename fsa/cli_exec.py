@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from fsa.cli import _json_safe, _say
+from fsa.cli import _json_safe, _say, check_writable
 
 __all__ = ["cmd_exec"]
 
@@ -14,7 +14,11 @@ __all__ = ["cmd_exec"]
 def _parse_load(spec: str) -> tuple[str, int | None]:
     if "@" in spec:
         path, addr = spec.rsplit("@", 1)
-        return path, int(addr, 0)
+        try:
+            return path, int(addr, 0)
+        except ValueError:
+            raise ValueError(f"--load {spec!r}: the address {addr!r} is not a number; use "
+                             f"data.bin@0xADDRESS, or a mem.elf without @") from None
     return spec, None
 
 
@@ -38,6 +42,7 @@ def cmd_exec(args: argparse.Namespace) -> int:
     from fsa.elf import load_segments
 
     cfg = config.get(args.config)
+    check_writable(args.json, "--json")
     programs = []                               # (file, words, instructions)
     for path in args.program:
         try:
@@ -73,6 +78,7 @@ def cmd_exec(args: argparse.Namespace) -> int:
             raise ValueError(f"--dump {spec!r}: use FILE:ADDRESS:SIZE, e.g. out.bin:0x80001000:256") from None
     lo, hi = cfg.mem_base, cfg.mem_base + cfg.mem_size
     for path, a, n in dumps:
+        check_writable(path, "--dump")
         if n <= 0:
             raise ValueError(f"--dump {path}:0x{a:x}:{n}: the size must be positive")
         if a < lo or a + n > hi:
@@ -121,6 +127,10 @@ def cmd_exec(args: argparse.Namespace) -> int:
     # (the single-program fields of earlier versions: the last program's)
     report.update(state=last["state"], error=last["error"], error_index=last["error_index"],
                   counters=last["counters"])
+    # the memory after the last program, also when a program failed (to look at)
+    for (path, a, n), b in zip(dumps, data):
+        Path(path).write_bytes(b)
+        _say(f"dumped 0x{a:x}+{n} to {path}")
     failed = [(k, e) for k, e in enumerate(entries) if e["state"] != "done"]
     if failed:
         where = f" (run folder {report['run_dir']})" if "run_dir" in report else ""
@@ -137,9 +147,6 @@ def cmd_exec(args: argparse.Namespace) -> int:
             import shutil
             shutil.rmtree(report["run_dir"], ignore_errors=True)
             report["run_dir_kept"] = False
-    for (path, a, n), b in zip(dumps, data):
-        Path(path).write_bytes(b)
-        _say(f"dumped 0x{a:x}+{n} to {path}")
     print("counters: " + ", ".join(f"{k} {v}" for k, v in report["counters"].items()))
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2))

@@ -20,7 +20,7 @@ import argparse
 import sys
 import time
 
-from fsa.cli import _check_golden_fits, _json_safe, _say, read_real_npy
+from fsa.cli import _check_golden_fits, _json_safe, _say, check_writable, read_real_npy
 
 __all__ = ["cmd_run"]
 
@@ -81,6 +81,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from fsa.report import bit_diff, bound_scale, bounds_verdict, error_stats
 
     cfg = config.get(args.config)
+    for opt in ("out", "json", "waves"):
+        check_writable(getattr(args, opt), f"--{opt}")
     t0 = time.perf_counter()
     q, k, v = _load_run_inputs(args, cfg)
 

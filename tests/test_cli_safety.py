@@ -213,3 +213,57 @@ def test_exec_refuses_broken_elf_segments(tmp_path, capsys):
         code, _, err = run(["exec", "--config", CFG, "--program", str(prog), "--sim", "golden",
                             "--load", str(path)], capsys)
         assert code == 2 and str(path) in err and "PT_LOAD segment" in err and want in err, err
+
+
+def test_unwritable_outputs_refused_before_any_work(tmp_path, capsys):
+    """--out/--json/--program/--elf/--dump that cannot be written: exit 2 naming
+    the option, before the run (not a traceback at its end)."""
+    from fsa import isa
+    prog = tmp_path / "p.bin"
+    prog.write_bytes(isa.to_bytes(isa.encode([isa.Fence(stop=True)])))
+    missing = tmp_path / "no" / "such"
+    small = ["--config", CFG, "--seq-q", "8", "--seq-kv", "8"]
+    cases = [
+        (["run", "--sim", "golden", *small, "--out", f"{missing}/o.npy"], "--out", "does not exist"),
+        (["run", "--sim", "golden", *small, "--json", str(tmp_path)], "--json", "is a folder"),
+        (["compile", *small, "--program", f"{missing}/i.bin", "--elf", f"{tmp_path}/m.elf"],
+         "--program", "does not exist"),
+        (["compile", *small, "--program", f"{tmp_path}/i.bin", "--elf", f"{missing}/m.elf"],
+         "--elf", "does not exist"),
+        (["exec", "--config", CFG, "--program", str(prog), "--sim", "golden",
+          "--dump", f"{missing}/o.bin:0x80000000:64"], "--dump", "does not exist"),
+        (["exec", "--config", CFG, "--program", str(prog), "--sim", "golden",
+          "--json", f"{missing}/r.json"], "--json", "does not exist"),
+        (["exec", "--config", CFG, "--program", str(prog), "--sim", "golden",
+          "--load", f"{prog}@zz"], "--load", "is not a number"),
+    ]
+    for argv, opt, words in cases:
+        t0 = time.perf_counter()
+        code, _, err = run(argv, capsys)
+        assert code == 2 and err.startswith(f"error: {opt} ") and words in err, (argv, err)
+        assert time.perf_counter() - t0 < 5
+    assert not (tmp_path / "i.bin").exists() and not (tmp_path / "m.elf").exists()
+
+
+def test_compile_refuses_a_program_too_large_to_build(capsys):
+    t0 = time.perf_counter()
+    code, _, err = run(["compile", "--seq-q", "100000", "--seq-kv", "100000"], capsys)
+    assert code == 2 and time.perf_counter() - t0 < 30
+    assert "key-block steps" in err and "building and checking the program" in err
+    assert "--force" in err
+
+
+def test_exec_dumps_memory_also_after_a_failed_program(tmp_path, capsys):
+    from fsa import isa
+    from fsa.isa import Dma, DmaFunc, Fence
+    bad = tmp_path / "bad.bin"          # a DMA into a scratchpad row that does not exist
+    bad.write_bytes(isa.to_bytes(isa.encode([
+        Dma(DmaFunc.LOAD, repeat=1, sram_addr=1 << 19, mem_addr=0x80000000, size=8),
+        Fence(stop=True)])))
+    data = tmp_path / "d.bin"
+    data.write_bytes(bytes(range(64)))
+    code, _, err = run(["exec", "--config", CFG, "--program", str(bad), "--sim", "golden",
+                        "--load", f"{data}@0x80000040", "--dump",
+                        f"{tmp_path}/o.bin:0x80000040:64"], capsys)
+    assert code == 1 and "SRAM_RANGE" in err
+    assert (tmp_path / "o.bin").read_bytes() == bytes(range(64))

@@ -99,6 +99,12 @@ class FSAConfig:
     dataflow: str = "reference"
 
     def __post_init__(self) -> None:
+        for f in fields(self):             # the types first: JSON may hold anything
+            v, want = getattr(self, f.name), (str if f.type in (str, "str") else int)
+            if type(v) is not want:
+                raise ValueError(f"{self.name if isinstance(self.name, str) else 'FSAConfig'}: "
+                                 f"{f.name} must be {'a string' if want is str else 'an integer'}"
+                                 f", got {type(v).__name__} {v!r}")
         if self.spad_rows == 0:
             object.__setattr__(self, "spad_rows", 2 * self.sa_cols + 4 * self.sa_rows)
         if self.acc_rows == 0:
@@ -290,26 +296,46 @@ class FSAConfig:
         reference-style FSAConfig.json (its 12 keys: the SRAM sizes give the
         scratchpad/accumulator rows, mem_align the AXI width; the rest of our
         fields take their defaults)."""
+        if not isinstance(d, dict):
+            raise ValueError(f"FSAConfig.json: expected an object, got {type(d).__name__}")
         if "fsa" in d:
+            ours = d["fsa"]
+            if not isinstance(ours, dict):
+                raise ValueError(f'FSAConfig.json: "fsa" must be an object, got '
+                                 f"{type(ours).__name__}")
             known = {f.name for f in fields(cls)}
-            return cls(**{k: v for k, v in d["fsa"].items() if k in known})
+            missing = [f.name for f in fields(cls) if f.name in ("name", "sa_rows", "sa_cols")
+                       and f.name not in ours]
+            if missing:
+                raise ValueError(f'FSAConfig.json: "fsa" lacks {", ".join(missing)}')
+            return cls(**{k: v for k, v in ours.items() if k in known})
         missing = [k for k in ("sa_rows", "sa_cols", "e_type", "a_type") if k not in d]
         if missing:
             raise ValueError(f"FSAConfig.json: missing {', '.join(missing)}")
-        r, c = int(d["sa_rows"]), int(d["sa_cols"])
+
+        def num(key: str, default: "int | None" = None) -> int:
+            v = d.get(key, default)
+            if type(v) is not int:
+                raise ValueError(f"FSAConfig.json: {key} must be an integer, got "
+                                 f"{type(v).__name__} {v!r}")
+            return v
+        r, c = num("sa_rows"), num("sa_cols")
         e, a = d["e_type"], d["a_type"]
         kw: dict[str, Any] = {}
-        if e in FORMATS and a in FORMATS:
-            if "spad_size" in d and int(d["spad_size"]) % (r * get_format(e).bytes) == 0:
-                kw["spad_rows"] = int(d["spad_size"]) // (r * get_format(e).bytes)
-            if "acc_size" in d and int(d["acc_size"]) % (c * get_format(a).bytes) == 0:
-                kw["acc_rows"] = int(d["acc_size"]) // (c * get_format(a).bytes)
+        if e in FORMATS and a in FORMATS and r > 0 and c > 0:
+            for key, field_, row in (("spad_size", "spad_rows", r * get_format(e).bytes),
+                                     ("acc_size", "acc_rows", c * get_format(a).bytes)):
+                if key in d:
+                    if num(key) % row:
+                        raise ValueError(f"FSAConfig.json: {key} = {d[key]} bytes is not a whole "
+                                         f"number of {row}-byte rows")
+                    kw[field_] = num(key) // row
         if "mem_align" in d:
-            kw["axi_data_bits"] = int(d["mem_align"]) * 8
+            kw["axi_data_bits"] = num("mem_align") * 8
         return cls(name=f"FSA{r}X{c}Imported", sa_rows=r, sa_cols=c, e_type=e, a_type=a,
-                   inst_queue_size=int(d.get("inst_queue_size", 256)),
-                   mem_base=int(d.get("mem_base", 0x8000_0000)),
-                   mem_size=int(d.get("mem_size", 0x1000_0000)), **kw)
+                   inst_queue_size=num("inst_queue_size", 256),
+                   mem_base=num("mem_base", 0x8000_0000),
+                   mem_size=num("mem_size", 0x1000_0000), **kw)
 
     @classmethod
     def from_json(cls, path: "str | Path") -> "FSAConfig":
@@ -319,9 +345,12 @@ class FSAConfig:
         Raises:
             ValueError: the file and its sibling disagree on a reference field.
         """
-        d = json.loads(Path(path).read_text())
+        try:
+            d = json.loads(Path(path).read_text())
+        except (OSError, ValueError) as e:
+            raise ValueError(f"{path}: {e}") from None
         side = cls.sibling_path(path)
-        if "fsa" not in d and side.is_file():
+        if isinstance(d, dict) and "fsa" not in d and side.is_file():
             cfg = cls.from_dict(json.loads(side.read_text()))
             ref = cfg.reference_dict()
             bad = [k for k in cls.REFERENCE_KEYS if k in d and d[k] != ref[k]]
@@ -329,7 +358,10 @@ class FSAConfig:
                 raise ValueError(f"{path}: {', '.join(f'{k} = {d[k]!r}' for k in bad)} disagree with "
                                  f"{side.name} (which gives {', '.join(f'{k} = {ref[k]!r}' for k in bad)})")
             return cfg
-        return cls.from_dict(d)
+        try:
+            return cls.from_dict(d)
+        except ValueError as e:
+            raise ValueError(f"{path}: {e}") from None
 
     def replace(self, **changes: Any) -> "FSAConfig":
         """A copy with some fields changed (validated)."""

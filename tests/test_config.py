@@ -122,6 +122,44 @@ def test_reference_style_json_is_accepted(tmp_path):
     assert (cfg.spad_rows, cfg.acc_rows, cfg.axi_data_bits) == (48, 9, 64)
 
 
+REF = {"sa_rows": 8, "sa_cols": 8, "inst_queue_size": 256, "e_type": "bf16", "a_type": "fp32",
+       "mem_base": 0x80000000, "mem_size": 0x10000000, "mem_align": 8, "spad_base": 0,
+       "spad_size": 768, "acc_base": 0, "acc_size": 288}
+
+
+@pytest.mark.parametrize("doc, words", [
+    ({**REF, "sa_rows": 4.5}, "sa_rows must be an integer, got float 4.5"),
+    ({**REF, "sa_rows": None}, "sa_rows must be an integer, got NoneType"),
+    ({**REF, "mem_base": "0x80000000"}, "mem_base must be an integer, got str"),
+    ({**REF, "spad_size": 1001}, "spad_size = 1001 bytes is not a whole number of 16-byte rows"),
+    ({**REF, "mem_align": 8.0}, "mem_align must be an integer"),
+    ({"fsa": [1]}, '"fsa" must be an object, got list'),
+    ({"fsa": {"name": "X", "sa_cols": 4}}, '"fsa" lacks sa_rows'),
+    ({"fsa": {"name": "X", "sa_rows": 4, "sa_cols": 4, "spad_rows": 64.0}},
+     "spad_rows must be an integer, got float 64.0"),
+    ({"fsa": {"name": "X", "sa_rows": 4, "sa_cols": 4, "e_type": ["fp16"]}},
+     "e_type must be a string, got list"),
+    ([1, 2], "expected an object, got list"),
+])
+def test_bad_json_fields_are_refused_naming_the_field(tmp_path, doc, words):
+    """Wrong types, fractions and sizes that are not whole rows: a ValueError
+    that names the file and the field (no traceback from deep inside, no
+    value silently truncated or replaced by a default)."""
+    p = tmp_path / "cfg.json"
+    p.write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match=words) as e:
+        config.get(str(p))
+    assert str(p) in str(e.value)
+
+
+def test_int_fields_refuse_floats_and_bools_in_python_too():
+    base = config.get("FSA4X4Fp16Config")
+    for field, value in (("sa_rows", 4.0), ("axi_data_bits", 64.0), ("mem_ports", True),
+                         ("name", 3)):
+        with pytest.raises(ValueError, match=f"{field} must be"):
+            base.replace(**{field: value})
+
+
 def test_bf16_intercepts_limit_pieces_to_8():
     cfg = config.get("FSA4X4Bf16OnlyConfig")
     assert cfg.replace(exp2_pieces=8).exp2_pieces == 8

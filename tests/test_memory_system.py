@@ -86,9 +86,11 @@ def test_memory_system_rule():
         assert cfg.reference_dict()["mem_align"] == cfg.axi_data_bits // 8
 
 
-@pytest.mark.parametrize("value", [0, 3, 32, "8", 8.0])
+@pytest.mark.parametrize("value", [0, 3, 32, "8", 8.0, True])
 def test_dma_outstanding_is_validated(value):
-    with pytest.raises(ValueError, match="dma_outstanding must be 2, 4, 8 or 16"):
+    words = ("dma_outstanding must be 2, 4, 8 or 16" if type(value) is int else
+             f"dma_outstanding must be an integer, got {type(value).__name__}")
+    with pytest.raises(ValueError, match=words):
         fconfig.get("FSA4X4Fp16Config").replace(dma_outstanding=value)
 
 

@@ -53,11 +53,15 @@ size 1..1023 (10 bits; 0 bytes per row is rejected).
 Reserved bits: the bits listed as "reserved" above (fence word 0 [25:0],
 matrix word 0 [7:0], word 1 [3:0], word 2 [3:0], DMA word 0 [2:0]; the DMA's
 words 1-3 have none) are always encoded as 0, and :func:`decode` rejects a
-stream in which any of them is 1 (the hardware treats a stream just as
-strictly), so ``encode(decode(w)) == w`` holds for every stream ``decode``
-accepts. Function codes other than those of :class:`MxFunc` (5-bit field)
-and :class:`DmaFunc` (4-bit field) are rejected as well, as are DMA
-instructions with ``repeat == 0`` or ``size == 0``. The matrix codes 5..8
+stream in which any of them is 1, so ``encode(decode(w)) == w`` holds for
+every stream ``decode`` accepts. Function codes other than those of
+:class:`MxFunc` (5-bit field) and :class:`DmaFunc` (4-bit field) are rejected
+as well, as are DMA instructions with ``repeat == 0`` or ``size == 0``.
+``decode`` is stricter than the hardware: the device's decoder
+(:func:`decode_device`, rtl/fsa_decode.py) ignores reserved bits and
+completes a DMA of 0 rows or bytes without moving anything; it stops with
+ILLEGAL_TYPE / ILLEGAL_FUNC only on an unknown type or function code.
+``fsa exec`` runs such streams as the device does, with a warning. The matrix codes 5..8
 (LOAD_Q, KSTEP, STEP, PVSTEP: the UD dataflow, docs/ud.md) are part of
 :class:`MxFunc`, so these config-free tools accept them; a device (and the
 golden model) whose config is not ``dataflow = "ud"`` rejects them with

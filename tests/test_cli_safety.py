@@ -267,3 +267,28 @@ def test_exec_dumps_memory_also_after_a_failed_program(tmp_path, capsys):
                         f"{tmp_path}/o.bin:0x80000040:64"], capsys)
     assert code == 1 and "SRAM_RANGE" in err
     assert (tmp_path / "o.bin").read_bytes() == bytes(range(64))
+
+
+def test_exec_runs_what_the_device_runs_and_refuses_what_it_stops_on(tmp_path, capsys):
+    """Reserved bits set and a DMA of 0 rows: strict isa.decode refuses them,
+    the device ignores / skips them, and so does fsa exec (with a warning);
+    an unknown function code is refused as before."""
+    from fsa import isa
+    from fsa.isa import Dma, Fence, Matrix, MxFunc
+
+    w = isa.encode([Dma(repeat=1, size=8, mem_addr=0x80000000), Fence(stop=True)])
+    w[0] &= ~(0x1FF << 3)                  # repeat = 0
+    w[-1] |= 1                             # a reserved bit of the fence
+    with pytest.raises(ValueError):
+        isa.decode(w)
+    p = tmp_path / "p.bin"
+    p.write_bytes(isa.to_bytes(w))
+    code, out, err = run(["exec", "--config", CFG, "--program", str(p), "--sim", "golden"], capsys)
+    assert code == 0 and "warning: --program" in out and "dma 1, fence 1" in out, (out, err)
+    bad = isa.encode([Matrix(MxFunc.LOAD_STATIONARY), Fence(stop=True)])
+    bad[0] |= 0x1F << 11                   # matrix function code 31
+    with pytest.raises(isa.IllegalInstruction):
+        isa.decode_device(bad, 0)
+    p.write_bytes(isa.to_bytes(bad))
+    code, _, err = run(["exec", "--config", CFG, "--program", str(p), "--sim", "golden"], capsys)
+    assert code == 2 and "--program" in err

@@ -309,7 +309,9 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     cfg = config.with_axi_bits(args.config, args.axi_bits) if args.axi_bits is not None else config.get(args.config)
     p = predict(cfg, args.seq_q, args.seq_kv, args.causal, args.free_dma, kernel=args.kernel,
                 program=args.program)
-    print(f"{cfg.name}: seq_q={args.seq_q} seq_kv={args.seq_kv} d={cfg.sa_rows}"
+    pad = (f" (padded to {p['padded'][0]} x {p['padded'][1]})"
+           if tuple(p["padded"]) != (args.seq_q, args.seq_kv) else "")
+    print(f"{cfg.name}: seq_q={args.seq_q} seq_kv={args.seq_kv}{pad} d={cfg.sa_rows}"
           f"{' causal' if args.causal else ''}, DMA: "
           f"{'free (matrix schedule alone)' if args.free_dma else f'{cfg.axi_data_bits}-bit AXI, calibrated on the RTL'}")
     print(f"  cycles            {p['cycles']}   ({p['how']})")
@@ -419,7 +421,9 @@ def main(argv: "list[str] | None" = None) -> int:
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("compile", help="write the attention kernel as inst.bin + mem.elf "
-                       "(inputs included), for fsa exec or other simulators")
+                       "(inputs included), for fsa exec or other simulators; seq_q a multiple "
+                       "of C and seq_kv of R (no padding: the key mask needs a register the "
+                       "files do not carry)")
     p.add_argument("--config", default="FSA8X8Fp16Config")
     p.add_argument("--seq-q", type=_positive_int, default=64)
     p.add_argument("--seq-kv", type=_positive_int, default=64)

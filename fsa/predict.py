@@ -26,7 +26,10 @@ def predict(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = Fals
 
     Args:
         cfg: the configuration (its AXI width and memory system as given).
-        seq_q, seq_kv: sequence lengths (checked as :func:`fsa.kernels.attention` does).
+        seq_q, seq_kv: sequence lengths, any positive ones: padded to whole
+            query / key blocks as ``fsa run`` pads them (``padded`` in the
+            result); the shape is then checked as :func:`fsa.kernels.attention`
+            does (e.g. causal needs a square array).
         causal: the causal kernel.
         free_dma: the matrix schedule alone (DMA transfers take no time).
         kernel: "reference" or "ud" (default: ud on a UD config, else reference).
@@ -39,7 +42,8 @@ def predict(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = Fals
         dict: ``cycles``, ``how`` (direct model run or extrapolation, in
         words), ``direct`` (bool), ``words`` (program length when run
         directly), ``flops`` (:func:`fsa.kernels.attention_flops`),
-        ``utilisation``, ``per_key_block`` and ``per_query_block`` (steady
+        ``utilisation`` (of the caller's shape's useful FLOPs),
+        ``per_key_block`` and ``per_query_block`` (steady
         state, cycles), ``reference_period`` (``5R + P + 5``), ``kernel``,
         ``program``.
 
@@ -49,21 +53,36 @@ def predict(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = Fals
     cfg = fconfig.get(cfg)
     R, C = cfg.sa_rows, cfg.sa_cols
     dma = cm.IDEAL_DMA if free_dma else cm.DEFAULT_DMA
-    nq, nk = cm.block_counts(cfg, seq_q, seq_kv, causal)        # checks the shape
+    for name, n in (("seq_q", seq_q), ("seq_kv", seq_kv)):
+        if type(n) is not int or n < 1:
+            raise ValueError(f"{name} must be a positive integer, got {n!r}")
+    # any length, padded as fsa run / fsa.scaled_dot_product_attention pad it:
+    # queries to whole query blocks, keys to whole key blocks (the padded keys
+    # masked by key_limit unless the causal mask hides them)
+    sq_p, skv_p = -(-seq_q // C) * C, -(-seq_kv // R) * R
+    hidden = bool(causal) and seq_q <= seq_kv
+    key_limit = None if skv_p == seq_kv or hidden else seq_kv - (skv_p - R)
+    nq, nk = cm.block_counts(cfg, sq_p, skv_p, causal)        # checks the shape
     steps = cm.attention_steps(nq, nk, causal)
     flops = kernels.attention_flops(seq_q, seq_kv, R, causal)
     program = program or ("queue" if free_dma else "fetch")
     if program not in cm.PROGRAM_FEEDS:
         raise ValueError(f"program must be one of {cm.PROGRAM_FEEDS}, got {program!r}")
+    if kernel is None and key_limit is not None and cfg.dataflow == "ud":
+        kernel = "reference"          # as kernels.attention: the UD kernel has no key mask
+    if kernel == "ud" and key_limit is not None:
+        raise ValueError(f"the UD kernel has no key mask: seq_kv = {seq_kv} is not a multiple of "
+                         f"R = {R} (use --kernel reference, or a multiple of {R})")
     ss = cm.steady_state(cfg, dma, kernel=kernel, program=program)
     kernel = kernel or ("ud" if cfg.dataflow == "ud" else "reference")
     out = {"config": cfg.name, "seq_q": seq_q, "seq_kv": seq_kv, "causal": bool(causal),
            "free_dma": bool(free_dma), "axi_data_bits": cfg.axi_data_bits, "flops": flops,
            "per_key_block": ss["per_key_block"], "per_query_block": ss["per_query_block"],
            "reference_period": cm.reference_period(R, C, cfg.exp2_pieces), "words": None,
-           "kernel": kernel, "program": program}
+           "kernel": kernel, "program": program, "padded": (sq_p, skv_p)}
     if steps <= DIRECT_LIMIT:
-        prog = kernels.attention(cfg, seq_q, seq_kv, causal=causal, check=False, kernel=kernel)
+        prog = kernels.attention(cfg, sq_p, skv_p, causal=causal, check=False, kernel=kernel,
+                                 key_limit=key_limit)
         n_words = len(prog.words())
         cycles = cm.simulate(cfg, prog.instructions, dma,
                              **cm.program_feed(cfg, program, n_words)).cycles
@@ -73,7 +92,7 @@ def predict(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = Fals
             "queue": "every word in the queue at the start"}[program]
         out.update(direct=True, words=n_words)
     else:
-        cycles = round(cm.predict_cycles(cfg, seq_q, seq_kv, causal, ss))
+        cycles = round(cm.predict_cycles(cfg, sq_p, skv_p, causal, ss))
         how = (f"steady-state extrapolation ({steps} key-block steps > {DIRECT_LIMIT}: "
                f"{ss['per_key_block']:g} cycles per key block, {ss['per_query_block']:g} per "
                "query block" + ("; causal diagonal blocks costed as full ones" if causal

@@ -220,8 +220,12 @@ def test_cli_predict_long_sequence_extrapolates(capsys):
 
 
 def test_cli_predict_bad_shape(capsys):
-    assert cli(["predict", "--config", "FSA8X4Fp16Config", "--seq-q", "30", "--seq-kv", "32"]) == 2
-    assert "multiple of C" in capsys.readouterr().err
+    # any length is padded; causal needs a square array
+    assert cli(["predict", "--config", "FSA8X4Fp16Config", "--seq-q", "30", "--seq-kv", "32",
+                "--causal"]) == 2
+    assert "square" in capsys.readouterr().err
+    assert cli(["predict", "--config", "FSA8X4Fp16Config", "--seq-q", "30", "--seq-kv", "32"]) == 0
+    assert "(padded to 32 x 32)" in capsys.readouterr().out
 
 
 def test_two_loads_in_flight_on_one_port():
@@ -247,3 +251,29 @@ def test_two_loads_in_flight_on_one_port():
     two_ports = cfg.replace(mem_ports=2, spad_banks=1, name="P2")
     spans = cm.simulate(two_ports, [ld(0), ld(8), fisa.Fence(stop=True)]).dma_spans
     assert spans[1][0] > spans[0][1]
+
+
+@pytest.mark.parametrize("name,sq,skv,causal", [
+    ("FSA4X4Fp16Config", 10, 10, False), ("FSA4X4Fp16Config", 5, 13, True),
+    ("FSA8X8Fp16UdConfig", 30, 30, True), ("FSA8X8Fp16UdConfig", 16, 21, False),
+    ("FSA8X4Fp16Config", 7, 9, False)])
+def test_predict_pads_any_length_as_fsa_run_does(name, sq, skv, causal):
+    """fsa predict takes any length: the padded program's cycles are what
+    fsa.scaled_dot_product_attention (and fsa run) report for that shape, and
+    the FLOPs are the caller's shape's."""
+    import torch
+
+    import fsa
+    from fsa.kernels import attention_flops
+    from fsa.predict import predict
+
+    cfg = fconfig.get(name)
+    p = predict(cfg, sq, skv, causal)
+    R, C = cfg.sa_rows, cfg.sa_cols
+    assert p["padded"] == (-(-sq // C) * C, -(-skv // R) * R) != (sq, skv)
+    assert p["flops"] == attention_flops(sq, skv, R, causal)
+    torch.manual_seed(0)
+    q, k, v = torch.randn(sq, R), torch.randn(skv, R), torch.randn(skv, R)
+    _, st = fsa.scaled_dot_product_attention(q, k, v, is_causal=causal, config=cfg,
+                                             return_stats=True)
+    assert p["cycles"] == st.cycles and p["kernel"] == st.program.meta.get("kernel", "reference")

@@ -60,10 +60,10 @@ def test_a_row_is_the_cycle_model_and_the_golden_model():
 
 def test_invalid_points_become_rows_with_the_reason():
     rows = [sweep.evaluate(p) for p in (sweep.Point("FSA4X4Fp16Config", 64, axi_bits=512),
-                                        sweep.Point("FSA4X4Fp16Config", 6),
+                                        sweep.Point("FSA8X4Fp16Config", 64, causal=True),
                                         sweep.Point("NoSuchConfig", 64))]
     assert "axi_data_bits" in rows[0]["error"] and rows[0]["cycles"] is None
-    assert "multiple" in rows[1]["error"]
+    assert "square" in rows[1]["error"]
     assert "NoSuchConfig" in rows[2]["error"]
 
 

@@ -104,6 +104,8 @@ class AttentionStats:
         key_blocks: (query block, key block) steps of all heads.
         words: instruction words of the program.
         inputs: per input, values that overflowed E or were already non-finite.
+        notes: accuracy warnings for this call (:func:`accuracy_notes`; the
+            call also issues them as RuntimeWarnings).
         program, result: the :class:`~fsa.kernel.Program` and the raw
             :class:`~fsa.engines.Result` (None when nothing ran).
     """
@@ -126,6 +128,7 @@ class AttentionStats:
     key_blocks: int = 0
     words: int = 0
     inputs: dict[str, dict] = field(default_factory=dict, repr=False)
+    notes: list[str] = field(default_factory=list)
     program: Any = field(default=None, repr=False)      # (large: left out of the repr)
     result: Any = field(default=None, repr=False)
 
@@ -277,6 +280,54 @@ class AttentionJob:
         return st
 
 
+#: accumulate formats whose row sums lose precision on long key sequences:
+#: S_kv from which a note is given, and the measured S_kv from which the
+#: README's bounds failed (docs/numerics.md "Accuracy limits": 8x8, FA3-style
+#: inputs, 4 seeds each)
+NARROW_ACCUMULATE = {"fp16": (512, 1024), "bf16": (1024, 2048)}
+#: multiply-adds up to which the largest score is computed exactly for the note
+SCORE_CHECK_MACS = 4e9
+
+
+def accuracy_notes(cfg: FSAConfig, q: np.ndarray, k: np.ndarray, kv_map, scale: float,
+                   seq_kv: int) -> list[str]:
+    """Why a call may miss the README's accuracy bounds on `cfg`: row sums
+    of many keys in a narrow accumulate format, and scores that overflow the
+    element format (the PE register holds them in E, docs/array.md: those
+    outputs become NaN).  `q` ``[H, S_q, D]`` and `k` ``[H_kv, S_kv, D]`` as
+    float64; `kv_map` query head -> kv head.  (The largest score is computed
+    when that costs at most :data:`SCORE_CHECK_MACS` multiply-adds, else not
+    checked.)  Not noted: the rounding of large scores to E, which costs
+    accuracy gradually (README "Accuracy limits")."""
+    notes = []
+    narrow = NARROW_ACCUMULATE.get(cfg.a_type)
+    if narrow is not None and seq_kv > narrow[0]:
+        notes.append(f"{cfg.name} accumulates the row sums and outputs in {cfg.a_type}: with "
+                     f"{seq_kv} keys per query they lose precision (measured: the README's "
+                     f"accuracy bounds start to fail from about {narrow[1]} keys; the presets "
+                     f"with an fp32 accumulator have no such limit)")
+    fe = get_format(cfg.e_type)
+    if fe.man_bits >= 23 or q.size == 0 or k.size == 0:
+        return notes
+    macs = q.shape[0] * q.shape[1] * k.shape[1] * q.shape[2]
+    if macs > SCORE_CHECK_MACS:
+        return notes
+    top = 0.0
+    rows = max(1, int(4e6 // max(1, k.shape[1])))
+    with np.errstate(all="ignore"):
+        for h, g in enumerate(kv_map):
+            for i in range(0, q.shape[1], rows):
+                sc = np.abs(q[h, i:i + rows] @ k[int(g)].T)
+                if sc.size:
+                    top = max(top, float(np.nanmax(np.where(np.isfinite(sc), sc, 0.0))))
+    largest = (2.0 - 2.0 ** -fe.man_bits) * 2.0 ** fe.emax
+    if top > largest:
+        notes.append(f"scores up to {top:.3g} overflow {cfg.e_type} (largest {largest:g}) in "
+                     f"the array, which holds them in the element format: those queries' outputs "
+                     f"become NaN (scale the inputs down, or use an fp32 preset)")
+    return notes
+
+
 def prepare(query: np.ndarray, key: np.ndarray, value: np.ndarray, is_causal: bool = False,
             scale: float | None = None, enable_gqa: bool = False, *,
             config: "FSAConfig | str" = DEFAULT_CONFIG, before_build=None,
@@ -359,6 +410,8 @@ def prepare(query: np.ndarray, key: np.ndarray, value: np.ndarray, is_causal: bo
 
     for name, x in (("query", q), ("key", k), ("value", v)):
         stats.inputs[name] = conversion_overflow(x, cfg.e_type)
+    stats.notes = accuracy_notes(cfg, q.reshape(heads, sq, d), k.reshape(kv_heads, skv, d),
+                                 kv_map, sc, skv)
     inputs = {"Q": padded(q, heads, sq, sq_p, d), "K": padded(k, kv_heads, skv, skv_p, d),
               "V": padded(v, kv_heads, skv, skv_p, dv)}
     pairs = kernels.attention_flops(sq, skv, 1, bool(is_causal)) // 4
@@ -436,6 +489,8 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
         raise ValueError(f"fsa.scaled_dot_product_attention: query, key and value must have the "
                          f"same dtype, got {dtype}, {kdt} and {vdt}")
     job = prepare(q, k, v, is_causal, scale, enable_gqa, config=config)
+    for note in job.stats.notes:
+        warnings.warn(f"fsa.scaled_dot_product_attention: {note}", RuntimeWarning, stacklevel=2)
     for name, conv in job.stats.inputs.items():
         if conv["overflow"]:
             warnings.warn(f"fsa.scaled_dot_product_attention: {conv['overflow']} finite values "

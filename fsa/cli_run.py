@@ -92,6 +92,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     job = api.prepare(q, k, v, args.causal, args.scale, args.gqa, config=cfg, before_build=fits,
                       kernel=args.kernel)
     st = job.stats
+    for note in st.notes:
+        _say(f"warning: {note}")
     if job.program is None:
         raise ValueError(f"nothing to compute: the inputs {list(q.shape)}, {list(k.shape)}, "
                          f"{list(v.shape)} give an empty output")

@@ -392,3 +392,30 @@ def test_ud_config_with_padded_keys_runs_the_reference_kernel():
     assert torch.equal(ud.view(torch.int32), ref.view(torch.int32))
     with pytest.raises(ValueError, match="UD kernel has no key mask"):
         kernels.attention("FSA4X4Fp16UdConfig", 8, 8, heads=2, key_limit=3, kernel="ud")
+
+
+def test_accuracy_notes_warn_where_the_bounds_can_fail():
+    """Narrow accumulators on long key sequences and scores that overflow the
+    element format give a RuntimeWarning (and stats.notes); ordinary runs on
+    the presets with an fp32 accumulator give none."""
+    import warnings
+
+    rng = np.random.default_rng(3)
+    q, k = torch.randn(8, 8), torch.randn(1024, 8)
+    with pytest.warns(RuntimeWarning, match="accumulates the row sums and outputs in fp16: with "
+                                            "1024 keys"):
+        _, st = fsa.scaled_dot_product_attention(q, k, k, config="FSA8X8Fp16OnlyConfig",
+                                                 return_stats=True)
+    assert len(st.notes) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fsa.scaled_dot_product_attention(q, k[:256], k[:256], config="FSA8X8Fp16OnlyConfig")
+        fsa.scaled_dot_product_attention(q, k, k, config="FSA8X8Fp16Config")
+        fsa.scaled_dot_product_attention(rand(rng, (16, 4)), rand(rng, (64, 4)),
+                                         rand(rng, (64, 4)), config=CFG)
+    # scores beyond fp16's largest value: those outputs are NaN, as the note says
+    q, k, v = 100 + torch.randn(8, 8), 100 + torch.randn(8, 8), torch.randn(8, 8)
+    with pytest.warns(RuntimeWarning, match="overflow fp16 .* outputs become NaN"):
+        o = fsa.scaled_dot_product_attention(q, k, v, scale=1e-3, config="FSA8X8Fp16Config")
+    assert torch.isnan(o).any()
+    assert not torch.isnan(F.scaled_dot_product_attention(q, k, v, scale=1e-3)).any()

@@ -263,6 +263,12 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     for opt in ("program", "elf"):
         check_writable(getattr(args, opt), f"--{opt}")
     q, k, v = _load_inputs(args, cfg)
+    R, C = cfg.sa_rows, cfg.sa_cols
+    if q.shape[0] % C or k.shape[0] % R:
+        raise ValueError(f"fsa compile writes whole blocks only: seq_q must be a multiple of C = "
+                         f"{C} and seq_kv of R = {R} on {cfg.name} (got {q.shape[0]} and "
+                         f"{k.shape[0]}); fsa run pads other lengths (their key mask needs the "
+                         f"key_limit register, which inst.bin and mem.elf do not carry)")
     kernels.check_attention_shape(cfg, q.shape[0], k.shape[0], args.causal)
     _check_golden_fits(cfg, q.shape[0], k.shape[0], args.causal, args.force,
                        what="building and checking the program")
@@ -292,13 +298,24 @@ def _cmd_plan_show(args: argparse.Namespace) -> int:
                          f"(use a ...UdConfig preset)")
     if func not in FUNCS:
         matches = [f for f in FUNCS if func in f]
-        if len(matches) != 1:
+        if len(matches) > 1:
+            raise ValueError(f"matrix function {args.function!r} is ambiguous: it matches "
+                             f"{', '.join(matches)}")
+        if not matches:
             raise ValueError(f"unknown matrix function {args.function!r}; use one of {', '.join(FUNCS)}")
         func = matches[0]
     from fsa.hw import timing
+    from fsa.plan import PE_BITS, UD_PE_BITS
 
+    bits = [b.strip() for b in args.bits.split(",") if b.strip()] if args.bits else None
+    if bits is not None:
+        known = PE_BITS + (UD_PE_BITS if cfg.dataflow == "ud" else ())
+        bad = [b for b in bits if b not in known]
+        if bad or not bits:
+            raise ValueError(f"--bits {args.bits!r}: unknown PE bit(s) {', '.join(bad) or '(none given)'}"
+                             f"; {cfg.name}'s are {', '.join(known)}")
     plan = timing.plan(cfg, func)      # the plan the matrix controller is generated from
-    print(chart(plan, args.bits.split(",") if args.bits else None))
+    print(chart(plan, bits))
     return 0
 
 
@@ -385,8 +402,10 @@ def main(argv: "list[str] | None" = None) -> int:
                        "against torch and bit for bit against the golden model")
     p.add_argument("--config", default="FSA8X8Fp16Config")
     p.add_argument("--sim", default="verilator", choices=["verilator", "icarus", "golden"])
-    p.add_argument("--seq-q", type=_positive_int, default=64)
-    p.add_argument("--seq-kv", type=_positive_int, default=64)
+    p.add_argument("--seq-q", type=_positive_int,
+                   help="generated inputs: query length (default 64)")
+    p.add_argument("--seq-kv", type=_positive_int,
+                   help="generated inputs: key/value length (default 64)")
     p.add_argument("--batch", type=_positive_int,
                    help="generated inputs: a leading batch dimension of this size")
     p.add_argument("--heads", type=_positive_int,
@@ -407,7 +426,8 @@ def main(argv: "list[str] | None" = None) -> int:
     p.add_argument("--waves", help="dump an FST waveform of the run to this file")
     p.add_argument("--force", action="store_true",
                    help="run even when the golden model's estimated memory or time is too large")
-    p.add_argument("--max-cycles", type=_positive_int, default=20_000_000)
+    p.add_argument("--max-cycles", type=_positive_int,
+                   help="cycle limit of the simulation (default 20000000; not with --sim golden)")
     p.add_argument("--keep", action="store_true",
                    help="keep the simulator's run folder (log, results) after a successful run")
     p.add_argument("--push", action="store_true", help=PUSH_HELP)

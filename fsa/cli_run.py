@@ -40,6 +40,9 @@ def _load_run_inputs(args, cfg):
         if args.batch is not None or args.heads is not None:
             raise ValueError("--batch and --heads shape generated inputs; with --q/--k/--v the "
                              "files' leading dimensions are the batches and heads")
+        if args.seq_q is not None or args.seq_kv is not None:
+            raise ValueError("--seq-q and --seq-kv size generated inputs; with --q/--k/--v the "
+                             "files' shapes give the sequence lengths")
         arrs = []
         for name, path in (("q", args.q), ("k", args.k), ("v", args.v)):
             a = read_real_npy(name, path)
@@ -53,8 +56,9 @@ def _load_run_inputs(args, cfg):
         return tuple(arrs)
     lead = tuple(n for n in (args.batch, args.heads) if n is not None)
     rng = np.random.default_rng(args.seed)
-    return (fa3_inputs(rng, lead + (args.seq_q, R)), fa3_inputs(rng, lead + (args.seq_kv, R)),
-            fa3_inputs(rng, lead + (args.seq_kv, R)))
+    sq, skv = args.seq_q or 64, args.seq_kv or 64
+    return (fa3_inputs(rng, lead + (sq, R)), fa3_inputs(rng, lead + (skv, R)),
+            fa3_inputs(rng, lead + (skv, R)))
 
 
 def _torch_sdpa(q, k, v, causal: bool, scale, gqa: bool):
@@ -81,6 +85,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     from fsa.report import bit_diff, bound_scale, bounds_verdict, error_stats
 
     cfg = config.get(args.config)
+    if args.sim == "golden":
+        given = [opt for opt, v in (("--max-cycles", args.max_cycles), ("--memory", args.memory),
+                                    ("--waves", args.waves), ("--keep", args.keep or None))
+                 if v is not None]
+        if given:
+            raise ValueError(f"{', '.join(given)}: only with --sim verilator or icarus (the "
+                             f"golden model has no simulation to limit, place or record)")
+    if args.max_cycles is None:
+        args.max_cycles = 20_000_000
     for opt in ("out", "json", "waves"):
         check_writable(getattr(args, opt), f"--{opt}")
     t0 = time.perf_counter()

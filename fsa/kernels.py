@@ -259,6 +259,10 @@ def attention(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = Fa
         which = "reference"
     if which == "ud":   # issue 15
         from fsa import kernels_ud
+        if cfg.dataflow != "ud":
+            raise ValueError(f"attention: the UD kernel needs a config with dataflow 'ud'; "
+                             f"{cfg.name} has {cfg.dataflow!r} (use the reference kernel, or a "
+                             f"...UdConfig preset)")
         if masked:
             raise ValueError(f"attention: the UD kernel has no key mask yet: {cfg.name} needs "
                              f"sequences of whole key blocks ({cfg.sa_rows} keys; or causal "

@@ -4,6 +4,7 @@ Golden model only: no HDL simulator."""
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import numpy as np
@@ -292,3 +293,28 @@ def test_exec_runs_what_the_device_runs_and_refuses_what_it_stops_on(tmp_path, c
     p.write_bytes(isa.to_bytes(bad))
     code, _, err = run(["exec", "--config", CFG, "--program", str(p), "--sim", "golden"], capsys)
     assert code == 2 and "--program" in err
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["run", "--sim", "golden", "--max-cycles", "5"], "--max-cycles: only with --sim verilator"),
+    (["run", "--sim", "golden", "--memory", "fast"], "--memory: only with --sim verilator"),
+    (["run", "--sim", "golden", "--keep"], "--keep: only with --sim verilator"),
+    (["run", "--sim", "golden", "--kernel", "ud", "--config", "FSA8X8Fp16Config",
+      "--seq-q", "13"], "UD kernel needs a config with dataflow 'ud'"),
+    (["compile", "--seq-q", "5", "--seq-kv", "7"], "fsa compile writes whole blocks only"),
+    (["plan", "show", CFG, "a"], "is ambiguous: it matches LOAD_STATIONARY"),
+    (["plan", "show", CFG, "SCORE", "--bits", "mac,nosuchbit"], "unknown PE bit\\(s\\) nosuchbit"),
+])
+def test_options_that_would_be_ignored_or_misread_are_refused(argv, words, capsys, tmp_path,
+                                                              monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(argv, capsys)
+    assert code == 2 and re.search(words, err), err
+
+
+def test_seq_lengths_with_input_files_are_refused(tmp_path, capsys):
+    code, _, err = run(["run", "--config", CFG, "--sim", "golden", "--seq-q", "4",
+                        *qkv(tmp_path)], capsys)
+    assert code == 2 and "--seq-q and --seq-kv size generated inputs" in err
+    code, out, _ = run(["run", "--config", CFG, "--sim", "golden", *qkv(tmp_path)], capsys)
+    assert code == 0 and "attention 8 x 8" in out

@@ -42,11 +42,29 @@ def _device_decode(words, why: str) -> list:
     return out
 
 
+def _store_regions(instructions) -> list[tuple[int, int]]:
+    """(address, bytes) spans the DMA STOREs of `instructions` write."""
+    from fsa.isa import Dma, DmaFunc
+
+    out = []
+    for x in instructions:
+        if isinstance(x, Dma) and x.func == DmaFunc.STORE and x.repeat and x.size:
+            first, last = x.mem_addr, x.mem_addr + (x.repeat - 1) * x.mem_stride
+            lo = min(first, last)
+            out.append((lo, max(first, last) + x.size - lo))
+    return out
+
+
 def _fetch_addr(cfg, programs, memory, dumps) -> int:
-    """The program fetch address for `fsa exec` (checked against the data)."""
+    """The program fetch address for `fsa exec`, checked against the data: the
+    memory image, the dumps and every region a program STOREs to (a program
+    that overwrote its own words would run differently on the device, which
+    fetches them as it goes, than on the golden model)."""
     from fsa.simdev import program_address
+    stores = [r for _, _, prog in programs for r in _store_regions(prog)]
     return program_address(cfg, max(len(w) for _, w, _ in programs),
-                           [(a, len(b)) for a, b in memory] + [(a, n) for _, a, n in dumps])
+                           [(a, len(b)) for a, b in memory] + [(a, n) for _, a, n in dumps]
+                           + stores)
 
 
 def cmd_exec(args: argparse.Namespace) -> int:
@@ -143,7 +161,8 @@ def cmd_exec(args: argparse.Namespace) -> int:
         from fsa.simdev import run_on_device
         res = run_on_device(cfg, programs[0][1], memory, [(a, n) for _, a, n in dumps],
                             sim=args.sim, max_cycles=args.max_cycles, progress=_say,
-                            programs=[w for _, w, _ in programs], fetch=not args.push)
+                            programs=[w for _, w, _ in programs],
+                            fetch=False if args.push else _fetch_addr(cfg, programs, memory, dumps))
         for (path, _, _), run in zip(programs, res["runs"]):
             entries.append({"program": path, "state": run["state"], "error": run["error"],
                             "error_index": run["error_index"], "wait": run.get("wait"),

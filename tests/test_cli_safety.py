@@ -318,3 +318,23 @@ def test_seq_lengths_with_input_files_are_refused(tmp_path, capsys):
     assert code == 2 and "--seq-q and --seq-kv size generated inputs" in err
     code, out, _ = run(["run", "--config", CFG, "--sim", "golden", *qkv(tmp_path)], capsys)
     assert code == 0 and "attention 8 x 8" in out
+
+
+def test_exec_refuses_program_fetch_over_a_region_the_program_stores_to(tmp_path, capsys):
+    """A STORE into the memory where the device would fetch the program from
+    (the top of the window) would overwrite words not yet fetched: refused
+    (run it with --push), before any engine starts."""
+    from fsa import config, isa
+    from fsa.isa import Dma, DmaFunc, Fence
+    cfg = config.get(CFG)
+    top = cfg.mem_base + cfg.mem_size
+    prog = tmp_path / "p.bin"
+    prog.write_bytes(isa.to_bytes(isa.encode([
+        Dma(DmaFunc.STORE, repeat=2, sram_addr=0, mem_addr=top - 16, mem_stride=-8, size=8),
+        Fence(stop=True)])))
+    for sim in ("golden", "verilator"):
+        code, _, err = run(["exec", "--config", CFG, "--program", str(prog), "--sim", sim], capsys)
+        assert code == 2 and "overlaps the data at" in err and "--push" in err, err
+    code, out, _ = run(["exec", "--config", CFG, "--program", str(prog), "--sim", "golden",
+                        "--push"], capsys)
+    assert code == 0 and "dma 1" in out

@@ -65,13 +65,14 @@ from fsa import plan as fplan
 from fsa.config import FSAConfig
 from fsa.cycledma import DmaEngine
 from fsa.cyclefetch import Fetch, FetchTiming
-from fsa.cycletiming import DEFAULT_DMA, HARNESS_HOST, IDEAL_DMA, DmaTiming, HostFeed, HostPush
+from fsa.cycletiming import (DEFAULT_DMA, HARNESS_HOST, IDEAL_DMA, PROGRAM_FEEDS,
+                             DmaTiming, HostFeed, HostPush, program_feed)
 from fsa.hw.isa import SEM_IDS
 
 __all__ = ["DmaTiming", "ModelResult", "DispatchError", "DISPATCH_MODES", "simulate",
            "check_timings", "steady_state", "predict_cycles", "block_counts",
            "attention_steps", "DEFAULT_DMA", "IDEAL_DMA", "reference_period",
-           "HostPush", "HARNESS_HOST", "FetchTiming", "dma_demand"]
+           "HostPush", "HARNESS_HOST", "FetchTiming", "dma_demand", "PROGRAM_FEEDS", "program_feed"]
 
 
 
@@ -512,27 +513,6 @@ def steady_state(cfg: FSAConfig, dma: DmaTiming = DEFAULT_DMA, causal: bool = Fa
     fixed = pts[(2, K1)] - 2 * (per_qb + K1 * per_kb)
     return {"per_key_block": per_kb, "per_key_block_check": per_kb3, "per_query_block": per_qb,
             "fixed": fixed, "points": {f"{q}x{k}": v for (q, k), v in pts.items()}}
-
-
-#: how a program's words reach the instruction queue (:func:`program_feed`)
-PROGRAM_FEEDS = ("fetch", "push", "queue")
-
-
-def program_feed(cfg: FSAConfig, program: str, n_words: int) -> dict:
-    """The :func:`simulate` keywords for a program of `n_words` words that
-    reaches the queue by `program`: "fetch" (program fetch from the top of
-    the memory window, as ``fsa run``/``fsa exec``/SimEngine place it),
-    "push" (AXI4-Lite pushes by the cocotb harness, :data:`HARNESS_HOST`) or
-    "queue" (every word in the queue at the start: no fetch or push cost)."""
-    if program == "queue":
-        return {}
-    if program == "push":
-        return {"host": HARNESS_HOST} if n_words > cfg.inst_queue_size else {}
-    if program == "fetch":
-        from fsa.cyclefetch import FetchTiming
-        from fsa.simdev import program_address
-        return {"fetch": FetchTiming(program_address(cfg, n_words))}
-    raise ValueError(f"program must be one of {PROGRAM_FEEDS}, got {program!r}")
 
 
 def block_counts(cfg: FSAConfig, seq_q: int, seq_kv: int, causal: bool = False) -> tuple[int, int]:

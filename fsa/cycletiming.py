@@ -1,7 +1,8 @@
 """The timing inputs of the cycle model (:mod:`fsa.cyclemodel`): the DMA's
 calibrated timing (:class:`DmaTiming`, :data:`DEFAULT_DMA`, :data:`IDEAL_DMA`)
-and a host that pushes a program longer than the instruction queue
-(:class:`HostPush`, :class:`HostFeed`, :data:`HARNESS_HOST`).
+a host that pushes a program longer than the instruction queue
+(:class:`HostPush`, :class:`HostFeed`, :data:`HARNESS_HOST`), and how a
+program reaches the queue (:func:`program_feed`).
 :mod:`fsa.cyclemodel` re-exports them.
 """
 from __future__ import annotations
@@ -10,7 +11,8 @@ from dataclasses import dataclass
 
 from fsa import isa
 
-__all__ = ["DmaTiming", "DEFAULT_DMA", "IDEAL_DMA", "HostPush", "HostFeed", "HARNESS_HOST"]
+__all__ = ["DmaTiming", "DEFAULT_DMA", "IDEAL_DMA", "HostPush", "HostFeed", "HARNESS_HOST",
+           "PROGRAM_FEEDS", "program_feed"]
 
 
 @dataclass(frozen=True)
@@ -133,3 +135,24 @@ class HostFeed:
 #: the regression checks it on every run longer than the queue
 #: (tb/test_attention.py ``check_cycles``).
 HARNESS_HOST = HostPush(first=2, period=4)
+
+
+#: how a program's words reach the instruction queue (:func:`program_feed`)
+PROGRAM_FEEDS = ("fetch", "push", "queue")
+
+
+def program_feed(cfg: "FSAConfig", program: str, n_words: int) -> dict:
+    """The :func:`simulate` keywords for a program of `n_words` words that
+    reaches the queue by `program`: "fetch" (program fetch from the top of
+    the memory window, as ``fsa run``/``fsa exec``/SimEngine place it),
+    "push" (AXI4-Lite pushes by the cocotb harness, :data:`HARNESS_HOST`) or
+    "queue" (every word in the queue at the start: no fetch or push cost)."""
+    if program == "queue":
+        return {}
+    if program == "push":
+        return {"host": HARNESS_HOST} if n_words > cfg.inst_queue_size else {}
+    if program == "fetch":
+        from fsa.cyclefetch import FetchTiming
+        from fsa.simdev import program_address
+        return {"fetch": FetchTiming(program_address(cfg, n_words))}
+    raise ValueError(f"program must be one of {PROGRAM_FEEDS}, got {program!r}")

@@ -231,11 +231,18 @@ class GoldenEngine(Engine):
 
     @staticmethod
     def fast_path_applies(program: Program) -> bool:
-        """True for a program of :func:`fsa.kernels.attention` (its meta kind
-        and tensors, one head or several), which :func:`fsa.golden.fast.attention`
-        models."""
+        """True for a program of :func:`fsa.kernels.attention` (one head or
+        several), which :func:`fsa.golden.fast.attention` models: its
+        ``meta["fast_signature"]`` must match the program as it is (the words,
+        config, memory layout and meta facts it was built with), so a user's
+        kernel that merely records attention facts in its meta, or a program
+        changed after the build, runs on the instruction-level model."""
+        from fsa.kernels import attention_signature
+
         m, t, R = program.meta, program.tensors, program.cfg.sa_rows
         if m.get("kind") != "attention" or not all(n in t for n in ("Q", "K", "Vt", "Ot")):
+            return False
+        if m.get("fast_signature") != attention_signature(program):
             return False
         sq, skv, h = m.get("seq_q"), m.get("seq_kv"), m.get("heads", 1)
         kv_map = tuple(m.get("kv_map", range(h)))

@@ -269,12 +269,12 @@ def attention(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = Fa
                              f"with S_q <= S_kv)")
         prog = kernels_ud.attention(cfg, seq_q, seq_kv, causal, check, heads=heads,
                                     kv_heads=kv_heads, kv_map=kv_map)
-        if scale is None:
-            return prog
-        e_bits, a_bits = fconfig.scale_bits(cfg, scale)
-        return Program(prog.cfg, prog.name, prog.instructions, prog.tensors, prog.views,
-                       prog.meta, prog.spad_rows, prog.acc_rows, prog.semaphores,
-                       dict(prog.settings, scale_e=e_bits, scale_a=a_bits))
+        if scale is not None:
+            e_bits, a_bits = fconfig.scale_bits(cfg, scale)
+            prog = Program(prog.cfg, prog.name, prog.instructions, prog.tensors, prog.views,
+                           prog.meta, prog.spad_rows, prog.acc_rows, prog.semaphores,
+                           dict(prog.settings, scale_e=e_bits, scale_a=a_bits))
+        return sign_attention(prog)
     if kernel not in (None, "reference"):
         raise ValueError(f"attention: kernel must be 'reference' or 'ud', got {kernel!r}")
     check_attention_shape(cfg, seq_q, seq_kv, causal)
@@ -301,6 +301,42 @@ def attention(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = Fa
     if cfg.dataflow == "ud" and kernel is None:        # the fallback above
         prog.meta.update(kernel="reference",
                          kernel_why="the UD kernel has no key mask (padded keys)")
+    return sign_attention(prog)
+
+
+#: the meta facts the golden model's fast attention path computes from
+FAST_META = ("kind", "seq_q", "seq_kv", "heads", "kv_heads", "kv_map", "causal")
+
+
+def attention_signature(prog: Program) -> str:
+    """A digest of what the fast golden path relies on: the instruction
+    words, the config, the memory layout and the :data:`FAST_META` facts.
+    (Not the ``mask_keys`` bits, which the fast path checks itself: it
+    models them on each head's last key block, as ``key_limit`` sets them.)"""
+    import dataclasses
+    import hashlib
+    import json
+
+    from fsa import isa
+
+    plain = [dataclasses.replace(i, mask_keys=False) if isinstance(i, isa.Matrix) and i.mask_keys
+             else i for i in prog.instructions]
+    h = hashlib.sha256()
+    h.update(np.asarray(isa.encode(plain), dtype="<u4").tobytes())
+    h.update(json.dumps(prog.cfg.to_dict(), sort_keys=True).encode())
+    h.update(repr(sorted(prog.tensors.items())).encode())
+    facts = {k: prog.meta.get(k) for k in FAST_META}
+    facts["kv_map"] = None if facts["kv_map"] is None else [int(x) for x in facts["kv_map"]]
+    h.update(json.dumps(facts, sort_keys=True, default=str).encode())
+    return h.hexdigest()
+
+
+def sign_attention(prog: Program) -> Program:
+    """Mark `prog` (built here) as :func:`attention`'s, for the golden
+    model's fast path (``meta["fast_signature"]``, checked against the
+    program when it runs: a program changed since, or any other kernel that
+    only says it computes attention, runs on the instruction-level model)."""
+    prog.meta["fast_signature"] = attention_signature(prog)
     return prog
 
 

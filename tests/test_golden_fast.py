@@ -173,6 +173,47 @@ def test_other_programs_run_on_the_machine():
     assert_same(r_att, r_other)
 
 
+def test_fast_path_only_for_the_kernels_own_programs():
+    """A program whose meta says attention but whose instructions are not the
+    kernel's (a user's kernel that forgot a key block, here: the kernel's
+    program cut after its first key block's instructions, with a stop) runs
+    on the instruction-level model, so golden computes what the program
+    does; so does a kernel program changed after the build (the meta copied,
+    one instruction dropped), and a JSON round trip keeps the fast path."""
+    import dataclasses
+
+    from fsa.isa import Fence, Matrix, MxFunc
+
+    cfg = config.get("FSA4X4Fp16Config")
+    prog = attention(cfg, 4, 8, check=False)
+    assert GoldenEngine.fast_path_applies(prog)
+    assert GoldenEngine.fast_path_applies(Program.from_json(prog.to_json()))
+    ins = list(prog.instructions)
+    # drop the second key block's ATTENTION_SCORE: the words no longer match
+    scores = [i for i, x in enumerate(ins) if isinstance(x, Matrix)
+              and x.func == MxFunc.ATTENTION_SCORE]
+    cut = Program(cfg, prog.name, ins[:scores[1]] + ins[scores[1] + 1:], prog.tensors,
+                  prog.views, meta=dict(prog.meta))
+    assert cut.meta["kind"] == "attention" and not GoldenEngine.fast_path_applies(cut)
+    # a changed fact (causal) with the same words: not the kernel's program either
+    other = Program(cfg, prog.name, prog.instructions, prog.tensors, prog.views,
+                    meta=dict(prog.meta, causal=True))
+    assert not GoldenEngine.fast_path_applies(other)
+    # a user kernel that copies the meta (signature included) onto its own words
+    short = ins[:scores[0] + 1] + [Fence(stop=True)]
+    user = Program(cfg, "mine", short, prog.tensors, prog.views, meta=dict(prog.meta))
+    assert not GoldenEngine.fast_path_applies(user)
+    rng = np.random.default_rng(0)
+    inputs = {"Q": rng.standard_normal((4, 4)), "K": rng.standard_normal((8, 4)),
+              "V": rng.standard_normal((8, 4))}
+    eng = GoldenEngine(cfg)
+    full = eng.run(prog, inputs).outputs["O"]
+    assert eng.last_path == "fast"
+    mine = eng.run(user, inputs).outputs["O"]
+    assert eng.last_path == "machine" and not np.array_equal(mine, full)
+    assert dataclasses.is_dataclass(ins[0])
+
+
 def test_fast_path_reports_progress(monkeypatch):
     clock = iter(range(0, 10**9, 3))                 # every call: 3 s later
     monkeypatch.setattr(fast.time, "monotonic", lambda: next(clock))

@@ -141,6 +141,9 @@ class KernelBuilder:
     """
 
     def __init__(self, cfg: "FSAConfig | str", name: str = "kernel"):
+        if not isinstance(cfg, (str, FSAConfig)):
+            raise KernelError(f"KernelBuilder: cfg must be a preset name or an FSAConfig, got "
+                              f"{type(cfg).__name__} {cfg!r}")
         self.cfg = fconfig.get(cfg)
         self.name = name
         self.R, self.C = self.cfg.sa_rows, self.cfg.sa_cols
@@ -175,7 +178,11 @@ class KernelBuilder:
             KernelError: a bad shape, format, name or role, or the memory
                 window is full.
         """
-        name = name if name is not None else f"t{len(self._tensors)}"
+        if name is None:            # the first free default name
+            n = len(self._tensors)
+            while f"t{n}" in self._tensors or f"t{n}" in self._views:
+                n += 1
+            name = f"t{n}"
         what = f"alloc_mem({name!r})"
         if not isinstance(name, str) or not name.isidentifier():
             raise KernelError(f"{what}: the name must be an identifier, got {name!r}")
@@ -278,6 +285,10 @@ class KernelBuilder:
         if not isinstance(tile, MemTile) or tile.tensor not in self._tensors:
             raise KernelError(f"output(): needs a memory tile from alloc_mem, got {tile!r}")
         t = self._tensors[tile.tensor]
+        if (tile.addr, tile.shape, tile.fmt, tile.row_stride) != (t.addr, t.shape, t.fmt,
+                                                                  t.row_stride):
+            raise KernelError(f"output(): {tile.label} is not this kernel's whole tensor {t.name!r} "
+                              f"{t.shape} (a part of it, or a tensor of another kernel build)")
         if t.role == "input":
             raise KernelError(f"output(): {t.name!r} is an input tensor; allocate a separate output")
         self._tensors[t.name] = TensorInfo(t.name, "output", t.addr, t.shape, t.fmt, t.row_stride)
@@ -348,6 +359,17 @@ class KernelBuilder:
             sem.value = av
         return out
 
+    def _with_sem(self, what: str, sem: "Semaphore | None", acquire: Any, release: Any, make):
+        """`make(semaphore fields)`; a refused instruction (KernelError from
+        its checks) leaves the semaphore's tracked value and holder as they were."""
+        saved = (sem.value, sem.holder) if isinstance(sem, Semaphore) else None
+        try:
+            return make(self._sem_fields(what, sem, acquire, release))
+        except Exception:
+            if saved is not None:
+                sem.value, sem.holder = saved
+            raise
+
     # ------------------------------------------------------------ emission
     def emit(self, ins: Instruction) -> Instruction:
         """Append a raw instruction (no semaphore tracking)."""
@@ -357,6 +379,8 @@ class KernelBuilder:
             raise KernelError(f"{self.name}: instruction {len(self.instructions)} follows "
                               f"fence(stop=True) and would never run; move the stop fence to the end")
         self.instructions.append(ins)
+        if isinstance(ins, Fence) and ins.stop:
+            self._stopped = True        # as fence(stop=True): nothing may follow
         return ins
 
     def _make(self, what: str, cls: type, fields_: dict) -> Instruction:
@@ -374,11 +398,42 @@ class KernelBuilder:
                               f"step is within {lo}..{hi}")
         return tile.stride
 
+    def _sram_owned(self, what: str, tile: SramTile) -> None:
+        """`tile`'s rows lie in this kernel's allocations (a tile of another
+        build or config would address rows this kernel never allocated)."""
+        spad = isinstance(tile, SpadTile)
+        regions = self._spad if spad else self._acc
+        want = (self.R, self.cfg.e_type) if spad else (self.C, self.cfg.a_type)
+        if (tile.width, tile.fmt) != want:
+            raise KernelError(f"{what}: {tile.KIND} tile {tile.label} has rows of {tile.width} "
+                              f"{tile.fmt}, this config's of {want[0]} {want[1]} (a tile of "
+                              f"another config?); allocate tiles with this builder")
+        used = sum(g.rows for g in regions)     # allocations are contiguous from row 0
+        last = tile.first + (tile.rows - 1) * tile.stride
+        for r in (tile.first, last):
+            if not 0 <= r < used:
+                raise KernelError(f"{what}: {tile.KIND} tile {tile.label} reaches row {r}, which "
+                                  f"this kernel did not allocate (a tile of another kernel build "
+                                  f"or config?); allocate tiles with this builder")
+
+    def _mem_owned(self, what: str, tile: MemTile) -> None:
+        """`tile` is a view of a tensor this kernel allocated (same name,
+        format, and inside its bytes)."""
+        t = self._tensors.get(tile.tensor)
+        inside = t is not None and tile.fmt == t.fmt and tile.rows >= 1 and all(
+            t.addr <= a and a + tile.row_bytes <= t.addr + t.shape[0] * t.row_stride
+            for a in (tile.addr, tile.addr + (tile.rows - 1) * tile.row_stride))
+        if not inside:
+            raise KernelError(f"{what}: memory tile {tile.label} is not a view of a tensor this "
+                              f"kernel allocated (a tile of another kernel build?); allocate it "
+                              f"with this builder's alloc_mem")
+
     def _sram(self, what: str, arg: str, tile: Any, cls: type, rows: int | None, unit: str = "") -> SramTile:
         if not isinstance(tile, cls):
             raise KernelError(f"{what}: {arg} must be {with_article(cls.KIND)} tile ({cls.__name__}, from "
                               f"alloc_{'spad' if cls is SpadTile else 'accumulator'}), got "
                               f"{type(tile).__name__} {getattr(tile, 'label', tile)!r}")
+        self._sram_owned(what, tile)
         if rows is not None and tile.rows != rows:
             raise KernelError(f"{what}: {arg} {tile.label} must be {unit} = {rows} "
                               f"row{'s' if rows != 1 else ''} of {tile.width} elements, got "
@@ -388,6 +443,8 @@ class KernelBuilder:
     def _dma(self, what: str, func: DmaFunc, sram: SramTile, mem: MemTile, sem_fields: dict) -> Dma:
         cfg = self.cfg
         acc = isinstance(sram, AccTile)
+        self._sram_owned(what, sram)
+        self._mem_owned(what, mem)
         if mem.fmt != sram.fmt:
             which = (f"the accumulator holds {cfg.a_type} (the config's accumulate format)" if acc
                      else f"the scratchpad holds {cfg.e_type} (the config's element format)")
@@ -447,7 +504,8 @@ class KernelBuilder:
             raise KernelError(f"{what}: src must be a memory tile (from alloc_mem), got "
                               f"{type(src).__name__}")
         self._check_ready(what)
-        return self._dma(what, DmaFunc.LOAD, dst, src, self._sem_fields(what, sem, acquire, release))
+        return self._with_sem(what, sem, acquire, release,
+                              lambda f: self._dma(what, DmaFunc.LOAD, dst, src, f))
 
     def store_tile(self, dst: MemTile, src: AccTile, sem: Semaphore | None = None, *,
                    acquire: Any = None, release: Any = None) -> Dma:
@@ -467,7 +525,8 @@ class KernelBuilder:
             raise KernelError(f"{what}: src must be an accumulator tile (the DMA stores from the "
                               f"accumulator only), got {type(src).__name__}")
         self._check_ready(what)
-        return self._dma(what, DmaFunc.STORE, src, dst, self._sem_fields(what, sem, acquire, release))
+        return self._with_sem(what, sem, acquire, release,
+                              lambda f: self._dma(what, DmaFunc.STORE, src, dst, f))
 
     def _check_ready(self, what: str) -> None:
         if self._stopped:
@@ -477,7 +536,8 @@ class KernelBuilder:
     def _mx(self, what: str, func: MxFunc, sem: Semaphore | None, acquire: Any, release: Any,
             **f: Any) -> Matrix:
         self._check_ready(what)
-        return self._make(what, Matrix, dict(func=func, **f, **self._sem_fields(what, sem, acquire, release)))
+        return self._with_sem(what, sem, acquire, release,
+                              lambda sf: self._make(what, Matrix, dict(func=func, **f, **sf)))
 
     def mx_load_stationary(self, q: SpadTile, sem: Semaphore | None = None, *,
                            acquire: Any = None, release: Any = None) -> Matrix:

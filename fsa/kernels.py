@@ -80,6 +80,7 @@ import numpy as np
 from fsa import config as fconfig
 from fsa.config import FSAConfig
 from fsa.kernel import Input, KernelBuilder, MemTile, Program, kernel
+from fsa.kernels_heads import check_head_tiles
 
 __all__ = ["attention", "flash_attention", "buffer_plan", "check_attention_shape", "head_map",
            "attention_flops", "utilisation"]
@@ -115,8 +116,7 @@ def flash_attention(k: KernelBuilder, Q: MemTile, K: MemTile, Vt: MemTile, *,
     R, C = k.R, k.C
     seq_q = Q.rows if seq_q is None else seq_q
     seq_kv = K.rows if seq_kv is None else seq_kv
-    heads = Q.rows // seq_q
-    kv_map = tuple(range(heads)) if kv_map is None else tuple(kv_map)
+    heads, kv_map = check_head_tiles(k, Q, K, Vt, seq_q, seq_kv, kv_map)
     Ot = k.alloc_mem((R, heads * seq_q), cfg.a_type, "Ot", role="output")
     k.view("V", Vt)
     k.view("O", Ot)
@@ -251,6 +251,7 @@ def attention(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = Fa
             causal on a non-square array, bad head counts or map.
     """
     cfg = fconfig.get(cfg)
+    seq_q, seq_kv = (int(v) if isinstance(v, np.integer) else v for v in (seq_q, seq_kv))
     which = kernel or ("ud" if cfg.dataflow == "ud" else "reference")
     masked = key_limit is not None and key_limit != cfg.sa_rows
     if which == "ud" and kernel is None and masked:
@@ -357,7 +358,11 @@ def head_map(heads: int, kv_heads: int | None = None,
                              f"heads // kv_heads query heads); give kv_map for another sharing")
         group = heads // kv_heads
         return tuple(h // group for h in range(heads)), kv_heads
-    m = tuple(kv_map)
+    try:
+        m = tuple(kv_map)
+    except TypeError:
+        raise ValueError(f"attention: kv_map must be a sequence of ints (one kv head per query "
+                         f"head), got {kv_map!r}") from None
     if len(m) != heads or any(isinstance(g, bool) or not isinstance(g, (int, np.integer))
                               for g in m):
         raise ValueError(f"attention: kv_map must hold one int per query head ({heads}), got "
@@ -375,7 +380,7 @@ def check_attention_shape(cfg, seq_q, seq_kv, causal: bool = False) -> None:
     R, C = cfg.sa_rows, cfg.sa_cols
     for name, v, m, what in (("seq_q", seq_q, C, "C (array columns, the query block)"),
                              ("seq_kv", seq_kv, R, "R (array rows, the key block)")):
-        if isinstance(v, bool) or not isinstance(v, int) or v <= 0 or v % m:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0 or v % m:
             raise ValueError(f"attention: {name} must be a positive multiple of {what} = {m} for "
                              f"{cfg.name}, got {v!r}")
     if causal and R != C:

@@ -48,6 +48,7 @@ from fsa import config as fconfig
 from fsa.config import FSAConfig
 from fsa.isa import Matrix, MxFunc
 from fsa.kernel import AccTile, Input, KernelBuilder, KernelError, MemTile, Program, SpadTile, kernel
+from fsa.kernels_heads import check_head_tiles
 
 __all__ = ["attention", "flash_attention_ud", "buffer_plan", "mx_load_q", "mx_step"]
 
@@ -119,8 +120,7 @@ def flash_attention_ud(k: KernelBuilder, Q: MemTile, K: MemTile, Vt: MemTile, *,
     R, C = k.R, k.C
     seq_q = Q.rows if seq_q is None else seq_q
     seq_kv = K.rows if seq_kv is None else seq_kv
-    heads = Q.rows // seq_q
-    kv_map = tuple(range(heads)) if kv_map is None else tuple(kv_map)
+    heads, kv_map = check_head_tiles(k, Q, K, Vt, seq_q, seq_kv, kv_map)
     Ot = k.alloc_mem((R, heads * seq_q), cfg.a_type, "Ot", role="output")
     k.view("V", Vt)
     k.view("O", Ot)

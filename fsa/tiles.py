@@ -86,7 +86,10 @@ def _axis(axis: int, what: str) -> int:
 def _index(key: Any, n: int, what: str) -> range:
     """A row/column key (int or slice) -> the range of indices it selects."""
     if isinstance(key, slice):
-        r = range(*key.indices(n))
+        try:
+            r = range(*key.indices(n))
+        except (TypeError, ValueError) as e:        # a zero step, non-integer bounds
+            raise KernelError(f"{what}: bad slice {_key_label(key)} ({e})") from None
         if len(r) == 0:
             raise KernelError(f"{what}: the slice {key} selects nothing out of {n}")
         return r
@@ -147,9 +150,9 @@ class MemTile:
         return self.cols * self.elem_bytes
 
     def __getitem__(self, key: Any) -> "MemTile":
-        rk, ck = key if isinstance(key, tuple) else (key, slice(None))
         if isinstance(key, tuple) and len(key) != 2:
             raise KernelError(f"{self.label}: a memory tile has 2 axes, got {len(key)} indices")
+        rk, ck = key if isinstance(key, tuple) else (key, slice(None))
         what = f"{self.label}[{_key_label(rk)}, {_key_label(ck)}]"
         rr = _index(rk, self.rows, what)
         cr = _index(ck, self.cols, what)
@@ -228,11 +231,11 @@ class SramTile:
         return type(self)(first, rows, stride, self.width, self.fmt, label)
 
     def __getitem__(self, key: Any) -> "SramTile":
+        if isinstance(key, tuple) and len(key) != 2:
+            raise KernelError(f"{self.label}: a tile has 2 axes, got {len(key)} indices")
         rk, ck = key if isinstance(key, tuple) else (key, slice(None))
         what = f"{self.label}[{_key_label(rk)}]"
         if isinstance(key, tuple):
-            if len(key) != 2:
-                raise KernelError(f"{self.label}: a tile has 2 axes, got {len(key)} indices")
             if _index(ck, self.width, what) != range(self.width):
                 raise KernelError(f"{what}: an SRAM tile always spans whole rows of {self.width} "
                                   f"elements; slice rows only")

@@ -568,3 +568,68 @@ def test_cycle_model_refuses_functions_the_config_lacks_and_says_no_stop():
             cm.simulate(CFG, prog)
         with pytest.raises(KernelError, match="without a stop fence"):
             check_dispatch(CFG, prog)
+
+
+def test_kernel_mistakes_raise_kernel_errors_and_leave_state_alone():
+    """Tiles of another build or config, bad indices, a refused instruction's
+    semaphore, a raw stop fence, default names, inconsistent head arguments:
+    each a KernelError naming the mistake (found by an adversarial review)."""
+    from fsa.kernel import Input
+    from fsa.kernels import attention, flash_attention
+
+    a, b = kb(), kb()
+    wa = a.alloc_mem((4, 4), "fp32", "W", role="input")
+    b.alloc_mem((4, 4), "fp32", "X", role="input")
+    acc = b.alloc_accumulator(4)
+    with pytest.raises(KernelError, match="not a view of a tensor this kernel allocated"):
+        b.load_tile(acc, wa)
+    big = KernelBuilder(FSAConfig("Big", 4, 4, acc_rows=32), "big")
+    big.alloc_accumulator(20)
+    far = big.alloc_accumulator(4)
+    with pytest.raises(KernelError, match="did not allocate"):
+        b.load_tile(far, b.alloc_mem((4, 4), "fp32", "Z", role="input"))
+    ya = a.alloc_mem((8, 4), "fp32", "Y")
+    b.alloc_mem((4, 4), "fp32", "Y")
+    with pytest.raises(KernelError, match="not this kernel's whole tensor 'Y'"):
+        b.output(ya)
+    for bad in ((1, 2, 3), (1,), slice(None, None, 0), slice(0.5, 2)):
+        with pytest.raises(KernelError):
+            wa[bad]
+        with pytest.raises(KernelError):
+            acc[bad]
+    with pytest.raises(KernelError, match="cfg must be a preset name"):
+        KernelBuilder(4)
+    # a refused load leaves the semaphore as it was: the corrected program builds
+    k = kb()
+    x = k.alloc_mem((4, 4), "fp32", "X", role="input")
+    half = k.alloc_mem((4, 4), "fp16", "H", role="input")
+    y = k.alloc_mem((4, 4), "fp32", "Y")
+    acc, s = k.alloc_accumulator(4), k.semaphore(0, 4)
+    with pytest.raises(KernelError, match="fp16 but the accumulator holds fp32"):
+        k.load_tile(acc, half, s)
+    assert (s.value, s.holder, len(k.instructions)) == (0, None, 0)
+    k.load_tile(acc, x, s)
+    k.store_tile(y, acc, s)
+    k.build(y)
+    # a raw stop fence ends the program as fence(stop=True) does
+    k = kb()
+    k.emit(Fence(stop=True))
+    with pytest.raises(KernelError, match="follows fence\\(stop=True\\)"):
+        k.emit(Matrix(MxFunc.LOAD_STATIONARY))
+    # default names skip the ones taken
+    k = kb()
+    k.alloc_mem((4, 4), "fp16", "t1")
+    assert [k.alloc_mem((4, 4), "fp16").tensor for _ in range(2)] == ["t2", "t3"]
+    # the attention kernel's head arguments against its tiles
+    e = "fp16"
+    for q_rows, kw, words in ((8, dict(seq_q=0), "seq_q = 0"), (12, dict(seq_q=8), "seq_q = 8"),
+                              (8, dict(seq_q=4, kv_map=(5, 0)), "kv_map"),
+                              (8, dict(seq_q=4, kv_map=(0,)), "kv_map")):
+        with pytest.raises(KernelError, match=words):
+            flash_attention.build(CFG, Input((q_rows, 4), e), Input((8, 4), e),
+                                  Input((4, 8), e), check=False, **kw)
+    with pytest.raises(KernelError, match="Vt"):
+        flash_attention.build(CFG, Input((8, 4), e), Input((8, 4), e), Input((4, 16), e))
+    assert attention(CFG, np.int64(8), np.int64(8)).meta["seq_q"] == 8
+    with pytest.raises(ValueError, match="kv_map must be a sequence"):
+        attention(CFG, 8, 8, heads=2, kv_heads=1, kv_map=5)

@@ -464,6 +464,10 @@ def check_dispatch(cfg: FSAConfig, instructions: Sequence[Instruction],
     :func:`fsa.cyclemodel.check_timings` (calibrated, free, slow: the DMA
     and the matrix engine each the slower one).
 
+    It checks semaphores, not data: a DMA and a matrix instruction that
+    touch the same SRAM rows without a semaphore ordering them race on the
+    device and are not reported (docs/architecture.md section 9).
+
     Returns:
         The cycles the model predicts for the device (hardware dispatch,
         calibrated DMA; 0 when `modes` leaves "hardware" out).

@@ -268,8 +268,8 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
         of it) will release it: one running (a matrix slot, the DMA's
         in-flight queue) or the other engine's pending one.  Whether `b`
         sees the value before or after that release depends on timing (the
-        golden model finishes an engine's instructions one by one, and runs
-        a pending DMA instruction before a pending matrix one)."""
+        golden model finishes an engine's instructions one by one, the
+        older pending one first)."""
         x = ins[b]
         others = [s[2] for k, s in enumerate(slots) if busy[k] and c <= s[1] + rel_at(s)]
         others += [e["idx"] for e in eng.fl if e["done"] is None or e["done"] >= c]

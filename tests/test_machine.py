@@ -354,3 +354,28 @@ def test_reference_function_while_ud_scores_wait_is_not_modelled():
     m.matrix(Matrix(func=MxFunc.PVSTEP, spad_addr=4, spad_stride=1, acc_addr=0, acc_stride=1,
                     **ud))
     m.matrix(score)                                                         # scores consumed
+
+
+def test_pending_instructions_run_oldest_first():
+    """No semaphore between a matrix instruction and a later DMA load into the
+    rows it reads: the device starts the older (matrix) one first, and so does
+    the golden model (it used to run a pending DMA before a pending matrix
+    instruction, so the matrix saw the later load's rows)."""
+    import numpy as np
+
+    from fsa import config
+    from fsa.golden.machine import Machine
+    from fsa.isa import Dma, DmaFunc, Fence, Matrix, MxFunc
+
+    cfg = config.get("FSA4X4Fp16Config")
+    m = Machine(cfg)
+    a = np.arange(16, dtype=np.uint16).reshape(4, 4) + 0x3C00       # fp16 1.0, 1.0009765625, ...
+    b = a + 0x100
+    base = cfg.mem_base
+    m.mem.write(base, a.tobytes())
+    m.mem.write(base + 64, b.tobytes())
+    load = dict(func=DmaFunc.LOAD, repeat=4, sram_addr=0, sram_stride=1, mem_stride=8, size=8)
+    m.run([Dma(mem_addr=base, **load), Fence(dma=True),
+           Matrix(MxFunc.LOAD_STATIONARY, spad_addr=0, spad_stride=1),
+           Dma(mem_addr=base + 64, **load), Fence(stop=True)])
+    assert set(np.unique(m.pe)) <= set(np.unique(a)) and not set(np.unique(m.pe)) & set(np.unique(b))

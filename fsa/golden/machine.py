@@ -7,7 +7,9 @@ program is modelled, not only the attention kernel. DMA instructions move
 rows between memory and the SRAMs. The matrix and DMA queues run
 concurrently in the hardware, ordered by semaphores; the model interleaves
 them the same way (an instruction runs when its semaphore acquire can
-succeed), so a race-free program gives the hardware's memory image.
+succeed), so a race-free program gives the hardware's memory image.  When
+both engines' pending instructions can run, the older one (in program order)
+runs first, as it started first on the device.
 
 Dispatch is modelled as the device does it (``rtl/fsa_dispatch.py``): the
 decoder hands instructions on in program order into one pending register
@@ -430,7 +432,10 @@ class Machine:
                 pend[q] = (pc, ins)
                 pc += 1
                 moved = True
-            for q in ("dma", "mx"):
+            # the pending instructions oldest first: an engine's instruction
+            # that came first in program order has started first on the device
+            for q in sorted((q for q in ("dma", "mx") if pend[q] is not None),
+                            key=lambda q: pend[q][0]):
                 if pend[q] is None:
                     continue
                 idx, ins = pend[q]

@@ -282,7 +282,7 @@ class AttentionJob:
 
 #: accumulate formats whose row sums lose precision on long key sequences:
 #: S_kv from which a note is given, and the measured S_kv from which the
-#: README's bounds failed (docs/numerics.md "Accuracy limits": 8x8, FA3-style
+#: README's bounds failed (README "Accuracy limits": 8x8, FA3-style
 #: inputs, 4 seeds each)
 NARROW_ACCUMULATE = {"fp16": (512, 1024), "bf16": (1024, 2048)}
 #: multiply-adds up to which the largest score is computed exactly for the note

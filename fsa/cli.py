@@ -353,11 +353,36 @@ def _csv_list(item):
     return parse
 
 
+def _check_sweep_outputs(out: str, plots: "str | None") -> None:
+    """ValueError before the sweep runs unless its table (CSV at `out`, the
+    Markdown table beside it as ``.md``; folders are created) and the plots
+    folder can be written."""
+    import os
+    from pathlib import Path
+
+    p = Path(out)
+    if p.suffix == ".md":
+        raise ValueError(f"--out {out}: the Markdown table is written beside the CSV as "
+                         f"{p.with_suffix('.md').name}; give the CSV a .csv name")
+    for opt, q, want_dir in (("--out", p, False), ("--plots", Path(plots) if plots else None, True)):
+        if q is None:
+            continue
+        if q.exists() and q.is_dir() != want_dir:
+            raise ValueError(f"{opt} {q}: is a {'file' if want_dir else 'folder'}; give "
+                             f"{'a folder' if want_dir else 'a file name'}")
+        up = q.parent if not (want_dir and q.exists()) else q
+        while not up.exists():
+            up = up.parent
+        if not up.is_dir() or not os.access(up, os.W_OK | os.X_OK):
+            raise ValueError(f"{opt} {q}: {up} is not a writable folder")
+
+
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from fsa import config, sweep
 
     for name in args.configs:
         config.get(name)                            # unknown presets: exit 2 before any work
+    _check_sweep_outputs(args.out, args.plots)
     if args.plots:
         try:
             import matplotlib  # noqa: F401
@@ -369,7 +394,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     try:
         rows = sweep.run(pts, accuracy_len=args.accuracy, area=args.area, scheduler=args.scheduler,
                          workers=args.workers, serial=args.serial, progress=_say)
-    except RuntimeError as e:
+    except (RuntimeError, OSError) as e:      # (OSError: a Dask scheduler out of reach)
         print(f"error: {e}", file=sys.stderr)
         return 2
     for path in sweep.write_table(rows, args.out):

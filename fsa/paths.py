@@ -24,7 +24,8 @@ import os
 from pathlib import Path
 from typing import Mapping
 
-__all__ = ["PACKAGE_ROOT", "checkout_root", "cache_dir", "work_root", "gen_dir", "sims_dir"]
+__all__ = ["PACKAGE_ROOT", "checkout_root", "cache_dir", "work_root", "gen_dir", "sims_dir",
+           "check_gen_outdir"]
 
 #: the folder holding the ``fsa`` (and ``rtl``) packages: the checkout, or
 #: the installation's site-packages
@@ -72,3 +73,26 @@ def gen_dir() -> Path:
 def sims_dir() -> Path:
     """``sims/`` of :func:`work_root`: simulator builds and their run folders."""
     return work_root() / "sims"
+
+
+def check_gen_outdir(outdir: "str | Path") -> Path:
+    """The absolute output folder for Verilog generation, or ValueError.
+
+    Generation replaces the whole folder, so it must be new, empty, or a
+    folder generation wrote before (it holds ``manifest.json``); the nearest
+    existing parent must be a writable folder.  (An existing folder of other
+    files would be wiped.)"""
+    p = Path(outdir).expanduser().resolve()
+    if p.exists() and not p.is_dir():
+        raise ValueError(f"output folder {p}: is a file, not a folder")
+    if p.is_dir() and not (p / "manifest.json").is_file() and any(p.iterdir()):
+        raise ValueError(f"output folder {p}: exists and holds other files (no manifest.json of "
+                         f"an earlier generation); generation replaces the whole folder, so give "
+                         f"a new or empty one")
+    parent = p.parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise ValueError(f"output folder {p}: {parent} is not a writable folder")
+    return p
+

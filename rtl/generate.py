@@ -33,6 +33,7 @@ import ast
 import hashlib
 import json
 import shutil
+import tempfile
 import sys
 import time
 from dataclasses import dataclass
@@ -263,20 +264,22 @@ def generate(cfg, outdir: "str | Path | None" = None, *, force: bool = False,
 
     from rtl.convert import check_prefix
 
+    from fsa.paths import check_gen_outdir
+
     cfg = fconfig.get(cfg)
     check_prefix(prefix)
-    outdir = Path(outdir) if outdir is not None else default_outdir(cfg.name, prefix)
-    outdir.parent.mkdir(parents=True, exist_ok=True)
+    outdir = check_gen_outdir(outdir if outdir is not None else default_outdir(cfg.name, prefix))
+    lock = str(outdir) + ".lock"
+    try:     # (FileLock would retry a place it cannot create a file in until its timeout)
+        outdir.parent.mkdir(parents=True, exist_ok=True)
+        open(lock, "a").close()
+    except OSError as e:
+        raise ValueError(f"output folder {outdir}: cannot write beside it ({e})") from None
     from filelock import FileLock
 
     # several pytest workers may ask for the same config: one generates
-    with FileLock(str(outdir) + ".lock", timeout=1800):
-        try:
-            return _generate(cfg, outdir, force, quiet, prefix)
-        except BaseException:
-            # nothing partial is left behind: a failed conversion removes its work folder
-            shutil.rmtree(outdir.with_name(outdir.name + ".tmp"), ignore_errors=True)
-            raise
+    with FileLock(lock, timeout=1800):
+        return _generate(cfg, outdir, force, quiet, prefix)
 
 
 def _generate(cfg, outdir: Path, force: bool, quiet: bool, prefix: str) -> Path:
@@ -296,12 +299,21 @@ def _generate(cfg, outdir: Path, force: bool, quiet: bool, prefix: str) -> Path:
                 return outdir
         except (ValueError, KeyError):
             pass
-    tmp = outdir.with_name(outdir.name + ".tmp")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir(parents=True)
+    # a new work folder of our own beside the output (never a user's folder)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{outdir.name}.", suffix=".tmp", dir=outdir.parent))
+    try:
+        _convert(cfg, units_for(cfg), tmp, outdir, digest, quiet, prefix)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)   # nothing partial is left behind
+        raise
+    return outdir
+
+
+def _convert(cfg, units, tmp: Path, outdir: Path, digest: str, quiet: bool, prefix: str) -> None:
+    """Convert every unit into `tmp`, then make it `outdir`."""
+    from rtl.convert import module_prefix
+
     files, timings = [], {}
-    units = units_for(cfg)
     for u in units:
         t0 = time.perf_counter()
         with module_prefix(prefix):
@@ -323,11 +335,10 @@ def _generate(cfg, outdir: Path, force: bool, quiet: bool, prefix: str) -> Path:
         "convert_seconds": timings,
     }, indent=2) + "\n")
     if outdir.exists():
-        shutil.rmtree(outdir)
+        shutil.rmtree(outdir)     # (a generated folder: check_gen_outdir)
     tmp.rename(outdir)
     if not quiet:
         print(f"[gen] {cfg.name}: wrote {len(files)} Verilog files to {outdir}")
-    return outdir
 
 
 def lint_waivers(units: "list[Unit]") -> dict[str, dict[str, str]]:

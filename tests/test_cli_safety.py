@@ -153,7 +153,9 @@ def test_generator_leaves_nothing_partial(tmp_path, monkeypatch):
     monkeypatch.setattr(gen, "units_for", lambda cfg: [gen.Unit("half", boom, "test")])
     with pytest.raises(RuntimeError, match="conversion failed"):
         gen.generate(CFG, tmp_path / "out", force=True, quiet=True)
-    assert not (tmp_path / "out").exists() and not (tmp_path / "out.tmp").exists()
+    # no output folder, and no work folder of the conversion (``.out.<random>.tmp``)
+    assert not (tmp_path / "out").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["out.lock"]
 
 
 def test_golden_machine_reports_progress(monkeypatch):

@@ -188,3 +188,37 @@ def test_prefixed_verilog_differs_only_in_module_names(tmp_path):
         text = (pre / ("x9_" + f.name)).read_text()
         assert "x9_" in text
         assert pattern.sub(r"\1", text) == f.read_text(), f.name
+
+
+def test_generation_never_replaces_a_folder_it_did_not_write(tmp_path, capsys):
+    """--out on a folder of other files, on a file, under a file or where no
+    file can be created: refused before any conversion, nothing deleted; a
+    user's <out>.tmp folder beside the output is left alone."""
+    from fsa.paths import check_gen_outdir
+    from rtl import generate as gen
+
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "important.txt").write_text("keep")
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    for out, words in ((precious, "holds other files"), (afile, "is a file"),
+                       (afile / "sub", "is not a writable folder")):
+        with pytest.raises(ValueError, match=words):
+            check_gen_outdir(out)
+        assert gen.main(["FSA4X4Fp16Config", "--out", str(out)]) == 2
+        assert "error: output folder" in capsys.readouterr().err
+    assert (precious / "important.txt").read_text() == "keep" and afile.read_text() == "x"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert check_gen_outdir(empty) == empty.resolve()
+    assert check_gen_outdir(tmp_path / "new" / "deeper") == (tmp_path / "new" / "deeper").resolve()
+    # a generated folder (its manifest) may be replaced; a user's work.tmp is never touched
+    work_tmp = tmp_path / "work.tmp"
+    work_tmp.mkdir()
+    (work_tmp / "data.txt").write_text("keep")
+    assert gen.main(["FSA4X4Fp16Config", "--out", str(tmp_path / "work")]) == 0
+    assert (tmp_path / "work" / "manifest.json").is_file()
+    assert check_gen_outdir(tmp_path / "work") == (tmp_path / "work").resolve()
+    assert (work_tmp / "data.txt").read_text() == "keep"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".work.")]   # no work folder left

@@ -102,3 +102,19 @@ def test_cli_refuses_unknown_configs_and_bad_lists(capsys):
     assert main(["sweep", "--configs", "Nope", "--lengths", "64", "--serial"]) == 2
     with pytest.raises(SystemExit):
         main(["sweep", "--configs", "FSA4X4Fp16Config", "--lengths", "64,-3"])
+
+
+def test_outputs_are_checked_before_the_sweep_runs(tmp_path, capsys):
+    (tmp_path / "afile").write_text("x")
+    (tmp_path / "adir").mkdir()
+    base = ["sweep", "--configs", "FSA4X4Fp16Config", "--lengths", "16", "--serial"]
+    for extra, words in ((["--out", str(tmp_path / "t.md")], "give the CSV a .csv name"),
+                         (["--out", str(tmp_path / "adir")], "is a folder"),
+                         (["--out", str(tmp_path / "t.csv"), "--plots", str(tmp_path / "afile")],
+                          "is a file; give a folder"),
+                         (["--out", str(tmp_path / "afile" / "t.csv")], "is not a writable folder")):
+        assert main(base + extra) == 2
+        err = capsys.readouterr()
+        assert words in err.err and "sweep:" not in err.out, err     # refused before any point
+    assert main(base + ["--out", str(tmp_path / "new" / "t.csv")]) == 0
+    assert (tmp_path / "new" / "t.csv").read_text().startswith("config,")

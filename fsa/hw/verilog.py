@@ -41,14 +41,18 @@ def generate(cfg, outdir: "str | Path | None" = None, *, force: bool = False,
         The output folder.
 
     Raises:
-        ValueError: the generator rejected the configuration (exit status 2).
+        ValueError: the generator rejected the configuration (exit status 2),
+            or `outdir` cannot be the output (a file, a folder of other files,
+            an unwritable place: :func:`fsa.paths.check_gen_outdir`).
         RuntimeError: the generator failed otherwise.
         (With `quiet`, the generator's output is in the message.)
     """
     from fsa import config as fconfig
 
+    from fsa.paths import check_gen_outdir
+
     cfg = fconfig.get(cfg)
-    out = Path(outdir) if outdir is not None else GEN / cfg.name
+    out = check_gen_outdir(outdir if outdir is not None else GEN / cfg.name)
     with tempfile.TemporaryDirectory(prefix="fsa-cfg-") as tmp:
         if fconfig.PRESETS.get(cfg.name) == cfg:
             arg = cfg.name

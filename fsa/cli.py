@@ -290,7 +290,9 @@ def _cmd_plan_show(args: argparse.Namespace) -> int:
     from fsa.plan import ALL_FUNCS, FUNCS, UD_FUNCS, chart
 
     cfg = config.get(args.config)
-    func = args.function.upper()
+    func = args.function.strip().upper()
+    if not func:
+        raise ValueError("plan show: give a matrix function name (e.g. ATTENTION_SCORE)")
     if cfg.dataflow == "ud":
         FUNCS = ALL_FUNCS
     elif func in UD_FUNCS:

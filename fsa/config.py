@@ -559,7 +559,9 @@ def get(name: "str | FSAConfig") -> FSAConfig:
     if name in PRESETS:
         return PRESETS[name]
     p = Path(name)
-    if p.suffix == ".json" and p.is_file():
+    if p.suffix == ".json":
+        if not p.is_file():
+            raise ValueError(f"config file {name}: {'is a folder' if p.is_dir() else 'not found'}")
         return FSAConfig.from_json(p)
     close = difflib.get_close_matches(name, PRESETS, n=4, cutoff=0.5)
     hint = f"; did you mean {', '.join(close)}?" if close else ""

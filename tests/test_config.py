@@ -165,3 +165,11 @@ def test_bf16_intercepts_limit_pieces_to_8():
     assert cfg.replace(exp2_pieces=8).exp2_pieces == 8
     with pytest.raises(ValueError, match="does not work with bf16 intercepts"):
         cfg.replace(exp2_pieces=16)
+
+
+def test_missing_json_file_is_reported_as_such(tmp_path):
+    with pytest.raises(ValueError, match="config file .*nope.json: not found"):
+        config.get(str(tmp_path / "nope.json"))
+    (tmp_path / "d.json").mkdir()
+    with pytest.raises(ValueError, match="is a folder"):
+        config.get(str(tmp_path / "d.json"))

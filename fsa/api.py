@@ -69,7 +69,7 @@ from fsa import kernels
 from fsa import numerics as nx
 from fsa.config import FSAConfig
 from fsa.formats import get_format
-from fsa.hw import isa as hwisa
+from fsa.kernel import MEM_STRIDE_RANGE
 
 __all__ = ["scaled_dot_product_attention", "AttentionStats", "AttentionJob", "prepare",
            "engine_for", "ENGINES", "DEFAULT_CONFIG"]
@@ -376,9 +376,7 @@ def prepare(query: np.ndarray, key: np.ndarray, value: np.ndarray, is_causal: bo
     if heads == 0 or sq == 0 or dv == 0 or skv == 0:     # torch: empty, or zeros when S_kv = 0
         return AttentionJob(cfg, None, {}, out_shape, bool(is_causal), stats)
 
-    sq_p, skv_p = -(-sq // C) * C, -(-skv // R) * R
-    hidden = bool(is_causal) and sq <= skv       # padded keys lie beyond every real query
-    key_limit = None if skv_p == skv or hidden else skv - (skv_p - R)
+    sq_p, skv_p, key_limit = kernels.padded_shape(cfg, sq, skv, bool(is_causal))
     try:
         fconfig.scale_bits(cfg, sc)                 # representable in E and A
     except ValueError as e:
@@ -387,7 +385,7 @@ def prepare(query: np.ndarray, key: np.ndarray, value: np.ndarray, is_causal: bo
     if before_build is not None:
         before_build(stats)
     eb = get_format(cfg.e_type).width // 8
-    stride_max = hwisa.field("DMA", "mem_stride").range[1]
+    stride_max = MEM_STRIDE_RANGE[1]            # the kernel language's DMA field check
     if kv_heads * skv_p * eb > stride_max:
         # V^T [D, kv_heads * S_kv] is one tensor: its row stride is a DMA field
         most = stride_max // (eb * kv_heads) // R * R

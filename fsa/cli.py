@@ -108,21 +108,12 @@ def _available_memory() -> int | None:
 
 
 def check_writable(path: "str | None", option: str) -> None:
-    """ValueError naming `option` unless a file can be written at `path`
-    (checked before any work, so that a long run does not fail at its end)."""
-    import os
-    from pathlib import Path
+    """ValueError naming `option` unless a file can be written at `path` (in
+    an existing folder; nothing when `path` is not given)."""
+    from fsa.paths import check_output
 
-    if not path:
-        return
-    p = Path(path)
-    parent = p.parent if str(p.parent) else Path(".")
-    if p.is_dir():
-        raise ValueError(f"{option} {path}: is a folder; give a file name")
-    if not parent.is_dir():
-        raise ValueError(f"{option} {path}: the folder {parent} does not exist")
-    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        raise ValueError(f"{option} {path}: not writable")
+    if path:
+        check_output(path, f"{option} {path}")
 
 
 def golden_estimate(cfg, seq_q: int, seq_kv: int, causal: bool, heads: int = 1) -> dict:
@@ -359,24 +350,16 @@ def _check_sweep_outputs(out: str, plots: "str | None") -> None:
     """ValueError before the sweep runs unless its table (CSV at `out`, the
     Markdown table beside it as ``.md``; folders are created) and the plots
     folder can be written."""
-    import os
     from pathlib import Path
 
-    p = Path(out)
-    if p.suffix == ".md":
+    from fsa.paths import check_output
+
+    if Path(out).suffix == ".md":
         raise ValueError(f"--out {out}: the Markdown table is written beside the CSV as "
-                         f"{p.with_suffix('.md').name}; give the CSV a .csv name")
-    for opt, q, want_dir in (("--out", p, False), ("--plots", Path(plots) if plots else None, True)):
-        if q is None:
-            continue
-        if q.exists() and q.is_dir() != want_dir:
-            raise ValueError(f"{opt} {q}: is a {'file' if want_dir else 'folder'}; give "
-                             f"{'a folder' if want_dir else 'a file name'}")
-        up = q.parent if not (want_dir and q.exists()) else q
-        while not up.exists():
-            up = up.parent
-        if not up.is_dir() or not os.access(up, os.W_OK | os.X_OK):
-            raise ValueError(f"{opt} {q}: {up} is not a writable folder")
+                         f"{Path(out).name}; give the CSV a .csv name")
+    check_output(out, f"--out {out}", create=True)
+    if plots:
+        check_output(plots, f"--plots {plots}", folder=True, create=True)
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:

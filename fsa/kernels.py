@@ -79,8 +79,7 @@ import numpy as np
 
 from fsa import config as fconfig
 from fsa.config import FSAConfig
-from fsa.kernel import Input, KernelBuilder, MemTile, Program, kernel
-from fsa.kernels_heads import check_head_tiles
+from fsa.kernel import Input, KernelBuilder, KernelError, MemTile, Program, kernel
 
 __all__ = ["attention", "flash_attention", "buffer_plan", "check_attention_shape", "head_map",
            "attention_flops", "utilisation"]
@@ -252,22 +251,9 @@ def attention(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = Fa
     """
     cfg = fconfig.get(cfg)
     seq_q, seq_kv = (int(v) if isinstance(v, np.integer) else v for v in (seq_q, seq_kv))
-    which = kernel or ("ud" if cfg.dataflow == "ud" else "reference")
-    masked = key_limit is not None and key_limit != cfg.sa_rows
-    if which == "ud" and kernel is None and masked:
-        # the UD kernel has no key mask: padded sequences run the reference
-        # kernel, whose functions UD hardware runs unchanged (meta["kernel"] says so)
-        which = "reference"
+    which = kernel_for(cfg, kernel, key_limit)
     if which == "ud":   # issue 15
         from fsa import kernels_ud
-        if cfg.dataflow != "ud":
-            raise ValueError(f"attention: the UD kernel needs a config with dataflow 'ud'; "
-                             f"{cfg.name} has {cfg.dataflow!r} (use the reference kernel, or a "
-                             f"...UdConfig preset)")
-        if masked:
-            raise ValueError(f"attention: the UD kernel has no key mask yet: {cfg.name} needs "
-                             f"sequences of whole key blocks ({cfg.sa_rows} keys; or causal "
-                             f"with S_q <= S_kv)")
         prog = kernels_ud.attention(cfg, seq_q, seq_kv, causal, check, heads=heads,
                                     kv_heads=kv_heads, kv_map=kv_map)
         if scale is not None:
@@ -276,8 +262,6 @@ def attention(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = Fa
                            prog.meta, prog.spad_rows, prog.acc_rows, prog.semaphores,
                            dict(prog.settings, scale_e=e_bits, scale_a=a_bits))
         return sign_attention(prog)
-    if kernel not in (None, "reference"):
-        raise ValueError(f"attention: kernel must be 'reference' or 'ud', got {kernel!r}")
     check_attention_shape(cfg, seq_q, seq_kv, causal)
     kv_map, kv_heads = head_map(heads, kv_heads, kv_map)
     R = cfg.sa_rows
@@ -320,10 +304,11 @@ def attention_signature(prog: Program) -> str:
 
     from fsa import isa
 
-    plain = [dataclasses.replace(i, mask_keys=False) if isinstance(i, isa.Matrix) and i.mask_keys
-             else i for i in prog.instructions]
+    masked = any(isinstance(i, isa.Matrix) and i.mask_keys for i in prog.instructions)
+    words = isa.encode([dataclasses.replace(i, mask_keys=False) if isinstance(i, isa.Matrix)
+                        else i for i in prog.instructions]) if masked else prog.words()
     h = hashlib.sha256()
-    h.update(np.asarray(isa.encode(plain), dtype="<u4").tobytes())
+    h.update(np.asarray(words, dtype="<u4").tobytes())
     h.update(json.dumps(prog.cfg.to_dict(), sort_keys=True).encode())
     h.update(repr(sorted(prog.tensors.items())).encode())
     facts = {k: prog.meta.get(k) for k in FAST_META}
@@ -339,6 +324,69 @@ def sign_attention(prog: Program) -> Program:
     only says it computes attention, runs on the instruction-level model)."""
     prog.meta["fast_signature"] = attention_signature(prog)
     return prog
+
+
+def kernel_for(cfg: FSAConfig, kernel: "str | None", key_limit: "int | None" = None) -> str:
+    """The kernel :func:`attention` builds: `kernel`, or (None) "ud" on a
+    config with ``dataflow = "ud"``, else "reference"; the UD kernel has no
+    key mask, so with `kernel` None a `key_limit` < R picks the reference
+    kernel (UD hardware runs its functions unchanged).
+
+    Raises:
+        ValueError: an unknown kernel, "ud" on a config of another dataflow
+            or with a key mask.
+    """
+    if kernel not in (None, "reference", "ud"):
+        raise ValueError(f"attention: kernel must be 'reference' or 'ud', got {kernel!r}")
+    masked = key_limit is not None and key_limit != cfg.sa_rows
+    which = kernel or ("ud" if cfg.dataflow == "ud" and not masked else "reference")
+    if which == "ud" and cfg.dataflow != "ud":
+        raise ValueError(f"attention: the UD kernel needs a config with dataflow 'ud'; "
+                         f"{cfg.name} has {cfg.dataflow!r} (use the reference kernel, or a "
+                         f"...UdConfig preset)")
+    if which == "ud" and masked:
+        raise ValueError(f"attention: the UD kernel has no key mask yet: {cfg.name} needs "
+                         f"sequences of whole key blocks ({cfg.sa_rows} keys; or causal "
+                         f"with S_q <= S_kv)")
+    return which
+
+
+def padded_shape(cfg: FSAConfig, seq_q: int, seq_kv: int,
+                 causal: bool = False) -> tuple[int, int, "int | None"]:
+    """``(seq_q, seq_kv, key_limit)`` of the kernel that runs a caller's
+    lengths: queries padded to whole query blocks (C), keys to whole key
+    blocks (R), the padded keys masked by ``key_limit`` (the keys kept in the
+    last block) unless the causal mask hides them (S_q <= S_kv); None when
+    nothing is masked.  ``fsa run``, the API and ``fsa predict`` pad alike."""
+    R, C = cfg.sa_rows, cfg.sa_cols
+    sq_p, skv_p = -(-seq_q // C) * C, -(-seq_kv // R) * R
+    hidden = bool(causal) and seq_q <= seq_kv       # padded keys lie beyond every real query
+    return sq_p, skv_p, None if skv_p == seq_kv or hidden else seq_kv - (skv_p - R)
+
+
+def check_head_tiles(k, Q, K, Vt, seq_q, seq_kv, kv_map) -> tuple[int, tuple[int, ...]]:
+    """``(heads, kv_map)`` of an attention kernel build for tiles ``Q [H
+    seq_q, R]``, ``K [G seq_kv, R]``, ``Vt [R, G seq_kv]``: KernelError
+    unless the lengths are positive multiples of the blocks that divide the
+    tiles and `kv_map` (default: head h reads kv head h) gives each of the H
+    query heads one of the G kv heads (:func:`head_map`), so that calling
+    ``flash_attention.build`` / ``flash_attention_ud.build`` directly never
+    gives a wrong program."""
+    R, C = k.R, k.C
+    for name, v, m, n, tile in (("seq_q", seq_q, C, Q.rows, "Q"),
+                                ("seq_kv", seq_kv, R, K.rows, "K")):
+        ok = not isinstance(v, bool) and isinstance(v, (int, np.integer))
+        if not ok or v <= 0 or v % m or n % v:
+            raise KernelError(f"attention: {name} = {v!r} must be a positive multiple of {m} that "
+                              f"divides {tile}'s {n} rows (one head after the other)")
+    if Vt.shape != (R, K.rows):
+        raise KernelError(f"attention: Vt {Vt.shape} must be [R, K rows] = {(R, K.rows)}")
+    heads, kv_heads = Q.rows // int(seq_q), K.rows // int(seq_kv)
+    try:
+        kv_map, _ = head_map(heads, kv_heads, range(heads) if kv_map is None else kv_map)
+    except ValueError as e:
+        raise KernelError(str(e)) from None
+    return heads, kv_map
 
 
 def head_map(heads: int, kv_heads: int | None = None,

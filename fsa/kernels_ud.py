@@ -48,7 +48,7 @@ from fsa import config as fconfig
 from fsa.config import FSAConfig
 from fsa.isa import Matrix, MxFunc
 from fsa.kernel import AccTile, Input, KernelBuilder, KernelError, MemTile, Program, SpadTile, kernel
-from fsa.kernels_heads import check_head_tiles
+from fsa.kernels import check_head_tiles
 
 __all__ = ["attention", "flash_attention_ud", "buffer_plan", "mx_load_q", "mx_step"]
 

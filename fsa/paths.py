@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Mapping
 
 __all__ = ["PACKAGE_ROOT", "checkout_root", "cache_dir", "work_root", "gen_dir", "sims_dir",
-           "check_gen_outdir"]
+           "check_output", "check_gen_outdir"]
 
 #: the folder holding the ``fsa`` (and ``rtl``) packages: the checkout, or
 #: the installation's site-packages
@@ -75,24 +75,39 @@ def sims_dir() -> Path:
     return work_root() / "sims"
 
 
+def check_output(path: "str | Path", what: str, *, folder: bool = False,
+                 create: bool = False) -> Path:
+    """The absolute `path` an output (a file, or with `folder` a folder) will
+    be written to, or ValueError starting with `what` (e.g. the option):
+    an existing path of the other kind, or no writable folder to write it in
+    (the parent, or with `create` the nearest existing ancestor, since the
+    missing folders will be created).  Checked before any work, so that a
+    long run does not fail at its end."""
+    p = Path(path).expanduser().resolve()
+    if p.exists() and p.is_dir() != folder:
+        raise ValueError(f"{what}: is a {'file; give a folder' if folder else 'folder; give a file name'}")
+    up = p.parent
+    if not create and not up.exists():
+        raise ValueError(f"{what}: the folder {up} does not exist")
+    while not up.exists():
+        up = up.parent
+    if not up.is_dir() or not os.access(up, os.W_OK | os.X_OK) or (
+            p.exists() and not os.access(p, os.W_OK)):
+        raise ValueError(f"{what}: {up} is not a writable folder")
+    return p
+
+
 def check_gen_outdir(outdir: "str | Path") -> Path:
     """The absolute output folder for Verilog generation, or ValueError.
 
     Generation replaces the whole folder, so it must be new, empty, or a
-    folder generation wrote before (it holds ``manifest.json``); the nearest
-    existing parent must be a writable folder.  (An existing folder of other
-    files would be wiped.)"""
+    folder generation wrote before (it holds ``manifest.json``); there must be
+    a writable folder to create it in (:func:`check_output`).  (An existing
+    folder of other files would be wiped.)"""
     p = Path(outdir).expanduser().resolve()
-    if p.exists() and not p.is_dir():
-        raise ValueError(f"output folder {p}: is a file, not a folder")
+    check_output(p, f"output folder {p}", folder=True, create=True)
     if p.is_dir() and not (p / "manifest.json").is_file() and any(p.iterdir()):
         raise ValueError(f"output folder {p}: exists and holds other files (no manifest.json of "
                          f"an earlier generation); generation replaces the whole folder, so give "
                          f"a new or empty one")
-    parent = p.parent
-    while not parent.exists():
-        parent = parent.parent
-    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
-        raise ValueError(f"output folder {p}: {parent} is not a writable folder")
     return p
-

@@ -56,25 +56,16 @@ def predict(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = Fals
     for name, n in (("seq_q", seq_q), ("seq_kv", seq_kv)):
         if type(n) is not int or n < 1:
             raise ValueError(f"{name} must be a positive integer, got {n!r}")
-    # any length, padded as fsa run / fsa.scaled_dot_product_attention pad it:
-    # queries to whole query blocks, keys to whole key blocks (the padded keys
-    # masked by key_limit unless the causal mask hides them)
-    sq_p, skv_p = -(-seq_q // C) * C, -(-seq_kv // R) * R
-    hidden = bool(causal) and seq_q <= seq_kv
-    key_limit = None if skv_p == seq_kv or hidden else seq_kv - (skv_p - R)
+    # any length, padded as fsa run / fsa.scaled_dot_product_attention pad it
+    sq_p, skv_p, key_limit = kernels.padded_shape(cfg, seq_q, seq_kv, causal)
     nq, nk = cm.block_counts(cfg, sq_p, skv_p, causal)        # checks the shape
     steps = cm.attention_steps(nq, nk, causal)
     flops = kernels.attention_flops(seq_q, seq_kv, R, causal)
     program = program or ("queue" if free_dma else "fetch")
     if program not in cm.PROGRAM_FEEDS:
         raise ValueError(f"program must be one of {cm.PROGRAM_FEEDS}, got {program!r}")
-    if kernel is None and key_limit is not None and cfg.dataflow == "ud":
-        kernel = "reference"          # as kernels.attention: the UD kernel has no key mask
-    if kernel == "ud" and key_limit is not None:
-        raise ValueError(f"the UD kernel has no key mask: seq_kv = {seq_kv} is not a multiple of "
-                         f"R = {R} (use --kernel reference, or a multiple of {R})")
+    kernel = kernels.kernel_for(cfg, kernel, key_limit)       # the one attention builds
     ss = cm.steady_state(cfg, dma, kernel=kernel, program=program)
-    kernel = kernel or ("ud" if cfg.dataflow == "ud" else "reference")
     out = {"config": cfg.name, "seq_q": seq_q, "seq_kv": seq_kv, "causal": bool(causal),
            "free_dma": bool(free_dma), "axi_data_bits": cfg.axi_data_bits, "flops": flops,
            "per_key_block": ss["per_key_block"], "per_query_block": ss["per_query_block"],

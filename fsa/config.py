@@ -436,7 +436,8 @@ def memory_system(sa_rows: int, sa_cols: int, e_type: str, a_type: str) -> dict[
     :func:`fsa.dmarules.bank_ports`) and queues at most one row (burst) per
     cycle; each LOAD pays about ``6 + b`` cycles of fixed latency
     (:data:`fsa.cyclemodel.DEFAULT_DMA`), hidden by a second LOAD in flight
-    only on one port (:func:`fsa.dmarules.inflight_depth`). Hence:
+    (:func:`fsa.dmarules.inflight_depth`, :func:`fsa.dmarules.second_load_ok`).
+    Hence:
 
     * ``axi_data_bits``: one AXI beat per scratchpad row (``R x e_type``
       bits) up to 512 bits, so that a tile of R rows is R beats; also a
@@ -453,20 +454,17 @@ def memory_system(sa_rows: int, sa_cols: int, e_type: str, a_type: str) -> dict[
       presets (4x4 and 4x8 fp16/bf16) keep the single bank and the
       reference's scratchpad they always had.
     * Rows of ``b > 1`` beats (64x64 fp16, 32x32 fp32 and larger):
-      ``mem_ports = b`` AXI ports (at most 8), so that the DMA's one row per
-      cycle, not the beats, is the limit (2R rows per key block: ``2R <
-      T_ud``), ``spad_banks = 2b`` (each port's rows alternate between two
-      banks, so the array's use of one bank stalls a port only every other
-      row; with ``b`` banks UD loses 17-45 % at N = 4096) and
-      ``acc_banks = b`` (the O
-      store moves ``b`` beats per cycle), each bank with its own narrow
-      port.  This carries the reference dataflow at its schedule, but not
-      UD: one instruction in flight on several ports makes each LOAD cost
-      about ``R + 6 + b`` cycles, ``2R + 12 + 2b`` per key block, about
-      ``2b + 1`` over ``T_ud`` (P = 8) whatever the number of ports or
-      banks (6 to 17 cycles, 3-8 % of ``T_ud``; 5.5-8 % at N = 4096 with the
-      per-query-block Q load and O store); a second instruction in flight
-      with several ports would hide it (docs/performance.md, section 1f).
+      ``mem_ports = min(2b, 8)`` AXI ports, so that the UD kernel's K/V
+      stream (``2R b`` beats per ``T_ud``, about ``2R`` cycles) takes about
+      half of each port's narrow-port cycles (``b`` ports would need 92-96 %
+      of them at 64x64 and 128x128); ``spad_banks = 2 x ports`` (at most 16;
+      each port's rows alternate between two banks, so the array's use of
+      one bank stalls a port only every other row), ``acc_banks`` = one per
+      port (the O store moves a beat per port per cycle), each bank with its
+      own narrow port; and the third UD KV slot as above.  With the second
+      LOAD in flight (K and V^T of a step, disjoint rows) these twins run at
+      ``T_ud`` (docs/performance.md, section 1f; with ``b`` ports, two KV
+      slots and one LOAD in flight they lost 5.5-8 % at N = 4096).
     """
     spad = sa_rows * get_format(e_type).width
     acc = sa_cols * get_format(a_type).width
@@ -477,19 +475,18 @@ def memory_system(sa_rows: int, sa_cols: int, e_type: str, a_type: str) -> dict[
     if bits <= 64:
         return {"axi_data_bits": bits, "spad_banks": 1}
     beats = -(-spad // bits)
+    # the third UD KV slot, where C + 6R is more than the reference's 2C + 4R
+    kv3 = {"spad_rows": sa_cols + 6 * sa_rows} if 2 * sa_rows > sa_cols else {}
     if beats == 1:
-        out = {"axi_data_bits": bits, "spad_banks": 2}
-        if sa_cols + 6 * sa_rows > 2 * sa_cols + 4 * sa_rows:
-            out["spad_rows"] = sa_cols + 6 * sa_rows
-        return out
-    ports = min(MAX_PRESET_PORTS, beats)
+        return {"axi_data_bits": bits, "spad_banks": 2, **kv3}
+    ports = min(MAX_PRESET_PORTS, 2 * beats)
 
     def pow2(n: int, cap: int) -> int:
         return min(cap, 1 << (n - 1).bit_length())
     # at least two rows per bank (FSAConfig.validate): acc_rows = 1 + R
     acc_cap = 1 << (((1 + sa_rows) // 2).bit_length() - 1)
     return {"axi_data_bits": bits, "mem_ports": ports, "spad_banks": pow2(2 * ports, 16),
-            "acc_banks": pow2(ports, min(16, acc_cap))}
+            "acc_banks": pow2(ports, min(16, acc_cap)), **kv3}
 
 
 def _build_presets() -> dict[str, FSAConfig]:

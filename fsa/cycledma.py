@@ -10,7 +10,9 @@ What it models (the RTL's rules, docs/architecture.md section 8):
   sequencer is idle and it holds nothing (an instruction leaves the engine
   the cycle before its ``done``), or, on one port, when the command is a
   LOAD of one-beat rows and everything it holds is such a LOAD into the
-  same SRAM;
+  same SRAM, or, on several ports, when the command is a LOAD into the
+  same SRAM as the LOAD held, that SRAM has a narrow port per bank and
+  their rows are disjoint (:func:`fsa.dmarules.second_load_ok`);
 * the sequencer: checks the command in the cycle after acceptance, pushes
   one burst (row) per cycle from the cycle after that while the port has
   fewer than ``dma_outstanding`` bursts unfinished (a LOAD burst finishes
@@ -18,7 +20,9 @@ What it models (the RTL's rules, docs/architecture.md section 8):
   cycle after its last push (the cycle after the check when there is nothing
   to move);
 * beats: one SRAM narrow-port access per cycle for the whole engine, in
-  program order; beat ``k`` of an instruction accepted in ``c0`` goes no
+  program order (several ports into an SRAM with a narrow port per bank:
+  each port moves its own rows' beats in push order, per bank one beat a
+  cycle, :meth:`DmaEngine._step_pp`); beat ``k`` of an instruction accepted in ``c0`` goes no
   earlier than ``c0 + first + k (+ lag)`` and not in a cycle where the array
   uses its bank (:class:`fsa.cyclemodel.DmaTiming`);
 * ``done``: ``base - first + 1`` cycles after the last beat (3 cycles after
@@ -35,7 +39,7 @@ from __future__ import annotations
 import math
 
 from fsa import isa
-from fsa.dmarules import bank_ports, inflight_depth
+from fsa.dmarules import bank_ports, inflight_depth, second_load_ok
 
 __all__ = ["DmaEngine"]
 
@@ -70,7 +74,9 @@ class DmaEngine:
         self.ports = cfg.mem_ports
         self.per_bank = {m: bank_ports(cfg.mem_ports, nb) for m, nb in self.banks.items()}
         self.rr = {m: [0] * nb for m, nb in self.banks.items()}   # the banks' arbiters
-        self.seq_pp: "dict | None" = None
+        self.seq_pp: "dict | None" = None   # the per-port instruction being pushed
+        self.pp_live: list[dict] = []          # per-port instructions with beats to move
+        self.pq: "dict | None" = None          # the ports' queues (per-port instructions)
 
     # ---------------------------------------------------------------- queries
     def inflight(self) -> bool:
@@ -87,14 +93,21 @@ class DmaEngine:
         held = [e for e in self.fl if e["done"] is None or e["done"] > c]
         if not held:
             return True
-        return (len(held) < self.depth and x.func == LOAD and x.size <= self.beat
-                and all(e["func"] == LOAD and e["accum"] == bool(x.is_accum)
-                        and e["per_row"] <= 1 for e in held))
+        if len(held) >= self.depth or x.func != LOAD or \
+                not all(e["func"] == LOAD and e["accum"] == bool(x.is_accum) for e in held):
+            return False
+        if self.ports == 1:
+            return x.size <= self.beat and all(e["per_row"] <= 1 for e in held)
+        # several ports: LOADs into an SRAM with a narrow port per bank, rows
+        # disjoint from those held (fsa.dmarules.second_load_ok)
+        mem = "acc" if x.is_accum else "spad"
+        return self.per_bank[mem] and all(
+            "pp" in e and second_load_ok(e["pp"]["x"], x) for e in held)
 
     def busy(self) -> bool:
         """Something changes every cycle (beats, pushes, a done to fix)."""
         return any(e["done"] is None for e in self.fl) or self.seq is not None or \
-            self.seq_pp is not None
+            bool(self.pp_live)
 
     def next_done(self, c: int) -> "int | None":
         ds = [e["done"] for e in self.fl if e["done"] is not None and e["done"] > c]
@@ -140,81 +153,94 @@ class DmaEngine:
     def _per_port(self, e: dict, x: isa.Dma) -> None:
         """Set up `e` for per-port beats (several ports, an SRAM with a
         narrow port per bank): each port moves its own rows' beats, one per
-        cycle; per bank a round-robin arbiter over the ports (a stalled
-        request keeps its grant), the array's use of the bank first."""
+        cycle, in the order pushed (the rows of two LOADs in flight queue
+        behind each other); per bank a round-robin arbiter over the ports (a
+        stalled request keeps its grant), the array's use of the bank first."""
         P, pr = self.ports, e["per_row"]
         solo = (x.func == LOAD and x.sram_stride == 0 and x.repeat > 1) or \
             (x.func != LOAD and abs(x.mem_stride) < x.size)
         e["pp"] = {"port": [0 if solo else i % P for i in range(e["rows"])],
                    "rbank": [e["bank"][i * pr] for i in range(e["rows"])],
-                   "push": [None] * e["rows"], "next": 0,
-                   "out": [0] * P,                 # bursts unfinished per port
-                   "fin": [0] * P,                 # ... finishing this cycle
-                   "q": [[] for _ in range(P)],    # per port: [row, beat] queue
-                   "busy_to": [-1] * P, "left": e["rows"],
+                   "push": [None] * e["rows"], "next": 0, "left": e["rows"],
                    # the first beat's data / SRAM read: LOAD 3 cycles after the
                    # push (AR, R), STORE 1 (the W data is read once queued)
                    "off": 3 if x.func == LOAD else 1,
                    "k": [0] * P,                   # beats moved per port
-                   "b_at": [],                     # (cycle, port): a STORE's B response
                    "x": x}
+        if self.pq is None:
+            # per port: for each burst pushed, in push order, the first cycle
+            # it no longer counts as unfinished (None: not known yet; a LOAD
+            # burst finishes with its last beat, a STORE burst with its B
+            # response); the [instr, row, beat] queue of bursts with beats
+            # to move; the last cycle a beat moved
+            self.pq = {"out": [[] for _ in range(P)], "q": [[] for _ in range(P)],
+                       "busy_to": [-1] * P}
         self.seq_free = 10**18
         self.seq_pp = e
+        self.pp_live.append(e)
 
-    def _step_pp(self, c: int, e: dict) -> None:
-        """Cycle c of a per-port instruction: one push, then each bank's beat."""
-        pp = e["pp"]
-        i = pp["next"]
-        if i < e["rows"] and c >= e["c0"] + 2 and pp["out"][pp["port"][i]] < self.outstanding:
+    def _step_pp(self, c: int) -> None:
+        """Cycle c of the per-port instructions: one push, then each bank's beat."""
+        st = self.pq
+        e = self.seq_pp
+        if e is not None:
+            pp = e["pp"]
+            i = pp["next"]
             p = pp["port"][i]
-            pp["push"][i] = c
-            pp["out"][p] += 1
-            pp["q"][p].append([i, 0])
-            pp["next"] = i + 1
-            if i + 1 == e["rows"]:
-                self.seq_free = c + 1
+            outl = st["out"][p]
+            outl[:] = [t for t in outl if t is None or t > c]
+            if i < e["rows"] and c >= e["c0"] + 2 and len(outl) < self.outstanding:
+                pp["push"][i] = c
+                outl.append(None)
+                st["q"][p].append([e, i, 0])
+                pp["next"] = i + 1
+                if i + 1 == e["rows"]:
+                    self.seq_free = c + 1
+                    self.seq_pp = None
         # requests: each port's head beat, once its data is there
         reqs: dict[int, list[int]] = {}
         for p in range(self.ports):
-            q = pp["q"][p]
-            lag = self.dma.lag(pp["x"], e["per_row"], pp["k"][p], self.ports)
-            if q and c >= pp["push"][q[0][0]] + pp["off"] + q[0][1] + lag and \
-                    c > pp["busy_to"][p]:
-                reqs.setdefault(pp["rbank"][q[0][0]], []).append(p)
+            q = st["q"][p]
+            if not q or c <= st["busy_to"][p]:
+                continue
+            h, i, k = q[0]
+            hp = h["pp"]
+            lag = self.dma.lag(hp["x"], h["per_row"], hp["k"][p], self.ports)
+            if c >= hp["push"][i] + hp["off"] + k + lag:
+                reqs.setdefault(hp["rbank"][i], []).append(p)
         done_rows = []
+        mem = self.pp_live[0]["mem"]            # (the instructions in flight share it)
+        rr = self.rr[mem]
+        n = self.ports
         for b, ps in reqs.items():
-            n = self.ports
-            rr = self.rr[e["mem"]]
             g = min(ps, key=lambda p: (p - rr[b]) % n)
-            if self.port_busy(c, e["mem"], b):
+            if self.port_busy(c, mem, b):
                 rr[b] = g
                 continue
             rr[b] = (g + 1) % n
-            head = pp["q"][g][0]
-            head[1] += 1
-            pp["k"][g] += 1
-            pp["busy_to"][g] = c
-            if head[1] == e["per_row"]:
-                pp["q"][g].pop(0)
-                done_rows.append(g)
-                pp["left"] -= 1
-                if pp["left"] == 0:
-                    e["own"] = c + e["tail"]
-                    e["k"] = len(e["bank"])
-        for g in done_rows:          # (counts for the pushes of the next cycle)
-            if e["func"] == LOAD:
-                pp["out"][g] -= 1
-            else:                    # a STORE burst counts until its B response
-                pp["b_at"].append((c + e["tail"] - 2, g))
-        for t, g in [b for b in pp["b_at"] if b[0] == c]:
-            pp["out"][g] -= 1
-        if e["own"] is not None:
-            self.seq_pp = None
+            head = st["q"][g][0]
+            h = head[0]
+            head[2] += 1
+            h["pp"]["k"][g] += 1
+            st["busy_to"][g] = c
+            if head[2] == h["per_row"]:
+                st["q"][g].pop(0)
+                done_rows.append((g, h))
+                h["pp"]["left"] -= 1
+                if h["pp"]["left"] == 0:
+                    h["own"] = c + h["tail"]
+                    h["k"] = len(h["bank"])
+        for g, h in done_rows:
+            # a LOAD burst counts until this cycle's push, a STORE burst until
+            # its B response's cycle
+            outl = st["out"][g]
+            outl[outl.index(None)] = c + 1 if h["func"] == LOAD else c + h["tail"] - 1
+        self.pp_live = [h for h in self.pp_live if h["own"] is None]
 
     def step(self, c: int) -> None:
         """Pushes and beats of cycle c."""
-        if self.seq_pp is not None:
-            self._step_pp(c, self.seq_pp)
+        if self.pp_live:
+            self._step_pp(c)
             self._order()
             return
         s = self.seq

@@ -11,15 +11,18 @@ data, when all of them move one-beat rows (row size <= the AXI beat; longer
 rows let the slave's AR queue hold the DMA's sequencer, and the cycle model
 does not follow that) (their beats reach the SRAM in program order, through one port); every
 other instruction waits until the DMA engine holds nothing in flight.  With
-several ports the beats of two instructions would reach the SRAM and the
-memory in no fixed order, so one instruction is in flight at a time there.
+several ports the beats of two instructions reach the SRAM in no fixed
+order, so there a LOAD joins a LOAD in flight only into the same SRAM, when
+that SRAM has a narrow port per bank (:func:`bank_ports`; the cycle model
+follows the per-port beats there) and the two LOADs' SRAM rows are disjoint
+(:func:`second_load_ok`), so the order cannot matter.
 
 :func:`bank_ports`: with several ports, a banked SRAM has a narrow port per
 bank, so the ports' beats into different banks move in the same cycle.
 """
 from __future__ import annotations
 
-__all__ = ["INFLIGHT", "inflight_depth", "bank_ports"]
+__all__ = ["INFLIGHT", "inflight_depth", "bank_ports", "sram_span", "second_load_ok"]
 
 #: DMA instructions in flight at once on a one-port DMA (the in-flight queue depth)
 INFLIGHT = 2
@@ -27,8 +30,27 @@ INFLIGHT = 2
 
 def inflight_depth(ports: int) -> int:
     """DMA instructions in flight on a DMA with `ports` AXI memory ports:
-    :data:`INFLIGHT` with one port, else 1 (see the module docstring)."""
-    return INFLIGHT if ports == 1 else 1
+    :data:`INFLIGHT` (see the module docstring for which ones)."""
+    return INFLIGHT
+
+
+def sram_span(ins) -> tuple[int, int]:
+    """The lowest and highest SRAM row a DMA instruction `ins` (an
+    :class:`fsa.isa.Dma`, ``repeat >= 1``) moves."""
+    last = ins.sram_addr + (ins.repeat - 1) * ins.sram_stride
+    return min(ins.sram_addr, last), max(ins.sram_addr, last)
+
+
+def second_load_ok(held, new) -> bool:
+    """With several ports: whether the LOAD `new` may be in flight together
+    with the LOAD `held` (into the same SRAM, which has a narrow port per
+    bank): both move rows and their SRAM row ranges are disjoint, so that
+    the order in which the ports' beats reach the SRAM cannot matter."""
+    if not (held.repeat and held.size and new.repeat and new.size):
+        return False
+    lo1, hi1 = sram_span(held)
+    lo2, hi2 = sram_span(new)
+    return hi1 < lo2 or hi2 < lo1
 
 
 def bank_ports(ports: int, banks: int) -> bool:

@@ -8,11 +8,13 @@ Ports (``P = cfg.mem_ports``; ``LB = cfg.axi_data_bits``, ``BB = LB/8``)::
     clk, rst                  clock; synchronous active-high reset
     cmd_valid      in   1     command (valid/ready): one decoded DMA instruction
     cmd_ready      out  1     1 when the sequencer is idle and the engine holds no
-                              instruction, or (one port) holds fewer than
-                              ``INFLIGHT`` and they and the command are LOADs
-                              of one-beat rows (size <= BB) into the same
-                              SRAM (depends on cmd_func, cmd_is_accum and
-                              cmd_size, not on cmd_valid)
+                              instruction, or holds fewer than ``INFLIGHT``
+                              and they and the command are LOADs into the
+                              same SRAM, with (one port) rows of one beat
+                              (size <= BB) or (several ports) a narrow port
+                              per bank of that SRAM and SRAM rows disjoint
+                              from the held LOAD's (depends on the command's
+                              fields, not on cmd_valid)
     cmd_func       in   1     0 LOAD memory -> SRAM, 1 STORE SRAM -> memory
     cmd_repeat     in   9     rows (0: nothing to do, the instruction completes)
     cmd_sram_addr  in   20    first SRAM row
@@ -79,8 +81,9 @@ falls.  While ``err`` is set, later commands are accepted and complete at
 once without any traffic.
 
 In-flight queue (``rtl/fsa_dma_queue.py`` has the rules): up to
-``INFLIGHT`` = 2 LOADs of one-beat rows into one SRAM with one port, else
-one instruction; each is done in the order accepted.
+``INFLIGHT`` = 2 LOADs into one SRAM (one port: of one-beat rows; several
+ports: into an SRAM with a narrow port per bank, rows disjoint), else one
+instruction; each is done in the order accepted.
 
 Structure.  ``fsa_dma`` holds the command register, the up-front checks and
 the row sequencer, which hands one burst per cycle to the port whose turn it
@@ -89,7 +92,8 @@ is; each AXI port is an instance ``u_port<i>`` of the module
 FIFO of ``max_outstanding`` bursts (the config's ``dma_outstanding``,
 default 8 = ``MAX_OUTSTANDING``), a ``WDATA_DEPTH``-entry W data FIFO, the
 count of bursts in flight: at most that many reads or writes outstanding per
-port; the instructions in flight are all reads or all writes).  An SRAM's
+port; the instructions in flight are all reads or all writes; the in-flight
+queue counts each port's bursts per slot).  An SRAM's
 narrow port is shared by the ports through a round-robin arbiter
 (``rtl.prim.rr_arbiter``: a stalled request keeps its grant, so it is held
 stable until accepted); R data goes from the granted port's ``RDATA``
@@ -381,10 +385,12 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
         wre_v = ConcatSignal(*reversed(wr_errs))
         ALL = (1 << P) - 1
 
+        unused_idle = sig(1)    # (the in-flight queue counts bursts per slot and port)
+
         @always_comb
         def selp():
             can_sel.next = can_v[tp]
-            all_idle.next = idle_v == ALL
+            unused_idle.next = idle_v == ALL
             axi_rd_err.next = rde_v != 0
             axi_wr_err.next = wre_v != 0
         insts.append(selp)
@@ -453,7 +459,8 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
         c_rep=c_rep, c_size=c_size, szbad=szbad, sz_lo=sz_lo, srbad=srbad, rowerr=rowerr,
         issue=issue, second=second, xing=xing, left=left, cmd_func=cmd_func,
         cmd_is_accum=cmd_is_accum, cmd_valid=cmd_valid, c_store=c_store, c_accum=c_accum,
-        all_idle=all_idle, fins=fins, cmd_size=cmd_size, BB=BB))
+        all_idle=all_idle, fins=fins, cmd_size=cmd_size, BB=BB, tp=tp,
+        errs=list(zip(rd_errs, wr_errs)), cmd=cmd, bp=(g["spad_bp"], g["acc_bp"])))
 
     # ---- the sequencer
     @always_seq(clk.posedge, reset=rst)

@@ -10,21 +10,24 @@ queue, two deep in cocotbext-axi's AxiRam, would hold the sequencer and
 expose the latency in a way the cycle model does not follow).  The sequencer
 is idle again the cycle after it queued an
 instruction's last burst (the cycle after the check when there is none), and
-the instruction waits in a queue slot (``INFLIGHT`` = 2 slots, one port; one
-slot with several ports) until its bursts have finished: each slot counts
-its bursts queued and not finished (a port's bursts finish in order, so a
-finishing burst belongs to the oldest slot with one unfinished).  The oldest
-slot with no burst left and nothing more to queue is done: ``done`` pulses
-in the next cycle and the slot is free in that cycle.  A command that is not
-a LOAD into the SRAM of the instructions held waits until the queue is empty
+the instruction waits in a queue slot (``INFLIGHT`` = 2 slots) until its
+bursts have finished: each slot counts, per port, its bursts queued and not
+finished (a port's bursts finish in order, so a finishing burst belongs to
+the oldest slot with one unfinished on that port).  The oldest slot with no
+burst left and nothing more to queue is done: ``done`` pulses in the next
+cycle and the slot is free in that cycle.  A command that is not a LOAD into
+the SRAM of the instructions held waits until the queue is empty
 (``cmd_ready``), so the ports' direction and the SRAM they use never change
-while a burst is in flight.
+while a burst is in flight; with several ports a second LOAD also needs a
+narrow port per bank of that SRAM and SRAM rows disjoint from the held
+LOAD's (``_multi_port``; ``fsa.dmarules.second_load_ok``).
 """
 from __future__ import annotations
 
 from myhdl import ConcatSignal, always_comb, always_seq, block
 
-from rtl.convert import sig
+from rtl.convert import comb_expr, sig
+from rtl.prim import zext
 
 __all__ = ["inflight_queue"]
 
@@ -34,8 +37,11 @@ def inflight_queue(clk, rst, QD, _S_IDLE, _S_CHECK, _S_RUN, _CNT_BITS, *, state,
                    occ, iss0, iss1, h_iss, rdy, acc_cmd, seq_end, hd_done, fslot, done_r,
                    err_r, aborting, c_rep, c_size, szbad, sz_lo, srbad, rowerr, issue, second,
                    xing, left, cmd_func, cmd_is_accum, cmd_valid, c_store, c_accum, all_idle,
-                   fins, cmd_size, BB):
-    """The queue's logic (see the module docstring); `QD` slots (1 or 2)."""
+                   fins, cmd_size, BB, tp, errs, cmd, bp):
+    """The queue's logic (see the module docstring); `QD` = 2 slots.  `fins`
+    and `errs` are the ports' burst-finished and AXI-error flags, `cmd` the
+    command bundle, `bp` (spad, acc): whether each SRAM has a narrow port
+    per bank."""
     P = len(fins)
     insts = []
     @always_comb
@@ -58,7 +64,7 @@ def inflight_queue(clk, rst, QD, _S_IDLE, _S_CHECK, _S_RUN, _CNT_BITS, *, state,
             seq_end.next = 0
     insts.append(ending)
 
-    if QD > 1:
+    if P == 1:
         # one port: its bursts finish in order, so a burst count per slot
         # tells when the oldest instruction's last burst has finished
         cnt0, cnt1, h_cnt = sig(_CNT_BITS), sig(_CNT_BITS), sig(_CNT_BITS)
@@ -100,22 +106,12 @@ def inflight_queue(clk, rst, QD, _S_IDLE, _S_CHECK, _S_RUN, _CNT_BITS, *, state,
                 cnt1.next = cnt1 - 1
         insts.append(counts)
     else:
-        # several ports: one instruction at a time, done when every port is idle
-        @always_comb
-        def admit():
-            rdy.next = state == _S_IDLE and occ == 0
-            acc_cmd.next = state == _S_IDLE and not aborting and cmd_valid and occ == 0
-        insts.append(admit)
-
-        fin_v = ConcatSignal(*reversed(fins))
-        unused_fins = sig(P)    # (the ports' idle flags tell the same here)
-
-        @always_comb
-        def oldest():
-            hd_done.next = occ != 0 and not h_iss and all_idle
-            fslot.next = rp
-            unused_fins.next = fin_v
-        insts.append(oldest)
+        insts.append(_multi_port(clk, rst, QD, _S_IDLE, _CNT_BITS, state=state, rp=rp, cur=cur,
+                                 occ=occ, h_iss=h_iss, rdy=rdy, acc_cmd=acc_cmd, hd_done=hd_done,
+                                 fslot=fslot, aborting=aborting, issue=issue, tp=tp,
+                                 cmd_func=cmd_func, cmd_is_accum=cmd_is_accum,
+                                 cmd_valid=cmd_valid, c_store=c_store, c_accum=c_accum,
+                                 fins=fins, errs=errs, cmd=cmd, bp=bp))
 
     @always_seq(clk.posedge, reset=rst)
     def track():
@@ -139,3 +135,145 @@ def inflight_queue(clk, rst, QD, _S_IDLE, _S_CHECK, _S_RUN, _CNT_BITS, *, state,
             iss1.next = 0
     insts.append(track)
     return insts
+
+
+#: offset added to SRAM row spans so that they are never negative
+#: (``(repeat - 1) * |stride| < 2**14``)
+_SPAN_OFF = 1 << 14
+_SPAN_BITS = 21
+
+
+@block
+def _multi_port(clk, rst, QD, _S_IDLE, _CNT_BITS, *, state, rp, cur, occ, h_iss, rdy, acc_cmd,
+                hd_done, fslot, aborting, issue, tp, cmd_func, cmd_is_accum, cmd_valid, c_store,
+                c_accum, fins, errs, cmd, bp):
+    """Several ports: a second LOAD is accepted while one LOAD is held when
+    both go into the same SRAM, that SRAM has a narrow port per bank, both
+    move rows and their SRAM row spans are disjoint
+    (:func:`fsa.dmarules.second_load_ok`): the ports' beats then reach the
+    SRAM in no fixed order without changing the result.  Each port counts
+    its bursts queued and not finished per slot (its bursts finish in
+    order, so a finishing burst belongs to the oldest slot with one
+    unfinished on that port); the oldest slot is done when it issues no more
+    and no port holds a burst of it.  An AXI error belongs to the slot of
+    the oldest unfinished burst on the lowest-numbered port reporting one."""
+    P = len(fins)
+    SBP, ABP = int(bool(bp[0])), int(bool(bp[1]))
+    insts = []
+    # ---- the command's SRAM row span (offset by _SPAN_OFF), and the held one's
+    n_rm1, n_smag, n_prod = sig(9), sig(5), sig(14)
+    n_lo, n_hi, h_lo, h_hi = (sig(_SPAN_BITS) for _ in range(4))
+    n_nz, h_nz, n_ok = sig(1), sig(1), sig(1)
+    c_rep, c_str, c_sz = cmd.repeat, cmd.sram_stride, cmd.size
+    c_addr = zext(cmd.sram_addr, _SPAN_BITS)
+    prod_w = zext(n_prod, _SPAN_BITS)
+
+    @always_comb
+    def span():
+        if c_rep != 0:
+            n_rm1.next = c_rep - 1
+        else:
+            n_rm1.next = 0
+        if c_str[4]:
+            n_smag.next = (~c_str) + 1
+        else:
+            n_smag.next = c_str
+    insts.append(span)
+
+    @always_comb
+    def span2():
+        n_prod.next = n_rm1 * n_smag
+    insts.append(span2)
+
+    @always_comb
+    def span3():
+        if c_str[4]:
+            n_lo.next = c_addr + _SPAN_OFF - prod_w
+            n_hi.next = c_addr + _SPAN_OFF
+        else:
+            n_lo.next = c_addr + _SPAN_OFF
+            n_hi.next = c_addr + _SPAN_OFF + prod_w
+        n_nz.next = c_rep != 0 and c_sz != 0
+    insts.append(span3)
+
+    @always_comb
+    def admit():
+        n_ok.next = (occ < QD and not cmd_func and not c_store and cmd_is_accum == c_accum
+                     and ((not cmd_is_accum and SBP == 1) or (cmd_is_accum and ABP == 1))
+                     and n_nz and h_nz and (h_hi < n_lo or n_hi < h_lo))
+    insts.append(admit)
+
+    @always_comb
+    def admit2():
+        rdy.next = state == _S_IDLE and (occ == 0 or n_ok)
+        acc_cmd.next = state == _S_IDLE and not aborting and cmd_valid and (occ == 0 or n_ok)
+    insts.append(admit2)
+
+    @always_seq(clk.posedge, reset=rst)
+    def held():
+        if acc_cmd:
+            h_lo.next = n_lo
+            h_hi.next = n_hi
+            h_nz.next = n_nz
+    insts.append(held)
+
+    # ---- per port: bursts unfinished per slot
+    hzs, fss, pes = [], [], []
+    for p in range(P):
+        c0, c1 = sig(_CNT_BITS), sig(_CNT_BITS)
+        hz, fs, push, pe = sig(1), sig(1), sig(1), sig(1)
+        fin = fins[p]
+        insts.append(comb_expr(push, f"issue and tp == {p}", issue=issue, tp=tp))
+        insts.append(comb_expr(pe, "r or w", r=errs[p][0], w=errs[p][1]))
+        insts.append(_port_counts(clk, rst, rp, cur, h_iss, push, fin, c0, c1, hz, fs))
+        hzs.append(hz)
+        fss.append(fs)
+        pes.append(pe)
+    names = {f"z{p}": hzs[p] for p in range(P)}
+    insts.append(comb_expr(hd_done, "occ != 0 and not h_iss and "
+                           + " and ".join(f"z{p}" for p in range(P)),
+                           occ=occ, h_iss=h_iss, **names))
+    # the slot of the lowest-numbered port with an AXI error (port 0's when none)
+    terms, none_before = [], []
+    for p in range(P):
+        terms.append("(" + " and ".join(none_before + [f"e{p}", f"f{p}"]) + ")")
+        none_before.append(f"not e{p}")
+    terms.append("(" + " and ".join(none_before + ["f0"]) + ")")
+    sigs = {f"e{p}": pes[p] for p in range(P)}
+    sigs.update({f"f{p}": fss[p] for p in range(P)})
+    insts.append(comb_expr(fslot, " or ".join(terms), **sigs))
+    return insts
+
+
+@block
+def _port_counts(clk, rst, rp, cur, h_iss, push, fin, c0, c1, hz, fs):
+    """One port's counts of bursts queued and not finished, per slot; `hz`:
+    none of the oldest slot's; `fs`: the slot of its oldest unfinished
+    burst (the oldest slot while that one still issues or the port holds
+    nothing)."""
+    @always_comb
+    def view():
+        if rp:
+            hz.next = c1 == 0
+            if h_iss or c1 != 0 or c0 == 0:
+                fs.next = 1
+            else:
+                fs.next = 0
+        else:
+            hz.next = c0 == 0
+            if h_iss or c0 != 0 or c1 == 0:
+                fs.next = 0
+            else:
+                fs.next = 1
+
+    @always_seq(clk.posedge, reset=rst)
+    def counts():
+        if push and not cur and not (fin and not fs):
+            c0.next = c0 + 1
+        elif fin and not fs and not (push and not cur):
+            c0.next = c0 - 1
+        if push and cur and not (fin and fs):
+            c1.next = c1 + 1
+        elif fin and fs and not (push and cur):
+            c1.next = c1 - 1
+    return view, counts

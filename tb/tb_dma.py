@@ -35,7 +35,9 @@ then heavy stalls), ``dma_throughput`` (rows overlap: about a cycle per
 one-beat row), ``dma_errors`` (each check error: the golden model's code and
 state, busy low, a later command done in 3 cycles without traffic),
 ``dma_axi_errors`` (SLVERR / DECERR on a read beat / a write response, on
-the beat in a range or the first / last beat of a burst).
+the beat in a range or the first / last beat of a burst), ``dma_second_load``
+(two LOADs in flight exactly when ``fsa/dmarules.py`` allows it; the later
+one wins a row both write).
 
 Every wait has a cycle limit and names what it waited for.
 """
@@ -680,6 +682,60 @@ async def dma_throughput(dut):
             problems.append(f"{what}: {beats} beats took {cycles} cycles (> {bound})")
         problems += b.compare(m, what)
     _fail(problems + b.problems(), "throughput")
+
+
+def second_load_expected(cfg: FSAConfig, first: Dma, second: Dma) -> bool:
+    """Whether the DMA accepts LOAD `second` while LOAD `first` is in
+    flight (fsa/dmarules.py): one port, rows of one beat; several ports, an
+    SRAM with a narrow port per bank and disjoint rows."""
+    from fsa.dmarules import bank_ports, second_load_ok
+    bb = cfg.axi_data_bits // 8
+    if cfg.mem_ports == 1:
+        return first.size <= bb and second.size <= bb
+    banks = cfg.acc_banks if second.is_accum else cfg.spad_banks
+    return bank_ports(cfg.mem_ports, banks) and second_load_ok(first, second)
+
+
+@cocotb.test()
+async def dma_second_load(dut):
+    """Two LOADs back to back into the scratchpad: the second is in flight
+    with the first exactly when fsa/dmarules.py allows it (disjoint rows,
+    overlapping rows, a negative stride, whole rows of several beats); the
+    SRAM ends as in the golden model (the later LOAD wins a row both
+    write), without and with pauses on every channel."""
+    b = await _start(dut, 0.0, "second load")
+    cfg, bb, base = b.cfg, b.bb, b.cfg.mem_base
+    R, srb = min(8, cfg.spad_rows // 4), cfg.spad_row_bytes
+
+    def ld(sa, n, stride=1, size=bb, mem=0x400):
+        return Dma(DmaFunc.LOAD, repeat=n, sram_addr=sa, sram_stride=stride,
+                   mem_addr=base + mem, mem_stride=srb, size=size)
+    cases = [("disjoint", ld(0, R), ld(R, R, mem=0x4000)),
+             ("overlapping", ld(0, R), ld(R // 2, R, mem=0x4000)),
+             ("negative stride, disjoint", ld(2 * R - 1, R, -1), ld(2 * R, R, mem=0x4000)),
+             ("negative stride, overlapping", ld(2 * R - 1, R, -1), ld(R + 1, R, mem=0x4000)),
+             ("whole rows, disjoint", ld(0, R, size=srb), ld(R, R, size=srb, mem=0x4000)),
+             ("whole rows, same rows", ld(0, R, size=srb), ld(0, R, size=srb, mem=0x4000))]
+    problems = []
+    for stalls in (0.0, 0.5):
+        b.set_stalls(stalls)
+        for what, first, second in cases:
+            what = f"{what} (stalls {stalls})"
+            b.randomize()
+            m = b.golden()
+            m.dma(first, 0)
+            m.dma(second, 1)
+            await b.run([first, second], _limit(cfg, [first, second], stalls), what)
+            both = b.accept_cycles[-1] < b.done_cycles[-2]
+            want = second_load_expected(cfg, first, second)
+            if stalls == 0.0 and both != want:
+                problems.append(f"{what}: second LOAD accepted in cycle {b.accept_cycles[-1]}, "
+                                f"first done in {b.done_cycles[-2]}: in flight together "
+                                f"{both}, expected {want}")
+            if both and not want:
+                problems.append(f"{what}: the second LOAD was in flight with the first")
+            problems += b.compare(m, what)
+    _fail(problems + b.problems(), "second load")
 
 
 def _error_cases(cfg: FSAConfig) -> list[tuple[str, Dma, str]]:

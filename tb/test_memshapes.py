@@ -1,7 +1,7 @@
 """The multi-port memory shapes of the large presets (``fsa.config.memory_system``:
-scratchpad rows of ``b > 1`` AXI beats get ``b`` AXI ports, ``2b``
-scratchpad banks and ``b`` accumulator banks, each bank with its own narrow
-port) on small arrays, where a simulator build is cheap: the same ``b`` is
+scratchpad rows of ``b > 1`` AXI beats get ``min(2b, 8)`` AXI ports, twice
+as many scratchpad banks (at most 16) and one accumulator bank per port,
+each bank with its own narrow port) on small arrays, where a simulator build is cheap: the same ``b`` is
 reached with a narrower AXI bus (8x8 fp16 rows on a 64-bit bus are 2 beats,
 as 64x64 fp16 rows on the presets' 512-bit bus).
 
@@ -35,18 +35,21 @@ from test_dma import dma_verilog
 
 def shape(base: str, axi_bits: int, ud: bool = False, **kw) -> fconfig.FSAConfig:
     """`base` on an `axi_bits` bus with memory_system's shape for rows of
-    ``b = row bits / axi_bits`` beats (b ports, 2b + b banks)."""
+    ``b = row bits / axi_bits`` beats (``min(2b, 8)`` ports, twice as many
+    scratchpad banks (at most 16), one accumulator bank per port)."""
     cfg = fconfig.get(base)
     b = cfg.spad_row_bytes * 8 // axi_bits
-    name = f"{base[:-len('Config')]}Axi{axi_bits}P{b}{'Ud' if ud else ''}Config"
-    return cfg.replace(name=name, axi_data_bits=axi_bits, mem_ports=b, spad_banks=2 * b,
-                       acc_banks=b, dataflow="ud" if ud else "reference", **kw)
+    ports = min(fconfig.MAX_PRESET_PORTS, 2 * b)
+    name = f"{base[:-len('Config')]}Axi{axi_bits}B{b}{'Ud' if ud else ''}Config"
+    return cfg.replace(name=name, axi_data_bits=axi_bits, mem_ports=ports,
+                       spad_banks=min(16, 2 * ports), acc_banks=ports,
+                       dataflow="ud" if ud else "reference", **kw)
 
 
 #: b -> the small config with that shape (8x8: two beats on 64 bits, four
-#: beats of fp32 rows on 64 bits, eight on 32 bits; acc_rows 16 for the
-#: 8 accumulator banks' two rows each)
-SHAPES = {2: shape("FSA8X8Fp16Config", 64), 4: shape("FSA8X8Fp32Config", 64),
+#: beats of fp32 rows on 64 bits, eight on 32 bits; acc_rows 16 for 8
+#: accumulator banks of two rows each)
+SHAPES = {2: shape("FSA8X8Fp16Config", 64), 4: shape("FSA8X8Fp32Config", 64, acc_rows=16),
           8: shape("FSA8X8Fp32Config", 32, acc_rows=16)}
 
 

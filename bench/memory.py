@@ -10,8 +10,9 @@ tables and writes ``bench/results/memory.json``:
    the UD kernel) and the narrow-bus ``...Axi64Config`` variants, each with
    its default memory system (``fsa.config.memory_system``: one AXI beat per
    scratchpad row up to 512 bits, two scratchpad banks and a third UD K/V
-   slot; rows of b > 1 beats get b AXI ports into 2b scratchpad and b
-   accumulator banks, a narrow port per bank): the cycle model's cycles per
+   slot; rows of b > 1 beats get min(2b, 8) AXI ports into twice as many
+   scratchpad banks (at most 16) and one accumulator bank per port, a narrow
+   port per bank): the cycle model's cycles per
    key block against a free DMA (the matrix schedule alone), and
    ``fsa predict``'s cycles at N = 4096 (seq_q = seq_kv, d = R, not causal,
    the program fetched from memory; steady-state extrapolation) against

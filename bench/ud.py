@@ -1,7 +1,9 @@
 """The UD dataflow (docs/ud.md) in the cycle model, beside the reference schedule.
 
-Run as ``python bench/ud.py [--quick] [--rtl] [--rtl16] [--area]`` from the
-repository root. Prints two tables (three with ``--rtl``, four with ``--area``) and writes
+Run as ``python bench/ud.py [--quick] [--rtl] [--rtl16] [--area] [--keep]`` from
+the repository root (``--keep``: tables 3 and 4 not rerun are taken from the
+last results JSON, each with its own run time, e.g. after a memory-system
+change that moves only the model's tables). Prints two tables (three with ``--rtl``, four with ``--area``) and writes
 ``bench/results/ud.json`` (``bench/results/quick/`` with ``--quick``).
 Tables 1 and 2 are the cycle model (fsa/cyclemodel.py) running the plans of
 fsa/plan.py and fsa/plan_ud.py; table 3 is measured on the RTL (Verilator).
@@ -37,9 +39,10 @@ fsa/plan.py and fsa/plan_ud.py; table 3 is measured on the RTL (Verilator).
 from __future__ import annotations
 
 import argparse
+import json
 
 import common  # noqa: F401  (sets sys.path)
-from common import attention_util, table, write_json
+from common import attention_util, results_dir, table, write_json
 
 from fsa import config as fconfig
 from fsa import cyclemodel as cm
@@ -177,7 +180,15 @@ def main() -> None:
     ap.add_argument("--rtl", action="store_true", help="table 3: the RTL (4x4, 8x8)")
     ap.add_argument("--rtl16", action="store_true", help="table 3 with 16x16 too (long build)")
     ap.add_argument("--area", action="store_true", help="table 4: Yosys cells of the UD units")
+    ap.add_argument("--keep", action="store_true",
+                    help="keep tables 3 and 4 of the last results JSON where not rerun")
     args = ap.parse_args()
+    old = {}
+    if args.keep:
+        path = results_dir(args.quick) / "ud.json"
+        if not path.exists():
+            ap.error(f"--keep: no earlier results in {path}")
+        old = json.loads(path.read_text())
     st = steady(args.quick)
     print("1. Steady state per key block, free DMA (cycle model; UD bound T = 2R + P + 3)\n")
     print(table(["config", "ref/kb", "UD/kb", "T", "ref/qb", "UD/qb", "ref util", "UD util"],
@@ -207,8 +218,15 @@ def main() -> None:
         print(table(["unit", "cells", "vs", "against"],
                     [[r["unit"], r["cells"], "" if r["vs"] is None else f"{100 * r['vs']:+.2f} %",
                       r.get("against", "")] for r in ar], ["", "", "", ""]))
+    kept = {}
+    for key, rows, flag in (("rtl", rt, args.rtl or args.rtl16), ("area", ar, args.area)):
+        if not flag and old.get(key):
+            kept[key] = old.get(f"{key}_when", old["when"])
+            rows[:] = old[key]
+            print(f"\n(table {key}: kept from the run of {kept[key]})")
     out = write_json("ud", {"quick": args.quick, "steady_state": st, "predictions": pr,
-                            "rtl": rt, "area": ar})
+                            "rtl": rt, "area": ar,
+                            **{f"{k}_when": v for k, v in kept.items()}})
     print(f"\nwrote {out}")
 
 

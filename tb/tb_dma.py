@@ -35,7 +35,8 @@ then heavy stalls), ``dma_throughput`` (rows overlap: about a cycle per
 one-beat row), ``dma_errors`` (each check error: the golden model's code and
 state, busy low, a later command done in 3 cycles without traffic),
 ``dma_axi_errors`` (SLVERR / DECERR on a read beat / a write response, on
-the beat in a range or the first / last beat of a burst), ``dma_second_load``
+the beat in a range or the first / last beat of a burst; with two LOADs in
+flight, ``err_slot`` names the one whose beat failed), ``dma_second_load``
 (two LOADs in flight exactly when ``fsa/dmarules.py`` allows it; the later
 one wins a row both write).
 
@@ -189,10 +190,12 @@ class AxiMonitor:
         g = lambda s: getattr(dut, f"{prefix}_{s}")  # noqa: E731
         self.h = {s: g(s) for s in ("arvalid", "arready", "araddr", "arlen", "arsize", "arburst",
                                     "arid", "awvalid", "awready", "awaddr", "awlen", "awsize",
-                                    "awburst", "awid", "wvalid", "wready", "wstrb")}
+                                    "awburst", "awid", "wvalid", "wready", "wstrb",
+                                    "rvalid", "rready")}
         self.ar: list[Burst] = []
         self.aw: list[Burst] = []
         self.wbeats = 0
+        self.rbeats = 0
         self.errors: list[str] = []
         self.lb = (cfg.axi_data_bits // 8).bit_length() - 1
 
@@ -216,6 +219,8 @@ class AxiMonitor:
             self._addr("ar", cyc)
         if int(h["awvalid"].value) and int(h["awready"].value):
             self._addr("aw", cyc)
+        if int(h["rvalid"].value) and int(h["rready"].value):
+            self.rbeats += 1
         if int(h["wvalid"].value) and int(h["wready"].value):
             self.wbeats += 1
             strb = int(h["wstrb"].value)
@@ -294,7 +299,10 @@ class Bench:
                     r = random.Random(f"pause-{_seed()}-{k}-{j}-{p}")
                     ch.set_pause_generator(_pauses(r, p))
                 else:
+                    # (clearing the generator leaves the channel's last pause
+                    # value: a channel paused then would stay paused)
                     ch.clear_pause_generator()
+                    ch.pause = False
 
     def window(self, off: int) -> int:
         """Address of window offset `off` (negative: from the window's end)."""
@@ -821,7 +829,8 @@ async def dma_errors(dut):
 async def dma_axi_errors(dut):
     """SLVERR / DECERR on a read beat and on a write burst: err with AXI_RD_ERR /
     AXI_WR_ERR, every owed beat and response drained, busy low, no hang; the
-    injected error really was answered (the memory's log)."""
+    injected error really was answered (the memory's log).  Two LOADs in
+    flight with an error in the first / the second: ``err_slot`` names it."""
     b = await _start(dut, 0.2, "axierr")
     cfg = b.cfg
     problems = []
@@ -866,4 +875,40 @@ async def dma_axi_errors(dut):
         if b.marks() != marks:
             problems.append(f"{name}: bursts issued after the error")
         dut._log.info("%s: %s", name, hw)
+    # two LOADs in flight (when fsa/dmarules.py allows it; disjoint rows): an
+    # AXI error names the queue slot of the instruction whose beat it was
+    # (slots are taken in turn from 0 after a reset: the first LOAD has 0)
+    R = min(8, cfg.spad_rows // 4)
+    l1 = Dma(DmaFunc.LOAD, repeat=R, sram_addr=0, sram_stride=1, mem_addr=base + 0x1000,
+             mem_stride=srb, size=srb)
+    l2 = Dma(DmaFunc.LOAD, repeat=R, sram_addr=R, sram_stride=1, mem_addr=base + 0x3000,
+             mem_stride=srb, size=srb)
+    want_both = second_load_expected(cfg, l1, l2)
+    b.set_stalls(0.0)
+    for which, addr, slot in (("first", base + 0x1000 + R * srb - b.bb, 0),
+                              ("second", base + 0x3000, 1)):
+        name = f"two loads, SLVERR in the {which}"
+        await b.reset()
+        b.randomize()
+        b.faults.add(Fault("read", addr, addr + b.bb))
+        try:
+            await b.run([l1, l2], 400 + 40 * 2 * R * max(1, srb // b.bb), name)
+            injected = list(b.faults.injected)
+        finally:
+            b.faults.clear()
+        both = b.accept_cycles[-1] < b.done_cycles[-2]
+        err, hw = int(b.dut.err.value), fsa_dma.ERR_NAMES.get(int(b.dut.err_code.value), "?")
+        got_slot = int(b.dut.err_slot.value)
+        if not injected:
+            problems.append(f"{name}: the memory injected nothing")
+        if both != want_both:
+            problems.append(f"{name}: in flight together {both}, expected {want_both}")
+        if not err or hw != "AXI_RD_ERR" or got_slot != slot:
+            problems.append(f"{name}: err={err} code={hw} err_slot={got_slot}, expected "
+                            f"AXI_RD_ERR in slot {slot}")
+        for mon in b.mons:
+            if mon.rbeats != sum(x.beats for x in mon.ar):
+                problems.append(f"{name}: {mon.prefix}: {mon.rbeats} R beats for "
+                                f"{sum(x.beats for x in mon.ar)} AR beats")
+        dut._log.info("%s: %s slot %d (in flight together: %s)", name, hw, got_slot, both)
     _fail(problems + b.problems(), "AXI error cases")

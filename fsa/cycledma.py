@@ -12,7 +12,8 @@ What it models (the RTL's rules, docs/architecture.md section 8):
   LOAD of one-beat rows and everything it holds is such a LOAD into the
   same SRAM, or, on several ports, when the command is a LOAD into the
   same SRAM as the LOAD held, that SRAM has a narrow port per bank and
-  their rows are disjoint (:func:`fsa.dmarules.second_load_ok`);
+  their rows are disjoint and neither writes one row over and over
+  (:func:`fsa.dmarules.second_load_ok`);
 * the sequencer: checks the command in the cycle after acceptance, pushes
   one burst (row) per cycle from the cycle after that while the port has
   fewer than ``dma_outstanding`` bursts unfinished (a LOAD burst finishes
@@ -124,7 +125,7 @@ class DmaEngine:
     def accept(self, c: int, idx: int, x: isa.Dma) -> None:
         """The dispatch issues instruction `idx` (`x`) in cycle c."""
         dma = self.dma
-        mem = "spad" if (x.func == LOAD and not x.is_accum) else "acc"
+        mem = "acc" if x.is_accum else "spad"     # (a STORE may read the scratchpad too)
         per_row = math.ceil(x.size / self.beat) if x.size else 0
         rows = x.repeat if per_row else 0
         nb = self.banks[mem]

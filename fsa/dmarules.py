@@ -45,8 +45,13 @@ def second_load_ok(held, new) -> bool:
     """With several ports: whether the LOAD `new` may be in flight together
     with the LOAD `held` (into the same SRAM, which has a narrow port per
     bank): both move rows and their SRAM row ranges are disjoint, so that
-    the order in which the ports' beats reach the SRAM cannot matter."""
+    the order in which the ports' beats reach the SRAM cannot matter; and
+    neither writes one row over and over (``sram_stride == 0`` with
+    ``repeat > 1``: all its rows go to port 0, behind each other; such a
+    LOAD runs alone)."""
     if not (held.repeat and held.size and new.repeat and new.size):
+        return False
+    if any(x.sram_stride == 0 and x.repeat > 1 for x in (held, new)):
         return False
     lo1, hi1 = sram_span(held)
     lo2, hi2 = sram_span(new)

@@ -149,8 +149,8 @@ def _multi_port(clk, rst, QD, _S_IDLE, _CNT_BITS, *, state, rp, cur, occ, h_iss,
                 c_accum, fins, errs, cmd, bp):
     """Several ports: a second LOAD is accepted while one LOAD is held when
     both go into the same SRAM, that SRAM has a narrow port per bank, both
-    move rows and their SRAM row spans are disjoint
-    (:func:`fsa.dmarules.second_load_ok`): the ports' beats then reach the
+    move rows, neither writes one row over and over (stride 0) and their
+    SRAM row spans are disjoint (:func:`fsa.dmarules.second_load_ok`): the ports' beats then reach the
     SRAM in no fixed order without changing the result.  Each port counts
     its bursts queued and not finished per slot (its bursts finish in
     order, so a finishing burst belongs to the oldest slot with one
@@ -164,6 +164,7 @@ def _multi_port(clk, rst, QD, _S_IDLE, _CNT_BITS, *, state, rp, cur, occ, h_iss,
     n_rm1, n_smag, n_prod = sig(9), sig(5), sig(14)
     n_lo, n_hi, h_lo, h_hi = (sig(_SPAN_BITS) for _ in range(4))
     n_nz, h_nz, n_ok = sig(1), sig(1), sig(1)
+    n_solo, h_solo = sig(1), sig(1)     # one row over and over (all on port 0)
     c_rep, c_str, c_sz = cmd.repeat, cmd.sram_stride, cmd.size
     c_addr = zext(cmd.sram_addr, _SPAN_BITS)
     prod_w = zext(n_prod, _SPAN_BITS)
@@ -194,13 +195,15 @@ def _multi_port(clk, rst, QD, _S_IDLE, _CNT_BITS, *, state, rp, cur, occ, h_iss,
             n_lo.next = c_addr + _SPAN_OFF
             n_hi.next = c_addr + _SPAN_OFF + prod_w
         n_nz.next = c_rep != 0 and c_sz != 0
+        n_solo.next = c_str == 0 and n_rm1 != 0
     insts.append(span3)
 
     @always_comb
     def admit():
         n_ok.next = (occ < QD and not cmd_func and not c_store and cmd_is_accum == c_accum
                      and ((not cmd_is_accum and SBP == 1) or (cmd_is_accum and ABP == 1))
-                     and n_nz and h_nz and (h_hi < n_lo or n_hi < h_lo))
+                     and n_nz and h_nz and not n_solo and not h_solo
+                     and (h_hi < n_lo or n_hi < h_lo))
     insts.append(admit)
 
     @always_comb
@@ -215,6 +218,7 @@ def _multi_port(clk, rst, QD, _S_IDLE, _CNT_BITS, *, state, rp, cur, occ, h_iss,
             h_lo.next = n_lo
             h_hi.next = n_hi
             h_nz.next = n_nz
+            h_solo.next = n_solo
     insts.append(held)
 
     # ---- per port: bursts unfinished per slot

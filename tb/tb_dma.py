@@ -723,7 +723,9 @@ async def dma_second_load(dut):
              ("negative stride, disjoint", ld(2 * R - 1, R, -1), ld(2 * R, R, mem=0x4000)),
              ("negative stride, overlapping", ld(2 * R - 1, R, -1), ld(R + 1, R, mem=0x4000)),
              ("whole rows, disjoint", ld(0, R, size=srb), ld(R, R, size=srb, mem=0x4000)),
-             ("whole rows, same rows", ld(0, R, size=srb), ld(0, R, size=srb, mem=0x4000))]
+             ("whole rows, same rows", ld(0, R, size=srb), ld(0, R, size=srb, mem=0x4000)),
+             ("one row over and over, then disjoint", ld(0, R, 0), ld(R, R, mem=0x4000)),
+             ("disjoint, then one row over and over", ld(0, R), ld(R, R, 0, mem=0x4000))]
     problems = []
     for stalls in (0.0, 0.5):
         b.set_stalls(stalls)

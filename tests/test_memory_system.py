@@ -218,3 +218,24 @@ def test_two_loads_in_flight_on_several_ports():
     assert cm.steady_state(ud)["per_key_block"] == free
     shared = ud.replace(spad_banks=1, acc_banks=1, name="Shared")
     assert cm.steady_state(shared)["per_key_block"] > free + b
+
+
+def test_second_load_rule():
+    """fsa.dmarules.second_load_ok: two LOADs may be in flight on several
+    ports only with disjoint SRAM row spans (negative strides included),
+    both moving rows, neither writing one row over and over."""
+    from fsa.dmarules import second_load_ok, sram_span
+    from fsa.isa import Dma, DmaFunc
+
+    def ld(addr, n, stride=1, size=16):
+        return Dma(DmaFunc.LOAD, repeat=n, sram_addr=addr, sram_stride=stride, mem_addr=0,
+                   mem_stride=16, size=size)
+    assert sram_span(ld(7, 4, -2)) == (1, 7) and sram_span(ld(3, 4, 3)) == (3, 12)
+    assert second_load_ok(ld(0, 8), ld(8, 8)) and second_load_ok(ld(8, 8), ld(0, 8))
+    assert not second_load_ok(ld(0, 8), ld(7, 8))                   # row 7 in both
+    assert second_load_ok(ld(15, 8, -1), ld(0, 8))                  # rows 8..15 and 0..7
+    assert not second_load_ok(ld(15, 8, -1), ld(1, 8))
+    assert not second_load_ok(ld(0, 8, 2), ld(1, 1))                # spans, not rows, count
+    assert not second_load_ok(ld(0, 4, 0), ld(8, 8))                # one row over and over
+    assert not second_load_ok(ld(0, 8), ld(8, 4, 0))
+    assert second_load_ok(ld(0, 1, 0), ld(8, 4))                    # stride 0, one row: fine

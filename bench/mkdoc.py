@@ -222,8 +222,9 @@ def sec_memory(m: dict) -> list[str]:
         out += [
             "* 64-bit rows (4x4 and 4x8 fp16/bf16, kept as they were): program fetch (11 "
             "words per UD key block, 5.5 beats) and the K/V loads take turns on the one read "
-            "port, and a fetch burst holds LOADs for its whole length; 4x4 fp32 UD (128-bit): "
-            "the same, +4 % (with every word in the queue it runs at the UD period). Two "
+            "port, and a fetch burst holds LOADs for its whole length (4x4 fp32 UD, 128-bit, "
+            "lost 4 % the same way until fetch bursts were capped at 32 words, "
+            "`fsa.cyclefetch.BURST_WORDS`). Two "
             "banks and a third K/V slot on the 4x4 fp16 UD twin were measured in the model "
             "(N = 256: +7.9 % instead of +25 %; longer or shorter fetch bursts are worse): "
             "what is left is the turn-taking itself, which interleaving fetch and LOAD bursts "

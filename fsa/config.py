@@ -450,7 +450,8 @@ def memory_system(sa_rows: int, sa_cols: int, e_type: str, a_type: str) -> dict[
       2C + 4R of them): with two slots the UD kernel's K/V loads, which
       take turns with program fetch on the one read port, cannot run a key
       block ahead, and 4x4 fp32 .. 16x16 UD lose 3-13 % to the DMA at
-      N = 4096 (with three: 0.1-0.4 %, 4x4 fp32 4 %: program fetch).  The 64-bit
+      N = 4096 (with three: 0.1-0.4 %; 4x4 fp32 UD 4 % until program
+      fetch bursts were capped at 32 words, 0.1 % since).  The 64-bit
       presets (4x4 and 4x8 fp16/bf16) keep the single bank and the
       reference's scratchpad they always had.
     * Rows of ``b > 1`` beats (64x64 fp16, 32x32 fp32 and larger):

@@ -18,10 +18,15 @@ CFG = config.get("FSA4X4Fp16Config")
 
 def test_burst_length_and_fifo_fit_the_queue():
     assert burst_beats(CFG) == 16                               # 64-bit: 32 words a burst
+    assert burst_beats(config.get("FSA4X4Fp32Config")) == 8     # 128-bit: 32 words
     big = config.get("FSA32X32Fp16Config").__class__(
         "X", sa_rows=32, sa_cols=32, e_type="fp16", a_type="fp32", axi_data_bits=512)
-    assert burst_beats(big) == 8                                # 16 words a beat: half the queue
+    assert burst_beats(big) == 2                                # 16 words a beat: two beats
     assert burst_beats(big) * 16 <= big.inst_queue_size // 2
+    small = CFG.replace(name="Q16", inst_queue_size=16)
+    assert burst_beats(small) == 4                              # half the queue's 16 words
+    tiny = big.replace(name="Q16", inst_queue_size=16)
+    assert burst_beats(tiny) * 16 <= 16                         # one beat: the whole queue
 
 
 def test_bursts_split_at_4k_and_words_follow_their_beats():

@@ -392,7 +392,7 @@ def sec_ud(d: dict) -> list[str]:
             "preset's memory system with the program fetched by the device (as `fsa predict`, "
             "but always by the steady-state extrapolation; `fsa predict` runs the model on the "
             "whole program up to 20,000 key-block steps; measured: the two agree to the cycle on "
-            "128x128 UD N = 8192 preset, 1,146,147).",
+            "128x128 UD N = 8192 preset, 1,146,146).",
             ""]
     out.append(md_table(["config", "N", "DMA", "kernel", "causal", "cycles / kb", "cycles",
                          "utilisation"],

@@ -13,8 +13,9 @@ Ports (``P = cfg.mem_ports``; ``LB = cfg.axi_data_bits``, ``BB = LB/8``)::
                               same SRAM, with (one port) rows of one beat
                               (size <= BB) or (several ports) a narrow port
                               per bank of that SRAM and SRAM rows disjoint
-                              from the held LOAD's (depends on the command's
-                              fields, not on cmd_valid)
+                              from the held LOAD's, neither of the two with
+                              SRAM stride 0 over several rows (depends on the
+                              command's fields, not on cmd_valid)
     cmd_func       in   1     0 LOAD memory -> SRAM, 1 STORE SRAM -> memory
     cmd_repeat     in   9     rows (0: nothing to do, the instruction completes)
     cmd_sram_addr  in   20    first SRAM row
@@ -82,8 +83,9 @@ once without any traffic.
 
 In-flight queue (``rtl/fsa_dma_queue.py`` has the rules): up to
 ``INFLIGHT`` = 2 LOADs into one SRAM (one port: of one-beat rows; several
-ports: into an SRAM with a narrow port per bank, rows disjoint), else one
-instruction; each is done in the order accepted.
+ports: into an SRAM with a narrow port per bank, rows disjoint, no SRAM
+stride 0 over several rows), else one instruction; each is done in the
+order accepted.
 
 Structure.  ``fsa_dma`` holds the command register, the up-front checks and
 the row sequencer, which hands one burst per cycle to the port whose turn it
@@ -216,7 +218,7 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
     mis = sig(1)
     inwin = sig(1)
     can_sel = sig(1)
-    all_idle = sig(1)
+    unused_idle = sig(1)        # (the in-flight queue counts bursts per slot and port)
     k_base = sig(RAW, cfg.mem_base)
     k_end = sig(RAW, cfg.mem_base + cfg.mem_size)
     err_r = sig(1)
@@ -370,7 +372,7 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
         @always_comb
         def sel1():
             can_sel.next = can_v
-            all_idle.next = idle_v
+            unused_idle.next = idle_v
             any_req.next = req_v
             axi_rd_err.next = rde_v
             axi_wr_err.next = wre_v
@@ -384,8 +386,6 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
         rde_v = ConcatSignal(*reversed(rd_errs))
         wre_v = ConcatSignal(*reversed(wr_errs))
         ALL = (1 << P) - 1
-
-        unused_idle = sig(1)    # (the in-flight queue counts bursts per slot and port)
 
         @always_comb
         def selp():
@@ -459,7 +459,7 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
         c_rep=c_rep, c_size=c_size, szbad=szbad, sz_lo=sz_lo, srbad=srbad, rowerr=rowerr,
         issue=issue, second=second, xing=xing, left=left, cmd_func=cmd_func,
         cmd_is_accum=cmd_is_accum, cmd_valid=cmd_valid, c_store=c_store, c_accum=c_accum,
-        all_idle=all_idle, fins=fins, cmd_size=cmd_size, BB=BB, tp=tp,
+        fins=fins, cmd_size=cmd_size, BB=BB, tp=tp,
         errs=list(zip(rd_errs, wr_errs)), cmd=cmd, bp=(g["spad_bp"], g["acc_bp"])))
 
     # ---- the sequencer

@@ -36,7 +36,7 @@ __all__ = ["inflight_queue"]
 def inflight_queue(clk, rst, QD, _S_IDLE, _S_CHECK, _S_RUN, _CNT_BITS, *, state, rp, wp, cur,
                    occ, iss0, iss1, h_iss, rdy, acc_cmd, seq_end, hd_done, fslot, done_r,
                    err_r, aborting, c_rep, c_size, szbad, sz_lo, srbad, rowerr, issue, second,
-                   xing, left, cmd_func, cmd_is_accum, cmd_valid, c_store, c_accum, all_idle,
+                   xing, left, cmd_func, cmd_is_accum, cmd_valid, c_store, c_accum,
                    fins, cmd_size, BB, tp, errs, cmd, bp):
     """The queue's logic (see the module docstring); `QD` = 2 slots.  `fins`
     and `errs` are the ports' burst-finished and AXI-error flags, `cmd` the
@@ -67,15 +67,10 @@ def inflight_queue(clk, rst, QD, _S_IDLE, _S_CHECK, _S_RUN, _CNT_BITS, *, state,
     if P == 1:
         # one port: its bursts finish in order, so a burst count per slot
         # tells when the oldest instruction's last burst has finished
-        cnt0, cnt1, h_cnt = sig(_CNT_BITS), sig(_CNT_BITS), sig(_CNT_BITS)
-        fin0 = fins[0]
+        cnt0, cnt1, hz = sig(_CNT_BITS), sig(_CNT_BITS), sig(1)
 
         @always_comb
         def admit():
-            if rp:
-                h_cnt.next = cnt1
-            else:
-                h_cnt.next = cnt0
             rdy.next = state == _S_IDLE and (occ == 0 or (
                 occ < QD and not cmd_func and not c_store and cmd_is_accum == c_accum
                 and c_size <= BB and cmd_size <= BB))
@@ -83,28 +78,11 @@ def inflight_queue(clk, rst, QD, _S_IDLE, _S_CHECK, _S_RUN, _CNT_BITS, *, state,
                 occ < QD and not cmd_func and not c_store and cmd_is_accum == c_accum
                 and c_size <= BB and cmd_size <= BB))
         insts.append(admit)
-
-        @always_comb
-        def oldest():
-            hd_done.next = occ != 0 and not h_iss and h_cnt == 0
-            # (nothing in flight: a stray beat or response is the oldest's error)
-            if all_idle or h_iss or h_cnt != 0:
-                fslot.next = rp
-            else:
-                fslot.next = not rp
-        insts.append(oldest)
-
-        @always_seq(clk.posedge, reset=rst)
-        def counts():
-            if issue and not cur and not (fin0 and not fslot):
-                cnt0.next = cnt0 + 1
-            elif fin0 and not fslot and not (issue and not cur):
-                cnt0.next = cnt0 - 1
-            if issue and cur and not (fin0 and fslot):
-                cnt1.next = cnt1 + 1
-            elif fin0 and fslot and not (issue and cur):
-                cnt1.next = cnt1 - 1
-        insts.append(counts)
+        # (nothing in flight: a stray beat or response is the oldest's error)
+        insts.append(_port_counts(clk, rst, rp, cur, h_iss, issue, fins[0], cnt0, cnt1, hz,
+                                  fslot))
+        insts.append(comb_expr(hd_done, "occ != 0 and not h_iss and hz", occ=occ, h_iss=h_iss,
+                               hz=hz))
     else:
         insts.append(_multi_port(clk, rst, QD, _S_IDLE, _CNT_BITS, state=state, rp=rp, cur=cur,
                                  occ=occ, h_iss=h_iss, rdy=rdy, acc_cmd=acc_cmd, hd_done=hd_done,

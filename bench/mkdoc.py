@@ -157,10 +157,12 @@ def sec_memory(m: dict) -> list[str]:
            "accumulator bank per port; for the UD kernel a third K/V slot (`spad_rows` = "
            "C + 6R where that exceeds the reference's 2C + 4R) in all of these; each bank has "
            "its own narrow port (`fsa.dmarules.bank_ports`, "
-           "`rtl/fsa_sram_bp.py`); `...Axi64Config` and the 64-bit 4x4/4x8 presets: the 64-bit "
-           "bus, single bank and scratchpad every preset had before. The DMA keeps two LOADs in "
-           "flight (with several ports when they write disjoint scratchpad rows, "
-           "`fsa/dmarules.py`). Demand per key block "
+           "`rtl/fsa_sram_bp.py`); `...Axi64Config`: the 64-bit bus, single bank and "
+           "scratchpad every preset had before. The DMA keeps two LOADs in flight (with "
+           "several ports when they write disjoint scratchpad rows, `fsa/dmarules.py`); with "
+           "one port a LOAD may start in a program-fetch burst's last beats "
+           "(`fsa.cyclefetch.LOAD_TAIL`), else LOADs and fetch bursts take turns on port 0's "
+           "read channel. Demand per key block "
            "(`fsa.cyclemodel.dma_demand`): one K and one V tile of R rows, 2R^2 e bytes (e bytes "
            "per element) = 2R rows (bursts; the DMA queues one per cycle) of ceil(Re/W) beats of "
            "W bytes, each beat one cycle of a narrow port of the scratchpad, in the reference "
@@ -217,18 +219,16 @@ def sec_memory(m: dict) -> list[str]:
             + ("Those that miss 3 % (" + ", ".join(
                 f"{r['config']} {100 * r['vs_free']:+.1f} %" for r in miss) + ") do so "
                "for a reason more ports or banks do not remove:" if miss else
-               "Every UD twin is within 3 %."), ""]
+               "Every UD twin is within 3 % (the 64-bit 4x4 and 4x8 ones lost 18-25 % while a "
+               "program-fetch burst held the K/V LOADs until its last beat, with one scratchpad "
+               "bank and two K/V slots; 4x4 fp32 UD 4 % with 64-word fetch bursts)."), ""]
     if miss:
         out += [
-            "* 64-bit rows (4x4 and 4x8 fp16/bf16, kept as they were): program fetch (11 "
-            "words per UD key block, 5.5 beats) and the K/V loads take turns on the one read "
-            "port, and a fetch burst holds LOADs for its whole length (4x4 fp32 UD, 128-bit, "
-            "lost 4 % the same way until fetch bursts were capped at 32 words, "
-            "`fsa.cyclefetch.BURST_WORDS`). Two "
-            "banks and a third K/V slot on the 4x4 fp16 UD twin were measured in the model "
-            "(N = 256: +7.9 % instead of +25 %; longer or shorter fetch bursts are worse): "
-            "what is left is the turn-taking itself, which interleaving fetch and LOAD bursts "
-            "on the R channel (their RIDs differ) would remove.", ""]
+            "* program fetch and the K/V loads share port 0's read channel: a fetch burst "
+            "holds LOADs until its last beats and no fetch burst starts while a LOAD runs "
+            "(the 64-bit 4x4 and 4x8 UD twins lost 18-25 % to this with one scratchpad bank, "
+            "two K/V slots and LOADs held until a burst's last beat; 4x4 fp32 UD 4 % with "
+            "64-word fetch bursts).", ""]
     return out
 
 

@@ -443,17 +443,18 @@ def memory_system(sa_rows: int, sa_cols: int, e_type: str, a_type: str) -> dict[
       bits) up to 512 bits, so that a tile of R rows is R beats; also a
       divisor of the accumulator row (``C x a_type``), as the DMA needs.
     * Rows of one beat (up to 512 bits): one AXI port; ``spad_banks`` = 2
-      when the bus is wider than 64 bits (row-interleaved: the DMA writes
-      rows of one bank while the array reads the other's), and the
-      scratchpad holds three UD KV slots (``spad_rows = C + 6R`` where that
-      is more than the reference's ``2C + 4R``; the reference kernel uses
-      2C + 4R of them): with two slots the UD kernel's K/V loads, which
-      take turns with program fetch on the one read port, cannot run a key
-      block ahead, and 4x4 fp32 .. 16x16 UD lose 3-13 % to the DMA at
-      N = 4096 (with three: 0.1-0.4 %; 4x4 fp32 UD 4 % until program
-      fetch bursts were capped at 32 words, 0.1 % since).  The 64-bit
-      presets (4x4 and 4x8 fp16/bf16) keep the single bank and the
-      reference's scratchpad they always had.
+      (row-interleaved: the DMA writes rows of one bank while the array
+      reads the other's), and the scratchpad holds three UD KV slots
+      (``spad_rows = C + 6R`` where that is more than the reference's
+      ``2C + 4R``; the reference kernel uses 2C + 4R of them): with two
+      slots the UD kernel's K/V loads, which share the one read port with
+      program fetch, cannot run a key block ahead, and 4x4 fp32 .. 16x16 UD
+      lose 3-13 % to the DMA at N = 4096 (with three: 0.1-0.4 %; 4x4 fp32
+      UD 4 % until program fetch bursts were capped at 32 words, 0.1 %
+      since).  The 64-bit presets (4x4 and 4x8 fp16/bf16) had one bank and
+      the reference's scratchpad until a LOAD could follow a fetch burst on
+      R (``rtl/fsa_rdarb.py``); their UD twins lost 18-25 % then, 0.3-1 %
+      with the two banks, the third slot and that (model, N = 1024).
     * Rows of ``b > 1`` beats (64x64 fp16, 32x32 fp32 and larger):
       ``mem_ports = min(2b, 8)`` AXI ports, so that the UD kernel's K/V
       stream (``2R b`` beats per ``T_ud``, about ``2R`` cycles) takes about
@@ -473,8 +474,6 @@ def memory_system(sa_rows: int, sa_cols: int, e_type: str, a_type: str) -> dict[
     for w in (32, 64, 128, 256, 512):
         if w <= min(spad, MAX_PRESET_AXI_BITS) and spad % w == 0 and acc % w == 0:
             bits = w
-    if bits <= 64:
-        return {"axi_data_bits": bits, "spad_banks": 1}
     beats = -(-spad // bits)
     # the third UD KV slot, where C + 6R is more than the reference's 2C + 4R
     kv3 = {"spad_rows": sa_cols + 6 * sa_rows} if 2 * sa_rows > sa_cols else {}
@@ -512,7 +511,8 @@ def _build_presets() -> dict[str, FSAConfig]:
         add(preset(f"FSA{r}X{c}Fp16Config", r, c))
     # two AXI memory ports (the multi-port split on small arrays, no UD twin:
     # the reference's scratchpad, not the three UD slots)
-    add(preset("FSA4X4Fp16TwoPortConfig", 4, 4, mem_ports=2, spad_rows=0))
+    # (4x4: one scratchpad bank, so its two ports share one narrow port)
+    add(preset("FSA4X4Fp16TwoPortConfig", 4, 4, mem_ports=2, spad_rows=0, spad_banks=1))
     add(preset("FSA8X8Fp16TwoPortConfig", 8, 8, mem_ports=2, spad_rows=0))
     # narrow-bus variants for small SoCs: the 64-bit AXI and single scratchpad
     # bank every preset had before (the DMA sets the pace from 8x8 up)

@@ -122,18 +122,24 @@ class DmaEngine:
         return None
 
     # ---------------------------------------------------------------- events
-    def accept(self, c: int, idx: int, x: isa.Dma) -> None:
-        """The dispatch issues instruction `idx` (`x`) in cycle c."""
+    def accept(self, c: int, idx: int, x: isa.Dma, r_after: int = -1) -> None:
+        """The dispatch issues instruction `idx` (`x`) in cycle c; `r_after`:
+        the cycle of the last beat of a program-fetch burst on port 0's R
+        channel (one port: a LOAD's beats follow it)."""
         dma = self.dma
         mem = "acc" if x.is_accum else "spad"     # (a STORE may read the scratchpad too)
         per_row = math.ceil(x.size / self.beat) if x.size else 0
         rows = x.repeat if per_row else 0
         nb = self.banks[mem]
+        # one port: a LOAD accepted while a fetch burst's beats still come
+        # gets its beats after them (the memory answers ARs in order)
+        behind = max(0, r_after + 1 - c - dma.first(x)) if x.func == LOAD else 0
         bank = [((x.sram_addr + i * x.sram_stride) % nb) for i in range(rows)
                 for _ in range(per_row)]
         e = {"idx": idx, "func": x.func, "accum": bool(x.is_accum), "c0": c, "mem": mem,
              "bank": bank, "k": 0, "first": dma.first(x), "per_row": per_row, "rows": rows,
-             "lag": [dma.lag(x, per_row, k, self.cfg.mem_ports) for k in range(len(bank))],
+             "lag": [dma.lag(x, per_row, k, self.cfg.mem_ports) + behind
+                     for k in range(len(bank))],
              "tail": dma.base(x) - dma.first(x) + 1, "own": None, "done": None, "pushed": 0}
         if dma.ideal:
             e["own"] = c + 1

@@ -27,7 +27,8 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass
 
-__all__ = ["FetchTiming", "FETCH_FIRST", "BURST_MAX", "burst_beats", "Fetch"]
+__all__ = ["FetchTiming", "FETCH_FIRST", "BURST_MAX", "BURST_WORDS", "LOAD_TAIL",
+           "burst_beats", "Fetch"]
 
 #: the largest fetch burst in beats
 BURST_MAX = 16
@@ -38,6 +39,12 @@ BURST_MAX = 16
 #: with 8-beat (32-word) ones; no preset was slower; 16-word bursts were
 #: slower on most)
 BURST_WORDS = 32
+#: with one memory port a DMA LOAD may be accepted while a fetch burst is in
+#: flight once a beat of the burst has arrived and at most this many are
+#: still owed: the LOAD's ARs then reach the memory after the burst's AR
+#: has been served (the memory's AR queue never fills), and its first beat
+#: (5 cycles after acceptance) comes after the burst's last
+LOAD_TAIL = 4
 
 #: cycles from a burst's decision to its first beat with cocotbext-axi's
 #: AxiRam (the registered ARVALID, the AR handshake, the slave's latency),
@@ -97,8 +104,18 @@ class Fetch:
         return not (len(self.push_t) == self.n and (self.n == 0 or self.push_t[-1] < c))
 
     def locked(self, c: int) -> bool:
-        """A fetch burst is in flight in cycle `c` (a DMA LOAD waits)."""
+        """A fetch burst is in flight in cycle `c`."""
         return c <= self.lock_end
+
+    def holds_loads(self, c: int) -> bool:
+        """A fetch burst in flight in cycle `c` holds a DMA LOAD (one memory
+        port): until a beat of it has arrived (before `c`) and at most
+        :data:`LOAD_TAIL` are owed (``rtl/fsa_fetch.py`` ``tail``)."""
+        if c > self.lock_end:
+            return False
+        _, n, last = self.bursts[-1]
+        first = last - n + 1
+        return not (c > first and last - c + 1 <= LOAD_TAIL)
 
     def _count(self, times: list[int], c: int) -> int:
         """How many of the (sorted) `times` are before `c`."""

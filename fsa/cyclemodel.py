@@ -37,7 +37,8 @@ stretches:
 
 * program fetch (``fetch=``, :mod:`fsa.cyclefetch`): the words reach the
   queue as the fetch unit reads them, and DMA LOADs take turns with its
-  bursts, exactly as the RTL does.
+  bursts (with one port a LOAD may start in a burst's last beats), exactly
+  as the RTL does.
 
 Not modelled: AXI pauses, DMA bursts split at 4 KiB boundaries, errors; a
 host other than a :class:`HostPush` or program fetch (without one, programs
@@ -330,9 +331,12 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
         dm_issue = bool(dmq) and acq_ok(ins[dmq[0]]) and \
             eng.can_accept(c, ins[dmq[0]])
         if fe is not None:
-            # a DMA LOAD waits while a fetch burst is in flight; a fetch burst
-            # waits while a LOAD runs or is accepted (rtl/fsa_rdarb.py)
-            if dm_issue and ins[dmq[0]].func == LOAD and fe.locked(c):
+            # a fetch burst waits while a LOAD runs or is accepted; a DMA
+            # LOAD waits while a fetch burst is in flight, with one port only
+            # until the burst's tail (its beats follow the burst's;
+            # rtl/fsa_rdarb.py, fsa.cyclefetch.LOAD_TAIL)
+            if dm_issue and ins[dmq[0]].func == LOAD and fe.locked(c) and (
+                    cfg.mem_ports > 1 or fe.holds_loads(c)):
                 dm_issue = False
             loading = eng.loading() or (dm_issue and ins[dmq[0]].func == LOAD)
             if fe.try_issue(c, loading):
@@ -414,7 +418,7 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
             changed = True
         if dm_issue:
             x = ins[dmq[0]]
-            eng.accept(c, dmq[0], x)
+            eng.accept(c, dmq[0], x, r_after=fe.lock_end if fe is not None else -1)
             cnt["dma"] += 1
             if x.acquire_valid:
                 held[x.sem_id] = True

@@ -18,6 +18,9 @@ Ports::
     fmode                 fetch mode: from an accepted fetch_start until ``flush``
     more, all_in          fetch mode, no error, words still to deliver / all delivered
     busy                  a burst is in flight (ARVALID, or R beats owed)
+    tail                  a beat of the burst in flight has arrived and at most
+                          ``TAIL`` are still owed (rtl/fsa_rdarb.py: a DMA LOAD
+                          may then be accepted, its beats come after them)
     err, err_code         a fetch error (sticky until ``flush``): code 0 a read
                           error (RRESP != OKAY, wrong RLAST, a beat not owed),
                           1 the program's range (checked at fetch_start)
@@ -56,7 +59,7 @@ from __future__ import annotations
 
 from myhdl import ConcatSignal, ResetSignal, always_comb, always_seq, block, intbv
 
-from fsa.cyclefetch import BURST_MAX, burst_beats  # noqa: F401 (re-exported)
+from fsa.cyclefetch import BURST_MAX, LOAD_TAIL, burst_beats  # noqa: F401 (re-exported)
 from fsa.hw.regs import FETCH_HI_BITS, STATE_BITS, State
 from rtl.convert import comb_expr, convert_block, sig
 from rtl.prim import clog2, fifo, mux_tree, vsig, zext
@@ -76,7 +79,7 @@ def fsa_fetch(clk, rst, start, fstart, state, aborting, prog_addr, prog_words, q
               inst_ready, rd_block, f_valid, f_word,
               arid, araddr, arlen, arsize, arburst, arlock, arcache, arprot, arvalid, arready,
               rdata, rresp, rlast, rvalid, rready,
-              fmode, more, all_in, busy, err, err_code, flush, fetched, cfg=None):
+              fmode, more, all_in, busy, tail, err, err_code, flush, fetched, cfg=None):
     """The fetch unit; see the module docstring."""
     LB = cfg.axi_data_bits
     W = LB // 32
@@ -98,6 +101,7 @@ def fsa_fetch(clk, rst, start, fstart, state, aborting, prog_addr, prog_words, q
     beats_left = sig(WORDS_BITS + 1)
     words_left = sig(WORDS_BITS)
     r_left = sig(LENB)
+    got = sig(1)            # a beat of the burst in flight has arrived
     widx = vsig(WB)
     ar_addr, ar_len = sig(AB), sig(8)
     issue, run, acc, range_bad = sig(1), sig(1), sig(1), sig(1)
@@ -189,6 +193,7 @@ def fsa_fetch(clk, rst, start, fstart, state, aborting, prog_addr, prog_words, q
                       and not ar_pend and r_left == 0 and not rd_block
                       and fc16 + lb <= D and room_ok)
         busy.next = ar_pend or r_left != 0
+        tail.next = got and r_left <= LOAD_TAIL
         more.next = fm and not err_r and words_left != 0
         all_in.next = fm and not err_r and words_left == 0
         flush.next = fm and not ar_pend and r_left == 0 and (state == DONE or state == ERROR
@@ -276,11 +281,13 @@ def fsa_fetch(clk, rst, start, fstart, state, aborting, prog_addr, prog_words, q
             ar_addr.next = addr
             ar_len.next = ar_len_next
             r_left.next = lb[LENB:0]
+            got.next = False
         else:
             if ar_pend and arready:
                 ar_pend.next = False
             if rvalid and r_left != 0:
                 r_left.next = r_left - 1
+                got.next = True
 
     extra = [pick] if pick is not None else []
     return (*extra, room_blk, init_blk, ring, len8, fifo_reset, limits, blen, decide, held_count, words, word_out, axi_out, prog_state, channels)
@@ -297,12 +304,14 @@ def ports(cfg) -> dict:
                 arid=sig(ID_BITS), araddr=sig(cfg.axi_addr_bits), arlen=sig(8), arsize=sig(3),
                 arburst=sig(2), arlock=sig(1), arcache=sig(4), arprot=sig(3), arvalid=sig(1),
                 arready=sig(1), rdata=sig(LB), rresp=sig(2), rlast=sig(1), rvalid=sig(1),
-                rready=sig(1), fmode=sig(1), more=sig(1), all_in=sig(1), busy=sig(1), err=sig(1),
+                rready=sig(1), fmode=sig(1), more=sig(1), all_in=sig(1), busy=sig(1), tail=sig(1),
+                err=sig(1),
                 err_code=sig(1), flush=sig(1), fetched=sig(WORDS_BITS))
 
 
 OUTPUTS = {"f_valid", "f_word", "arid", "araddr", "arlen", "arsize", "arburst", "arlock",
-           "arcache", "arprot", "arvalid", "rready", "fmode", "more", "all_in", "busy", "err",
+           "arcache", "arprot", "arvalid", "rready", "fmode", "more", "all_in", "busy", "tail",
+           "err",
            "err_code", "flush", "fetched"}
 
 

@@ -11,17 +11,20 @@ that it owes the beat (so a stray beat or a wrong RID is still the DMA's
 AXI_RD_ERR, as without program fetch); RREADY is the addressed master's.  R data, RRESP and
 RLAST go to both masters unchanged (rtl/fsa_top.py wires them).
 
-DMA LOAD instructions and fetch bursts take turns, so that neither waits
-for the other's beats on the shared R channel (the cycle model,
-``fsa/cyclemodel.py``, relies on it): the core's DMA command is held
-(``c_ready`` low, the DMA engine's ``d_valid`` low) while the command is a
-LOAD and a fetch burst is in flight (``f_lock``); ``f_block`` keeps the
+A fetch burst never starts while a DMA LOAD runs, so the fetch unit never
+waits for the DMA's beats on the shared R channel: ``f_block`` keeps the
 fetch unit from starting a burst while a LOAD runs (from the cycle its
 command is accepted until the DMA engine's ``done`` of the last LOAD in
 flight: the DMA keeps up to ``rtl.fsa_dma_if.INFLIGHT`` LOADs in flight, and
 while a LOAD is in flight every instruction in flight is a LOAD, so the
-LOADs in flight are counted up on accept and down on ``done``).  STOREs (AW, W, B) are
-not held.
+LOADs in flight are counted up on accept and down on ``done``).  A LOAD
+command that comes while a fetch burst is in flight (``f_lock``) is held
+(``c_ready`` low, the DMA engine's ``d_valid`` low) until the burst's last
+beat is in; with one memory port only until the burst's tail (``f_tail``:
+a beat has arrived and at most ``fsa.cyclefetch.LOAD_TAIL`` are owed), so
+that the LOAD's latency overlaps the burst's last beats (its ARs reach the
+memory after the burst's has been served, and its first beat comes after
+the burst's last; the cycle model follows it).  STOREs (AW, W, B) are never held.
 
 Ports::
 
@@ -30,6 +33,8 @@ Ports::
     d_valid, d_ready, d_done   the DMA engine's side of it, and its done pulse
     f_lock, f_block            a fetch burst is in flight / a LOAD runs or is
                                accepted now
+    f_tail                     the fetch burst in flight is in its last beats
+                               (rtl/fsa_fetch.py ``tail``)
     da_*, fa_*                 AR of the DMA's port 0 and of the fetch unit
     m_ar*                      AR of memory port 0
     m_rid, m_rvalid, m_rready  R handshake of memory port 0
@@ -49,15 +54,19 @@ AR_FIELDS = (("id", 1), ("addr", "A"), ("len", 8), ("size", 3), ("burst", 2), ("
 
 
 @block
-def fsa_rdarb(clk, rst, c_valid, c_ready, c_func, d_valid, d_ready, d_done, f_lock, f_block,
+def fsa_rdarb(clk, rst, c_valid, c_ready, c_func, d_valid, d_ready, d_done, f_lock, f_tail,
+              f_block,
               da_id, da_addr, da_len, da_size, da_burst, da_lock, da_cache, da_prot, da_valid,
               da_ready,
               fa_id, fa_addr, fa_len, fa_size, fa_burst, fa_lock, fa_cache, fa_prot, fa_valid,
               fa_ready,
               m_arid, m_araddr, m_arlen, m_arsize, m_arburst, m_arlock, m_arcache, m_arprot,
               m_arvalid, m_arready, m_rid, m_rvalid, m_rready, dr_valid, dr_ready, fr_valid,
-              fr_ready):
-    """The arbiter; see the module docstring."""
+              fr_ready, hold=True):
+    """The arbiter; see the module docstring.  `hold`: LOAD commands wait
+    while a fetch burst is in flight (several memory ports); without it
+    (one port) a LOAD is accepted then and its beats follow the burst's."""
+    HOLD = int(bool(hold))
     held, held_f = sig(1), sig(1)            # an AR waits for ARREADY; it is the fetch unit's
     sel_f = sig(1)
     loading, hs_load = sig(2), sig(1)        # LOADs in flight; one is accepted now
@@ -65,7 +74,7 @@ def fsa_rdarb(clk, rst, c_valid, c_ready, c_func, d_valid, d_ready, d_done, f_lo
     @always_comb
     def command():
         is_load = not c_func
-        ok = not (is_load and f_lock)
+        ok = not (is_load and f_lock and (HOLD == 1 or not f_tail))
         d_valid.next = c_valid and ok
         c_ready.next = d_ready and ok
         hs_load.next = c_valid and d_ready and ok and is_load
@@ -137,7 +146,7 @@ def fsa_rdarb(clk, rst, c_valid, c_ready, c_func, d_valid, d_ready, d_done, f_lo
 def ports(cfg) -> dict:
     p = dict(clk=sig(1), rst=ResetSignal(0, active=1, isasync=False), c_valid=sig(1),
              c_ready=sig(1), c_func=sig(1), d_valid=sig(1), d_ready=sig(1), d_done=sig(1),
-             f_lock=sig(1), f_block=sig(1))
+             f_lock=sig(1), f_tail=sig(1), f_block=sig(1))
     for pre in ("da", "fa", "m"):
         sep = "_ar" if pre == "m" else "_"
         for n, w in AR_FIELDS:
@@ -154,6 +163,15 @@ OUTPUTS = {"c_ready", "d_valid", "f_block", "da_ready", "fa_ready", "m_arid", "m
            "m_rready", "dr_valid", "fr_valid"}
 
 
+def hold_loads(cfg) -> bool:
+    """Whether LOAD commands wait while a fetch burst is in flight: with
+    several memory ports (the cycle model's per-port DMA does not place a
+    LOAD's port-0 beats after a fetch burst's); with one port a LOAD is
+    accepted during the burst and its beats follow the burst's on R
+    (``fsa.cyclefetch``, ``fsa.cycledma``)."""
+    return cfg.mem_ports > 1
+
+
 def convert(outdir, cfg):
     p = ports(cfg)
-    return convert_block(lambda: fsa_rdarb(**p), MODULE, outdir)
+    return convert_block(lambda: fsa_rdarb(**p, hold=hold_loads(cfg)), MODULE, outdir)

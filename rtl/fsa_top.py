@@ -103,7 +103,8 @@ def fsa_top(clk, rst, irq, s_axil, m, cfg=None):
     ap = fsa_rdarb.ports(cfg)
     ap.update(clk=clk, rst=rst, c_valid=core_sigs["dma_valid"], c_ready=core_sigs["dma_ready"],
               c_func=core_sigs["dma_func"], d_valid=d_valid, d_ready=d_ready,
-              d_done=core_sigs["dma_done"], f_lock=fp["busy"], f_block=fp["rd_block"],
+              d_done=core_sigs["dma_done"], f_lock=fp["busy"], f_tail=fp["tail"],
+              f_block=fp["rd_block"],
               m_rid=ext0.rid, m_rvalid=ext0.rvalid, m_rready=ext0.rready,
               dr_valid=own["rvalid"], dr_ready=own["rready"], fr_valid=fp["rvalid"],
               fr_ready=fp["rready"])
@@ -111,8 +112,8 @@ def fsa_top(clk, rst, irq, s_axil, m, cfg=None):
         ap[f"da_{n}"] = own[f"ar{n}"]
         ap[f"fa_{n}"] = fp[f"ar{n}"]
         ap[f"m_ar{n}"] = getattr(ext0, f"ar{n}")
-    insts.append(submodule(fsa_rdarb.fsa_rdarb, (), ap, fsa_rdarb.MODULE, "u_rdarb", ap,
-                           fsa_rdarb.OUTPUTS))
+    insts.append(submodule(fsa_rdarb.fsa_rdarb, (), dict(ap, hold=fsa_rdarb.hold_loads(cfg)),
+                           fsa_rdarb.MODULE, "u_rdarb", ap, fsa_rdarb.OUTPUTS))
     # R payload: to both the DMA (directly) and the fetch unit
     fr_data, fr_resp, fr_last = fp["rdata"], fp["rresp"], fp["rlast"]
     e_rdata, e_rresp, e_rlast = ext0.rdata, ext0.rresp, ext0.rlast

@@ -16,7 +16,7 @@ from fsa.isa import Dma, DmaFunc, Fence, Matrix, MxFunc, decode
 from fsa.kernel import (AccTile, Input, KernelBuilder, KernelError, MemTile, Program, Semaphore,
                         SpadTile, check_dispatch, kernel)
 
-CFG = config.get("FSA4X4Fp16Config")          # R = C = 4, spad 24 rows, acc 5 rows
+CFG = config.get("FSA4X4Fp16Config")          # R = C = 4, spad 28 rows, acc 5 rows
 
 
 def kb(cfg=CFG):
@@ -88,9 +88,9 @@ def test_tile_errors(fn, msg):
 # ------------------------------------------------------------------ allocation errors
 def test_alloc_errors_say_what_is_left():
     k = kb()
-    k.alloc_spad(20, "big")
-    with pytest.raises(KernelError, match=r"8 rows do not fit the scratchpad: 4 of 24 rows are left "
-                                          r"\(allocated: big 0..19\).*more spad_rows"):
+    k.alloc_spad(24, "big")
+    with pytest.raises(KernelError, match=r"8 rows do not fit the scratchpad: 4 of 28 rows are left "
+                                          r"\(allocated: big 0..23\).*more spad_rows"):
         k.alloc_spad(8)
     k.alloc_accumulator(5)
     with pytest.raises(KernelError, match=r"1 rows do not fit the accumulator: 0 of 5 rows.*acc_rows"):

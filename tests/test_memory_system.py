@@ -56,10 +56,12 @@ def test_demand_formula_counts_the_kernels_beats():
 
 def test_memory_system_rule():
     """One beat per scratchpad row, capped at 512 bits, dividing the
-    accumulator row; two banks and three UD KV slots once the bus is wider
-    than 64 bits; rows of b > 1 beats get min(2b, 8) ports, twice as many
+    accumulator row; two banks and three UD KV slots (where C + 6R exceeds
+    the reference's 2C + 4R rows); rows of b > 1 beats get min(2b, 8) ports, twice as many
     scratchpad banks, an accumulator bank per port and three UD KV slots."""
-    assert fconfig.memory_system(4, 4, "fp16", "fp32") == {"axi_data_bits": 64, "spad_banks": 1}
+    assert fconfig.memory_system(4, 4, "fp16", "fp32") == {"axi_data_bits": 64, "spad_banks": 2,
+                                                           "spad_rows": 4 + 6 * 4}
+    assert fconfig.memory_system(4, 8, "fp16", "fp32") == {"axi_data_bits": 64, "spad_banks": 2}
     assert fconfig.memory_system(16, 16, "fp16", "fp32") == {"axi_data_bits": 256, "spad_banks": 2,
                                                              "spad_rows": 16 + 6 * 16}
     assert fconfig.memory_system(8, 16, "fp16", "fp32") == {"axi_data_bits": 128, "spad_banks": 2}
@@ -77,8 +79,9 @@ def test_memory_system_rule():
             assert fconfig.get(name.replace("Axi64", "")).sa_rows == cfg.sa_rows
         else:
             want = fconfig.memory_system(cfg.sa_rows, cfg.sa_cols, cfg.e_type, cfg.a_type)
-            assert (cfg.axi_data_bits, cfg.spad_banks) == (want["axi_data_bits"],
-                                                           want["spad_banks"]), name
+            if "TwoPort" not in name:
+                assert (cfg.axi_data_bits, cfg.spad_banks) == (want["axi_data_bits"],
+                                                               want["spad_banks"]), name
             assert cfg.axi_data_bits == min(512, cfg.spad_row_bytes * 8), name
             if "TwoPort" not in name:
                 assert cfg.mem_ports == want.get("mem_ports", 1), name
@@ -194,11 +197,12 @@ def test_one_port_ud_twins_keep_up(name):
             ud, n, n, False, free), name
 
 
-def test_third_ud_slot_is_what_keeps_16x16_ud_up():
+def test_third_ud_slot_is_what_keeps_4x4_ud_up():
     """Without the third K/V slot (the reference's 2C + 4R scratchpad
-    rows), 16x16 fp16 UD with program fetch is DMA-bound (45 instead of 43
-    cycles per key block)."""
-    ud = fconfig.get("FSA16X16Fp16UdConfig")
+    rows), 4x4 fp16 UD (64-bit AXI) with program fetch is DMA-bound; with
+    it, at the UD period (the K/V loads run a key block ahead of the
+    fetch bursts they share the read port with)."""
+    ud = fconfig.get("FSA4X4Fp16UdConfig")
     assert ud.spad_rows == ud.sa_cols + 6 * ud.sa_rows
     two = ud.replace(spad_rows=0, name="TwoSlots")
     free = cm.steady_state(ud, cm.IDEAL_DMA)["per_key_block"]

@@ -193,7 +193,6 @@ def fsa_fetch(clk, rst, start, fstart, state, aborting, prog_addr, prog_words, q
                       and not ar_pend and r_left == 0 and not rd_block
                       and fc16 + lb <= D and room_ok)
         busy.next = ar_pend or r_left != 0
-        tail.next = got and r_left <= LOAD_TAIL
         more.next = fm and not err_r and words_left != 0
         all_in.next = fm and not err_r and words_left == 0
         flush.next = fm and not ar_pend and r_left == 0 and (state == DONE or state == ERROR
@@ -290,6 +289,11 @@ def fsa_fetch(clk, rst, start, fstart, state, aborting, prog_addr, prog_words, q
                 got.next = True
 
     extra = [pick] if pick is not None else []
+    # (bursts of at most LOAD_TAIL beats are in their tail once a beat is in)
+    if LOAD_TAIL >= BM:
+        extra.append(comb_expr(tail, "got", got=got))
+    else:
+        extra.append(comb_expr(tail, f"got and r_left <= {LOAD_TAIL}", got=got, r_left=r_left))
     return (*extra, room_blk, init_blk, ring, len8, fifo_reset, limits, blen, decide, held_count, words, word_out, axi_out, prog_state, channels)
 
 

@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 
 from fsa import isa
-from fsa.dmarules import bank_ports, inflight_depth, second_load_ok
+from fsa.dmarules import bank_ports, inflight_depth, rows_on_port0, second_load_ok
 
 __all__ = ["DmaEngine"]
 
@@ -122,24 +122,18 @@ class DmaEngine:
         return None
 
     # ---------------------------------------------------------------- events
-    def accept(self, c: int, idx: int, x: isa.Dma, r_after: int = -1) -> None:
-        """The dispatch issues instruction `idx` (`x`) in cycle c; `r_after`:
-        the cycle of the last beat of a program-fetch burst on port 0's R
-        channel (one port: a LOAD's beats follow it)."""
+    def accept(self, c: int, idx: int, x: isa.Dma) -> None:
+        """The dispatch issues instruction `idx` (`x`) in cycle c."""
         dma = self.dma
         mem = "acc" if x.is_accum else "spad"     # (a STORE may read the scratchpad too)
         per_row = math.ceil(x.size / self.beat) if x.size else 0
         rows = x.repeat if per_row else 0
         nb = self.banks[mem]
-        # one port: a LOAD accepted while a fetch burst's beats still come
-        # gets its beats after them (the memory answers ARs in order)
-        behind = max(0, r_after + 1 - c - dma.first(x)) if x.func == LOAD else 0
         bank = [((x.sram_addr + i * x.sram_stride) % nb) for i in range(rows)
                 for _ in range(per_row)]
         e = {"idx": idx, "func": x.func, "accum": bool(x.is_accum), "c0": c, "mem": mem,
              "bank": bank, "k": 0, "first": dma.first(x), "per_row": per_row, "rows": rows,
-             "lag": [dma.lag(x, per_row, k, self.cfg.mem_ports) + behind
-                     for k in range(len(bank))],
+             "lag": [dma.lag(x, per_row, k, self.cfg.mem_ports) for k in range(len(bank))],
              "tail": dma.base(x) - dma.first(x) + 1, "own": None, "done": None, "pushed": 0}
         if dma.ideal:
             e["own"] = c + 1
@@ -164,8 +158,7 @@ class DmaEngine:
         behind each other); per bank a round-robin arbiter over the ports (a
         stalled request keeps its grant), the array's use of the bank first."""
         P, pr = self.ports, e["per_row"]
-        solo = (x.func == LOAD and x.sram_stride == 0 and x.repeat > 1) or \
-            (x.func != LOAD and abs(x.mem_stride) < x.size)
+        solo = rows_on_port0(x)
         e["pp"] = {"port": [0 if solo else i % P for i in range(e["rows"])],
                    "rbank": [e["bank"][i * pr] for i in range(e["rows"])],
                    "push": [None] * e["rows"], "next": 0, "left": e["rows"],

@@ -28,7 +28,7 @@ import heapq
 from dataclasses import dataclass
 
 __all__ = ["FetchTiming", "FETCH_FIRST", "BURST_MAX", "BURST_WORDS", "LOAD_TAIL",
-           "burst_beats", "Fetch"]
+           "burst_beats", "loads_wait_whole_burst", "Fetch"]
 
 #: the largest fetch burst in beats
 BURST_MAX = 16
@@ -60,6 +60,14 @@ def burst_beats(cfg) -> int:
     return max(1, min(BURST_MAX, max(2, BURST_WORDS // w), cfg.inst_queue_size // (2 * w)))
 
 
+def loads_wait_whole_burst(cfg) -> bool:
+    """Whether a DMA LOAD waits for a fetch burst's last beat (several memory
+    ports: the per-port DMA model does not place a LOAD's port-0 beats
+    behind a burst) rather than only for its tail (:data:`LOAD_TAIL`; one
+    port).  ``rtl/fsa_rdarb.py`` ``hold``."""
+    return cfg.mem_ports > 1
+
+
 @dataclass(frozen=True)
 class FetchTiming:
     """A program fetched from memory.
@@ -81,6 +89,7 @@ class Fetch:
         self.W = cfg.axi_data_bits // 32
         self.BB = cfg.axi_data_bits // 8
         self.BM = burst_beats(cfg)
+        self.whole = loads_wait_whole_burst(cfg)
         self.D = max(2, self.BM)
         self.Q = cfg.inst_queue_size
         self.beats = -(-n // self.W)
@@ -108,11 +117,14 @@ class Fetch:
         return c <= self.lock_end
 
     def holds_loads(self, c: int) -> bool:
-        """A fetch burst in flight in cycle `c` holds a DMA LOAD (one memory
-        port): until a beat of it has arrived (before `c`) and at most
+        """A fetch burst in flight in cycle `c` holds a DMA LOAD: to its last
+        beat with several memory ports (:func:`loads_wait_whole_burst`),
+        else until a beat of it has arrived (before `c`) and at most
         :data:`LOAD_TAIL` are owed (``rtl/fsa_fetch.py`` ``tail``)."""
         if c > self.lock_end:
             return False
+        if self.whole:
+            return True
         _, n, last = self.bursts[-1]
         first = last - n + 1
         return not (c > first and last - c + 1 <= LOAD_TAIL)

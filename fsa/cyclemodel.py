@@ -335,8 +335,7 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
             # LOAD waits while a fetch burst is in flight, with one port only
             # until the burst's tail (its beats follow the burst's;
             # rtl/fsa_rdarb.py, fsa.cyclefetch.LOAD_TAIL)
-            if dm_issue and ins[dmq[0]].func == LOAD and fe.locked(c) and (
-                    cfg.mem_ports > 1 or fe.holds_loads(c)):
+            if dm_issue and ins[dmq[0]].func == LOAD and fe.holds_loads(c):
                 dm_issue = False
             loading = eng.loading() or (dm_issue and ins[dmq[0]].func == LOAD)
             if fe.try_issue(c, loading):
@@ -418,7 +417,7 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
             changed = True
         if dm_issue:
             x = ins[dmq[0]]
-            eng.accept(c, dmq[0], x, r_after=fe.lock_end if fe is not None else -1)
+            eng.accept(c, dmq[0], x)
             cnt["dma"] += 1
             if x.acquire_valid:
                 held[x.sem_id] = True

@@ -22,7 +22,12 @@ bank, so the ports' beats into different banks move in the same cycle.
 """
 from __future__ import annotations
 
-__all__ = ["INFLIGHT", "inflight_depth", "bank_ports", "sram_span", "second_load_ok"]
+#: the LOAD function code, ``fsa.isa.DmaFunc.LOAD`` (not imported: converting
+#: the DMA reads this module, and its build cache keys on what it imports)
+_LOAD = 0
+
+__all__ = ["INFLIGHT", "inflight_depth", "bank_ports", "sram_span", "rows_on_port0",
+           "second_load_ok"]
 
 #: DMA instructions in flight at once on a one-port DMA (the in-flight queue depth)
 INFLIGHT = 2
@@ -41,6 +46,17 @@ def sram_span(ins) -> tuple[int, int]:
     return min(ins.sram_addr, last), max(ins.sram_addr, last)
 
 
+def rows_on_port0(ins) -> bool:
+    """Whether a DMA instruction's rows overlap, so that with several ports
+    they all go to port 0, in order, and the last row wins as in the golden
+    model (``rtl/fsa_dma.py`` ``solo``): a LOAD writing one SRAM row over and
+    over (``sram_stride == 0``, ``repeat > 1``), a STORE whose memory rows
+    overlap (``|mem_stride| < size``)."""
+    if ins.func == _LOAD:
+        return ins.sram_stride == 0 and ins.repeat > 1
+    return abs(ins.mem_stride) < ins.size
+
+
 def second_load_ok(held, new) -> bool:
     """With several ports: whether the LOAD `new` may be in flight together
     with the LOAD `held` (into the same SRAM, which has a narrow port per
@@ -51,7 +67,7 @@ def second_load_ok(held, new) -> bool:
     LOAD runs alone)."""
     if not (held.repeat and held.size and new.repeat and new.size):
         return False
-    if any(x.sram_stride == 0 and x.repeat > 1 for x in (held, new)):
+    if rows_on_port0(held) or rows_on_port0(new):
         return False
     lo1, hi1 = sram_span(held)
     lo2, hi2 = sram_span(new)

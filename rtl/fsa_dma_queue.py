@@ -64,32 +64,33 @@ def inflight_queue(clk, rst, QD, _S_IDLE, _S_CHECK, _S_RUN, _CNT_BITS, *, state,
             seq_end.next = 0
     insts.append(ending)
 
+    second_ok = sig(1)          # a second instruction may join the one held
     if P == 1:
         # one port: its bursts finish in order, so a burst count per slot
         # tells when the oldest instruction's last burst has finished
         cnt0, cnt1, hz = sig(_CNT_BITS), sig(_CNT_BITS), sig(1)
-
-        @always_comb
-        def admit():
-            rdy.next = state == _S_IDLE and (occ == 0 or (
-                occ < QD and not cmd_func and not c_store and cmd_is_accum == c_accum
-                and c_size <= BB and cmd_size <= BB))
-            acc_cmd.next = state == _S_IDLE and not aborting and cmd_valid and (occ == 0 or (
-                occ < QD and not cmd_func and not c_store and cmd_is_accum == c_accum
-                and c_size <= BB and cmd_size <= BB))
-        insts.append(admit)
+        insts.append(comb_expr(
+            second_ok, f"occ < {QD} and not cmd_func and not c_store and cmd_is_accum == c_accum "
+            f"and c_size <= {BB} and cmd_size <= {BB}", occ=occ, cmd_func=cmd_func,
+            c_store=c_store, cmd_is_accum=cmd_is_accum, c_accum=c_accum, c_size=c_size,
+            cmd_size=cmd_size))
         # (nothing in flight: a stray beat or response is the oldest's error)
         insts.append(_port_counts(clk, rst, rp, cur, h_iss, issue, fins[0], cnt0, cnt1, hz,
                                   fslot))
         insts.append(comb_expr(hd_done, "occ != 0 and not h_iss and hz", occ=occ, h_iss=h_iss,
                                hz=hz))
     else:
-        insts.append(_multi_port(clk, rst, QD, _S_IDLE, _CNT_BITS, state=state, rp=rp, cur=cur,
-                                 occ=occ, h_iss=h_iss, rdy=rdy, acc_cmd=acc_cmd, hd_done=hd_done,
-                                 fslot=fslot, aborting=aborting, issue=issue, tp=tp,
-                                 cmd_func=cmd_func, cmd_is_accum=cmd_is_accum,
-                                 cmd_valid=cmd_valid, c_store=c_store, c_accum=c_accum,
+        insts.append(_multi_port(clk, rst, QD, _CNT_BITS, rp=rp, cur=cur, occ=occ, h_iss=h_iss,
+                                 n_ok=second_ok, acc_cmd=acc_cmd, hd_done=hd_done,
+                                 fslot=fslot, issue=issue, tp=tp, cmd_func=cmd_func,
+                                 cmd_is_accum=cmd_is_accum, c_store=c_store, c_accum=c_accum,
                                  fins=fins, errs=errs, cmd=cmd, bp=bp))
+
+    @always_comb
+    def admit():
+        rdy.next = state == _S_IDLE and (occ == 0 or second_ok)
+        acc_cmd.next = state == _S_IDLE and not aborting and cmd_valid and (occ == 0 or second_ok)
+    insts.append(admit)
 
     @always_seq(clk.posedge, reset=rst)
     def track():
@@ -122,14 +123,13 @@ _SPAN_BITS = 21
 
 
 @block
-def _multi_port(clk, rst, QD, _S_IDLE, _CNT_BITS, *, state, rp, cur, occ, h_iss, rdy, acc_cmd,
-                hd_done, fslot, aborting, issue, tp, cmd_func, cmd_is_accum, cmd_valid, c_store,
-                c_accum, fins, errs, cmd, bp):
-    """Several ports: a second LOAD is accepted while one LOAD is held when
-    both go into the same SRAM, that SRAM has a narrow port per bank, both
-    move rows, neither writes one row over and over (stride 0) and their
-    SRAM row spans are disjoint (:func:`fsa.dmarules.second_load_ok`): the ports' beats then reach the
-    SRAM in no fixed order without changing the result.  Each port counts
+def _multi_port(clk, rst, QD, _CNT_BITS, *, rp, cur, occ, h_iss, n_ok, acc_cmd, hd_done, fslot,
+                issue, tp, cmd_func, cmd_is_accum, c_store, c_accum, fins, errs, cmd, bp):
+    """Several ports: `n_ok`, a second LOAD may join the LOAD held: both go
+    into the same SRAM, that SRAM has a narrow port per bank, both move
+    rows, neither writes one row over and over (stride 0) and their SRAM row
+    spans are disjoint (:func:`fsa.dmarules.second_load_ok`): the ports'
+    beats then reach the SRAM in no fixed order without changing the result.  Each port counts
     its bursts queued and not finished per slot (its bursts finish in
     order, so a finishing burst belongs to the oldest slot with one
     unfinished on that port); the oldest slot is done when it issues no more
@@ -141,7 +141,7 @@ def _multi_port(clk, rst, QD, _S_IDLE, _CNT_BITS, *, state, rp, cur, occ, h_iss,
     # ---- the command's SRAM row span (offset by _SPAN_OFF), and the held one's
     n_rm1, n_smag, n_prod = sig(9), sig(5), sig(14)
     n_lo, n_hi, h_lo, h_hi = (sig(_SPAN_BITS) for _ in range(4))
-    n_nz, h_nz, n_ok = sig(1), sig(1), sig(1)
+    n_nz, h_nz = sig(1), sig(1)
     n_solo, h_solo = sig(1), sig(1)     # one row over and over (all on port 0)
     c_rep, c_str, c_sz = cmd.repeat, cmd.sram_stride, cmd.size
     c_addr = zext(cmd.sram_addr, _SPAN_BITS)
@@ -183,12 +183,6 @@ def _multi_port(clk, rst, QD, _S_IDLE, _CNT_BITS, *, state, rp, cur, occ, h_iss,
                      and n_nz and h_nz and not n_solo and not h_solo
                      and (h_hi < n_lo or n_hi < h_lo))
     insts.append(admit)
-
-    @always_comb
-    def admit2():
-        rdy.next = state == _S_IDLE and (occ == 0 or n_ok)
-        acc_cmd.next = state == _S_IDLE and not aborting and cmd_valid and (occ == 0 or n_ok)
-    insts.append(admit2)
 
     @always_seq(clk.posedge, reset=rst)
     def held():

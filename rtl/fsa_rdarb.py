@@ -45,6 +45,7 @@ from __future__ import annotations
 
 from myhdl import ResetSignal, always_comb, always_seq, block
 
+from fsa.cyclefetch import loads_wait_whole_burst
 from rtl.convert import convert_block, sig
 
 MODULE = "fsa_rdarb"
@@ -164,12 +165,9 @@ OUTPUTS = {"c_ready", "d_valid", "f_block", "da_ready", "fa_ready", "m_arid", "m
 
 
 def hold_loads(cfg) -> bool:
-    """Whether LOAD commands wait while a fetch burst is in flight: with
-    several memory ports (the cycle model's per-port DMA does not place a
-    LOAD's port-0 beats after a fetch burst's); with one port a LOAD is
-    accepted during the burst and its beats follow the burst's on R
-    (``fsa.cyclefetch``, ``fsa.cycledma``)."""
-    return cfg.mem_ports > 1
+    """Whether LOAD commands wait for a fetch burst's last beat, not only
+    for its tail (:func:`fsa.cyclefetch.loads_wait_whole_burst`)."""
+    return loads_wait_whole_burst(cfg)
 
 
 def convert(outdir, cfg):

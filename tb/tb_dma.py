@@ -231,10 +231,9 @@ class AxiMonitor:
 # ------------------------------------------------------------------ policy
 def row_port(cfg: FSAConfig, ins: Dma, i: int) -> int:
     """The port of row `i`: round-robin, or 0 when the rows overlap."""
+    from fsa.dmarules import rows_on_port0
     P = cfg.mem_ports
-    solo = P > 1 and ((ins.func == DmaFunc.STORE and abs(ins.mem_stride) < ins.size)
-                      or (ins.func == DmaFunc.LOAD and ins.sram_stride == 0 and ins.repeat > 1))
-    return 0 if solo else i % P
+    return 0 if P > 1 and rows_on_port0(ins) else i % P
 
 
 def expected_bursts(cfg: FSAConfig, ins: Dma, rows: int | None = None) -> list[list[Burst]]:

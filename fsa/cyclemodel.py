@@ -18,8 +18,10 @@ stretches:
   ``stop`` ends the program (``exec`` = the cycle of ``stop`` + 1);
 * the matrix controller's issue rule (two slots; the next instruction starts
   the cycle after the previous one's conflict-free cycle when a slot is free,
-  blocking functions and ``wait_prev_acc`` wait for both slots), with the
-  plans' ``conflict_free``, ``retire`` and ``release`` cycles;
+  blocking functions and ``wait_prev_acc`` wait for both slots; while the
+  wave of an instruction whose slot retired early (UD LOAD_Q) runs, only the
+  instruction right after it may start), with the plans' ``conflict_free``,
+  ``retire``, ``wave_retire`` and ``release`` cycles;
 * semaphores (value + held flag, acquire checked combinationally, releases
   visible the cycle after the release pulse);
 * the DMA engine: an instruction accepted in cycle ``c`` pulses ``done`` in
@@ -195,6 +197,9 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
     feed = HostFeed(host, cfg.inst_queue_size) if host is not None else None
     CF = [p.conflict_free for p in plans]
     RET = [p.retire for p in plans]
+    # an early-retired instruction's wave (UD LOAD_Q, Plan.slot_last): its
+    # slot frees at RET, its actions last until WAVE
+    WAVE = [p.wave_retire if p.slot_last is not None else None for p in plans]
     REL = [p.release for p in plans]
     READ_REL = [p.read_release for p in plans]      # UD early_release (docs/ud.md)
 
@@ -227,6 +232,8 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
     dmq: list[int] = []     # pending DMA instructions (hardware: at most one)
     slots = [None, None]      # [func, start, index]
     last = 0
+    wave = None               # [start, end] of the last early-retired instruction's wave
+    wave_last = False         # ... which is the most recent matrix instruction
     mx_starts: list[int] = []
     cnt = {"bubble": 0, "mx_active": 0, "dma_active": 0, "mx": 0, "dma": 0}
 
@@ -295,7 +302,8 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
             raise RuntimeError(f"cycle model: no stop within {max_cycles} cycles")
         # ---------------- combinational view of cycle c
         busy = [s is not None and c < s[1] + RET[s[0]] for s in slots]
-        mx_busy = busy[0] or busy[1]
+        wave_busy = wave is not None and c < wave[1]
+        mx_busy = busy[0] or busy[1] or wave_busy
         fr = [(not busy[k]) or (c + 1 >= slots[k][1] + RET[slots[k][0]]) for k in (0, 1)]
         inflight = eng.inflight()
         changed = False
@@ -325,7 +333,10 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
                 blocking = BLOCK[f] or bool(x.wait_prev_acc)
                 allfree = fr[0] and fr[1]
                 bok = allfree or not (blocking or lb)
-                mx_accept = ok and bok and (fr[0] or fr[1])
+                # only the instruction right after an early-retired one may
+                # start while its wave runs (not a blocking one)
+                wok = (not wave_busy) or c + 1 >= wave[1] or (wave_last and not blocking)
+                mx_accept = ok and bok and wok and (fr[0] or fr[1])
         # DMA issue (the engine is ready once done has pulsed; the core's
         # in-flight flag clears the cycle after)
         dm_issue = bool(dmq) and acq_ok(ins[dmq[0]]) and \
@@ -406,6 +417,9 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
             x = ins[mxq[0]]
             slots[take] = [int(x.func), c + 1, mxq[0]]
             last = take
+            wave_last = WAVE[int(x.func)] is not None
+            if wave_last:
+                wave = [c + 1, c + 1 + WAVE[int(x.func)]]
             mx_starts.append(c + 1)
             cnt["mx"] += 1
             if x.acquire_valid:
@@ -456,6 +470,8 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
             if s is not None:
                 b = s[1]
                 cand += [b + CF[s[0]], b + RET[s[0]] - 1, b + RET[s[0]], b + rel_at(s)]
+        if wave is not None:
+            cand += [wave[1] - 1, wave[1]]
         if eng.next_done(c) is not None:
             cand.append(eng.next_done(c))
         if feed is not None and not dec_full and pc < n:

@@ -153,6 +153,11 @@ class Plan:
     #: UD only: bottom comparator row commands (cycle of column 0, command of
     #: BCMP_CMDS), travelling right with the PE control's skew.
     bcmp: tuple[tuple[int, str], ...] = ()
+    #: UD only: the last cycle the controller's slot acts for this instruction
+    #: when that is before :attr:`last` (LOAD_Q: its last row-0 ``load_q``
+    #: source; the wave finishes in the control chains and the array, which
+    #: need no slot).  :attr:`release` and :attr:`retire` then count from it.
+    slot_last: "int | None" = None
 
     @property
     def last(self) -> int:
@@ -170,8 +175,13 @@ class Plan:
 
     @property
     def release(self) -> int:
-        """Cycle at which the semaphore release takes effect (after the last action)."""
-        return self.last + 1
+        """Cycle at which the semaphore release takes effect (after the last
+        action, or after :attr:`slot_last` when the plan sets it)."""
+        return self._slot_end + 1
+
+    @property
+    def _slot_end(self) -> int:
+        return self.last if self.slot_last is None else self.slot_last
 
     @property
     def read_release(self) -> int:
@@ -184,6 +194,17 @@ class Plan:
     @property
     def retire(self) -> int:
         """Cycle (relative) from which this instruction's slot can be reused."""
+        return self._slot_end + SLOT_RETIRE
+
+    @property
+    def wave_retire(self) -> int:
+        """Cycle (relative) from which every action of this instruction is
+        over (:attr:`retire` unless :attr:`slot_last` frees the slot earlier).
+        While an early-retired instruction's wave runs on, only the
+        instruction right after it may start (not a blocking one, nor one
+        with ``wait_prev_acc``): the two-slot rule's guarantee that an
+        instruction starts after everything two before it is over still
+        holds (:func:`schedule_starts`)."""
         return self.last + SLOT_RETIRE
 
 
@@ -444,19 +465,31 @@ def schedule_starts(plans: list[Plan], wait_prev_acc: "list[bool] | None" = None
     one's conflict-free cycle, only when the instruction ISSUE_SLOTS before it
     has retired, and a blocking instruction (or one with `wait_prev_acc`)
     waits for all before it to retire; a blocking one also holds off
-    everything after it until it retires."""
+    everything after it until it retires.  An instruction whose slot retires
+    before its wave is over (:attr:`Plan.slot_last`, UD LOAD_Q) lets only
+    the instruction right after it start before :attr:`Plan.wave_retire`."""
     starts: list[int] = []
     waits = wait_prev_acc or [False] * len(plans)
+    wave = None                 # the last early-retired instruction (index)
     for i, p in enumerate(plans):
         s = 0
         if i:
             prev = plans[i - 1]
             s = starts[i - 1] + prev.conflict_free + 1
-            if i >= ISSUE_SLOTS:
-                j = i - ISSUE_SLOTS
-                s = max(s, starts[j] + plans[j].retire)
+            # a free slot: fewer than ISSUE_SLOTS earlier ones not yet retired
+            # (the instruction ISSUE_SLOTS before, unless an early-retired
+            # LOAD_Q between frees its slot first)
+            while True:
+                ends = sorted(e for e in (starts[j] + plans[j].retire for j in range(i)) if e > s)
+                if len(ends) < ISSUE_SLOTS:
+                    break
+                s = ends[len(ends) - ISSUE_SLOTS]
             if p.blocking or prev.blocking or waits[i]:
                 s = max([s] + [starts[j] + plans[j].retire for j in range(i)])
+            if wave is not None and (wave < i - 1 or p.blocking or waits[i]):
+                s = max(s, starts[wave] + plans[wave].wave_retire)
+        if p.slot_last is not None:
+            wave = i
         starts.append(s)
     return starts
 

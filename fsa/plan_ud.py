@@ -32,7 +32,11 @@ PVSTEP)            then the scores shift up); ``load_reg_di`` parallel at R,
                    R+1, BYPASS at 2R+P+3..3R+P+3; ACC EXP_S1 / EXP_S2 at
                    R+C+1 / R+C+2, ACC_SA at 2R+P+C+3+i (acc walk i = 0: l,
                    1..R: the O^T rows), each reading its row the cycle before
-LOAD_Q             Q rows (walk 0..C-1) read at 0..C-1, ``load_q`` down 1..C
+LOAD_Q             Q rows (walk 0..C-1) read at 0..C-1, ``load_q`` down 1..C;
+                   the slot retires after its last row-0 source
+                   (:attr:`fsa.plan.Plan.slot_last` = C: release at C + 1,
+                   retire at C + 2), so a STEP after it waits C + 2 cycles,
+                   not for the STEP before LOAD_Q to retire
 =================  ===========================================================
 
 The STEP period is ``T = 2R + P + 3`` (:func:`period`): every PE's FMA, the
@@ -140,9 +144,11 @@ def make_ud_plan(func: str, R: int, C: int, P: int = 8) -> Plan:
                          f"got C = {C}")
     T = period(R, P)
     if func == "LOAD_Q":
+        # the slot is free once its last row-0 source (cycle C) has gone: the
+        # wave reaches the other rows through the control chains
         return Plan(func, R, C, P, waves=(_w("load_q", "down", 1, C),), cmp=(), acc=(),
                     spad_reads=tuple(SpadRead(i, "sram", i, *FLAGS) for i in range(C)),
-                    acc_reads=(), conflict_free=C - 1)
+                    acc_reads=(), conflict_free=C - 1, slot_last=C)
     waves, reads, cmp, bcmp, acc, acc_reads = [], [], [], [], [], []
     if func in ("KSTEP", "STEP"):
         w, r, c, b = _k_part(R)

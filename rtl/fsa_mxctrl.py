@@ -171,7 +171,7 @@ def fsa_mxctrl(clk, rst,
     NB = ctrl_width(cfg)
     FB = func_bits(cfg)
     plans = plans_for(cfg)
-    TW = max(p.retire for p in plans).bit_length() + 1
+    TW = max(max(p.retire, p.wave_retire) for p in plans).bit_length() + 1
     CF = tuple(p.conflict_free for p in plans)
     RETIRE = tuple(p.retire for p in plans)
     RELEASE = tuple(p.release for p in plans)
@@ -381,6 +381,9 @@ def fsa_mxctrl(clk, rst,
     if not ud:    # (UD: rtl/fsa_mxctrl_ud.py, with early_release)
         insts += [per_func(f0, rls0, RELEASE, TW), per_func(f1, rls1, RELEASE, TW)]
 
+    # UD: the wave guard (fsa_mxctrl_ud.wave_guard) has the last word on in_ready
+    ready_o, accept_o = (sig(1), sig(1)) if ud else (in_ready, accept)
+
     @always_comb
     def issue():
         # a slot is free from the next cycle on
@@ -399,8 +402,8 @@ def fsa_mxctrl(clk, rst,
         allfree = fr0 and fr1
         bok = allfree or not (blocking or lb)
         ready = ok and bok and (fr0 or fr1)
-        in_ready.next = ready
-        accept.next = ready and in_valid
+        ready_o.next = ready
+        accept_o.next = ready and in_valid
         # the slot to fill: the one not holding the most recent instruction
         if fr0 and fr1:
             take.next = not last
@@ -428,10 +431,14 @@ def fsa_mxctrl(clk, rst,
                                       s_causal[i], s_maskk[i], s_rel[i], rets[i], src[i]["sram"],
                                       src[i]["accrd"], inp), f"slot{i}_regs"))
     if ud:        # the slots' UD flags, release cycles and channels, the BCMP lanes
+        wv_busy = sig(1)
+        insts.append(named(fsa_mxctrl_ud.wave_guard(
+            clk, rst, accept_o, in_func, in_wait_prev_acc, ready_o, in_ready, accept, wv_busy,
+            plans, B0, B1, TW), "wave"))
         insts.append(named(fsa_mxctrl_ud.ud_control(
             clk, rst, loads, in_reset_max, in_early_release, s_func, s_busy, s_t, s_rel, s_causal,
             [d["bcmp"] for d in src], bcmp_max, bcmp_up, bcmp_od, bcmp_causal, rel_valid, rel_id,
-            rel_value, rel2_valid, rel2_id, rel2_value, busy, plans, TW), "ud"))
+            rel_value, rel2_valid, rel2_id, rel2_value, busy, plans, TW, wv_busy), "ud"))
 
     @always_seq(clk.posedge, reset=rst)
     def last_slot():

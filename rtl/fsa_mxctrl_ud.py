@@ -27,7 +27,7 @@ from rtl import fsa_bcmp
 from rtl.convert import named, sig
 from rtl.fsa_mxctrl_parts import encode, member, runs
 
-__all__ = ["bcmp_sources", "ud_control", "slope_offsets", "ud_ports", "UD_OUTPUTS"]
+__all__ = ["bcmp_sources", "ud_control", "wave_guard", "slope_offsets", "ud_ports", "UD_OUTPUTS"]
 
 #: the UD controller's extra outputs (its extra inputs: in_reset_max, in_early_release)
 UD_OUTPUTS = ("bcmp_max", "bcmp_up", "bcmp_od", "bcmp_causal", "rel2_valid", "rel2_id",
@@ -71,10 +71,11 @@ def bcmp_sources(func, t, lane_max, lane_up, lane_od, reset_hit, plans):
 @block
 def ud_control(clk, rst, loads, in_reset_max, in_early_release, funcs, busys, ts, rels, causals,
                bcmps, bcmp_max, bcmp_up, bcmp_od, bcmp_causal, rel_valid, rel_id, rel_value,
-               rel2_valid, rel2_id, rel2_value, busy, plans, TW):
+               rel2_valid, rel2_id, rel2_value, busy, plans, TW, wave_busy):
     """The UD parts of fsa_mxctrl after its slots (module docstring): per
     slot the flags and the release cycle; the merged BCMP lanes; one release
-    channel per slot (slot 0: ``rel_*``, slot 1: ``rel2_*``) and ``busy``."""
+    channel per slot (slot 0: ``rel_*``, slot 1: ``rel2_*``) and ``busy``
+    (a slot, or the wave of :func:`wave_guard`)."""
     from rtl.convert import sig
 
     f0, f1 = funcs
@@ -112,9 +113,51 @@ def ud_control(clk, rst, loads, in_reset_max, in_early_release, funcs, busys, ts
             rel2_valid.next = True
             rel2_id.next = rl1[RV:VB]
             rel2_value.next = rl1[VB:]
-        busy.next = b0 or b1
+        busy.next = b0 or b1 or wave_busy
     insts.append(sem_release)
     return insts
+
+
+@block
+def wave_guard(clk, rst, accept_in, in_func, in_wait_prev_acc, ready_in, in_ready, accept,
+               wave_busy, plans, B0, B1, TW):
+    """The wave of an instruction whose slot retires before its last action
+    (:attr:`fsa.plan.Plan.slot_last`: LOAD_Q's slot frees after its last
+    row-0 source, its ``load_q`` wave runs on down the rows and across the
+    columns until :attr:`~fsa.plan.Plan.wave_retire`).  While that wave
+    runs (``wave_busy``, which also keeps the controller ``busy``) only the
+    instruction right after it may start, and not a blocking one nor one with
+    ``wait_prev_acc``: every instruction still starts after everything two
+    before it is over, as with two slots alone.  ``in_ready`` / ``accept``:
+    the slots' rule (``ready_in`` / ``accept_in``) and this one."""
+    from rtl.convert import sig
+    from rtl.fsa_mxctrl_parts import per_func
+
+    WAVE = tuple(p.wave_retire if p.slot_last is not None else 0 for p in plans)
+    wave_in, wave_t, wave_end = sig(TW), sig(TW), sig(TW)
+    wave_last = sig(1)          # the most recent instruction owns the wave
+    insts = [named(per_func(in_func, wave_in, WAVE, TW), "ret")]
+
+    @always_comb
+    def gate():
+        blocking = in_func == B0 or in_func == B1 or in_wait_prev_acc
+        free = (not wave_busy) or wave_t + 1 >= wave_end or (wave_last and not blocking)
+        in_ready.next = ready_in and free
+        accept.next = accept_in and free
+
+    @always_seq(clk.posedge, reset=rst)
+    def regs():
+        if accept:
+            wave_last.next = wave_in != 0
+        if accept and wave_in != 0:
+            wave_busy.next = True
+            wave_t.next = 0
+            wave_end.next = wave_in
+        elif wave_busy:
+            wave_t.next = wave_t + 1
+            if wave_t + 1 >= wave_end:
+                wave_busy.next = False
+    return insts + [gate, regs]
 
 
 @block

@@ -35,9 +35,32 @@ def test_back_to_back_steps_share_nothing_and_run_at_T(R, C):
     assert plan_ud.period(R, P) == T
     step_starts = [s for p, s in zip(seq, starts) if p.func in ("STEP", "PVSTEP")]
     assert {b - a for a, b in zip(step_starts, step_starts[1:])} == {T}, step_starts
-    # KSTEP -> first STEP: as soon as -m is in the u path (or LOAD_Q's slot retires)
+    # KSTEP -> first STEP: as soon as -m is in the u path, and (two after
+    # LOAD_Q) once LOAD_Q's wave is over; KSTEP itself takes LOAD_Q's slot
+    # C + 2 cycles after it (its last row-0 source)
     i = [p.func for p in seq].index("KSTEP")
-    assert starts[i + 1] == max(starts[i] + 2 * R + 2, starts[i - 1] + pl["LOAD_Q"].retire)
+    assert pl["LOAD_Q"].retire == C + 2 < pl["LOAD_Q"].wave_retire == 2 * C + R
+    assert starts[i] == starts[i - 1] + C
+    assert starts[i + 1] == max(starts[i] + 2 * R + 2, starts[i - 1] + pl["LOAD_Q"].wave_retire)
+
+
+def test_load_q_between_steps_costs_c_plus_2():
+    """Mid-pipeline (STEP, LOAD_Q, STEP): LOAD_Q's slot retires after its
+    last row-0 source, so the STEP after it starts C + 2 cycles after it
+    instead of waiting for the STEP before it to retire (3R + P + C + 5);
+    the STEP after that one waits for LOAD_Q's wave, which is over by then."""
+    for R, C in ((4, 4), (8, 8), (16, 16), (4, 8), (8, 4), (16, 8)):
+        pl = _plans(R, C)
+        T = plan_ud.period(R, P)
+        seq = [pl["LOAD_Q"], pl["KSTEP"], pl["STEP"], pl["LOAD_Q"], pl["STEP"], pl["STEP"],
+               pl["PVSTEP"]]
+        starts = fplan.schedule_starts(seq)
+        plan_ud.check_schedule(seq, starts)
+        assert starts[3] == starts[2] + T
+        assert starts[4] == starts[3] + C + 2, (R, C, starts)
+        assert starts[5] == starts[4] + T and starts[6] == starts[5] + T
+        # what the two-slot rule alone gave: the STEP before LOAD_Q's retirement
+        assert starts[2] + plan_ud.retire_span(R, C, P) > starts[4]
 
 
 @pytest.mark.parametrize("R,C", [(4, 4), (8, 8), (16, 16), (4, 8), (8, 4), (8, 16), (16, 8)],

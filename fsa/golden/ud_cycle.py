@@ -88,7 +88,7 @@ def run(cfg, spad: np.ndarray, acc: np.ndarray, program: "list[Matrix]", starts:
             raise ValueError(f"ud_cycle: {f.name} is not modelled")
         p = plans[int(f)]
         tb = table(p)
-        end = max(end, s + p.retire)
+        end = max(end, s + p.wave_retire)
         for t, rows in enumerate(tb.pe):
             for r, bits in enumerate(rows):
                 if bits:

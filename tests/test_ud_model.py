@@ -144,3 +144,45 @@ def test_cli_compile_exec_round_trip(tmp_path, capsys):
     assert main(["exec", "--config", "FSA4X4Fp16Config", "--program", b, "--load", e,
                  "--sim", "golden"]) == 1
     assert "ILLEGAL_FUNC at instruction 2" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["FSA4X4Fp16UdConfig", "FSA8X4Fp16UdConfig", "FSA4X8Fp16UdConfig"])
+def test_load_q_wave_holds_all_but_the_next_instruction(name):
+    """LOAD_Q's slot retires after its last row-0 source (Plan.slot_last),
+    its wave runs on until Plan.wave_retire: the instruction right after it
+    may start at its conflict-free cycle, the one after that (and a blocking
+    one, or one with wait_prev_acc, even right after it) waits for the wave.
+    The cycle model and plan.schedule_starts agree."""
+    cfg = fconfig.get(name)
+    lq = timing.plan(cfg, "LOAD_Q")
+    R, C = cfg.sa_rows, cfg.sa_cols
+    assert lq.slot_last == C and lq.retire == C + 2 and lq.wave_retire == lq.last + 2 > lq.retire
+    ud = dict(rev_input=True, delay_output=True)
+    F = isa.MxFunc
+    cases = {
+        # LOAD_STATIONARY right after (cf), ATTENTION_SCORE two after: the wave
+        "two after": ([isa.Matrix(F.LOAD_Q, **ud), isa.Matrix(F.LOAD_STATIONARY),
+                       isa.Matrix(F.LOAD_STATIONARY)], [0, C, lq.wave_retire]),
+        "blocking": ([isa.Matrix(F.LOAD_Q, **ud), isa.Matrix(F.ATTENTION_LSE_NORM_SCALE)],
+                     [0, lq.wave_retire]),
+        "wait_prev_acc": ([isa.Matrix(F.LOAD_Q, **ud),
+                           isa.Matrix(F.LOAD_STATIONARY, wait_prev_acc=True)],
+                          [0, lq.wave_retire]),
+        "back to back": ([isa.Matrix(F.LOAD_Q, **ud), isa.Matrix(F.LOAD_Q, **ud),
+                          isa.Matrix(F.KSTEP, reset_max=True, **ud)], [0, C, 2 * C]),
+    }
+    plans = timing.plans(cfg)
+    for what, (mx, want) in cases.items():
+        res = cm.simulate(cfg, mx + [isa.Fence(mx=True, stop=True)], cm.IDEAL_DMA)
+        first = res.mx_starts[0]
+        got = [s - first for s in res.mx_starts]
+        sched = fplan.schedule_starts([plans[int(i.func)] for i in mx],
+                                      [i.wait_prev_acc for i in mx])
+        assert got[:2] == want[:2] or what != "two after", (what, got)
+        assert got == sched, (what, got, sched)
+        assert got[-1] >= want[-1], (what, got, want)
+        if what in ("blocking", "wait_prev_acc"):
+            assert got[-1] == lq.wave_retire, (what, got)
+        # the controller stays busy (a Fence(mx) waits) until the wave is over
+        assert res.cycles >= first + max(s - first + plans[int(i.func)].wave_retire
+                                         for i, s in zip(mx, res.mx_starts)) - 2, (what, res.cycles)

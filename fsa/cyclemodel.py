@@ -117,7 +117,7 @@ def _sram_use(plans: list[fplan.Plan]) -> list[dict]:
         for a in p.acc_reads:
             use.setdefault(a.cycle, []).append(("acc", a.index))
         for t, cmd in p.acc:
-            if cmd in ("ACC_SA", "ACC"):
+            if cmd in ("ACC_SA", "ACC", "ACC2"):
                 # the write-back of cycle t goes to the row read at t - 1
                 use.setdefault(t, []).append(("acc", reads.get(t - 1, 0)))
         out.append(use)
@@ -200,6 +200,12 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
     # an early-retired instruction's wave (UD LOAD_Q, Plan.slot_last): its
     # slot frees at RET, its actions last until WAVE
     WAVE = [p.wave_retire if p.slot_last is not None else None for p in plans]
+    # UD NORM_SCALE / NORM: the third, ACC-only slot; the instruction after
+    # one starts the cycle after it only as its partner (a STEP or PVSTEP)
+    NORM = [p.func in fplan.NORM_FUNCS for p in plans]
+    PARTNER = [p.func in ("STEP", "PVSTEP") for p in plans]
+    from fsa.plan_ud import norm_slack
+    SLACK = norm_slack(cfg.exp2_pieces)
     REL = [p.release for p in plans]
     READ_REL = [p.read_release for p in plans]      # UD early_release (docs/ud.md)
 
@@ -230,8 +236,9 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
     dec_full = False
     mxq: list[int] = []     # pending matrix instructions (hardware: at most one)
     dmq: list[int] = []     # pending DMA instructions (hardware: at most one)
-    slots = [None, None]      # [func, start, index]
-    last = 0
+    slots = [None, None, None]    # [func, start, index]; slot 2: NORM_FUNCS only
+    last = 0                  # the slot of the most recent instruction
+    rlast = 0                 # ... of the most recent one in slots 0 and 1
     wave = None               # [start, end] of the last early-retired instruction's wave
     wave_last = False         # ... which is the most recent matrix instruction
     mx_starts: list[int] = []
@@ -303,8 +310,8 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
         # ---------------- combinational view of cycle c
         busy = [s is not None and c < s[1] + RET[s[0]] for s in slots]
         wave_busy = wave is not None and c < wave[1]
-        mx_busy = busy[0] or busy[1] or wave_busy
-        fr = [(not busy[k]) or (c + 1 >= slots[k][1] + RET[slots[k][0]]) for k in (0, 1)]
+        mx_busy = busy[0] or busy[1] or busy[2] or wave_busy
+        fr = [(not busy[k]) or (c + 1 >= slots[k][1] + RET[slots[k][0]]) for k in (0, 1, 2)]
         inflight = eng.inflight()
         changed = False
         # matrix issue
@@ -331,12 +338,16 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
                 ok = (not busy[last]) or (c >= ls[1] + CF[ls[0]])
                 lb = busy[last] and BLOCK[ls[0]]
                 blocking = BLOCK[f] or bool(x.wait_prev_acc)
-                allfree = fr[0] and fr[1]
+                allfree = fr[0] and fr[1] and fr[2]
                 bok = allfree or not (blocking or lb)
                 # only the instruction right after an early-retired one may
                 # start while its wave runs (not a blocking one)
                 wok = (not wave_busy) or c + 1 >= wave[1] or (wave_last and not blocking)
-                mx_accept = ok and bok and wok and (fr[0] or fr[1])
+                # after a NORM_SCALE / NORM: its partner the cycle after, or
+                # anything once it retires
+                pok = last != 2 or fr[2] or (PARTNER[f] and not blocking and c < ls[1] + SLACK)
+                free = fr[2] if NORM[f] else (fr[0] or fr[1])
+                mx_accept = ok and bok and wok and pok and free
         # DMA issue (the engine is ready once done has pulsed; the core's
         # in-flight flag clears the cycle after)
         dm_issue = bool(dmq) and acq_ok(ins[dmq[0]]) and \
@@ -358,7 +369,7 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
             eng.step(c)
         # releases (pulses in cycle c, visible at c + 1)
         rel = []
-        for k in (0, 1):
+        for k in (0, 1, 2):
             s = slots[k]
             if busy[k] and c == s[1] + rel_at(s):
                 x = ins[s[2]]
@@ -413,8 +424,12 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
                                fe.bursts if fe is not None else [])
         # ---------------- next state
         if mx_accept:
-            take = (1 - last) if (fr[0] and fr[1]) else (1 if fr[1] else 0)
             x = ins[mxq[0]]
+            if NORM[int(x.func)]:
+                take = 2
+            else:
+                take = (1 - rlast) if (fr[0] and fr[1]) else (1 if fr[1] else 0)
+                rlast = take
             slots[take] = [int(x.func), c + 1, mxq[0]]
             last = take
             wave_last = WAVE[int(x.func)] is not None
@@ -465,7 +480,7 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
             continue
         # ---------------- nothing happened: jump to the next time-driven event
         cand = []
-        for k in (0, 1):
+        for k in (0, 1, 2):
             s = slots[k]
             if s is not None:
                 b = s[1]

@@ -114,6 +114,8 @@ class MxFunc(enum.IntEnum):
     KSTEP = 6
     STEP = 7
     PVSTEP = 8
+    NORM_SCALE = 9
+    NORM = 10
 
 
 class DmaFunc(enum.IntEnum):

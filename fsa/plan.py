@@ -52,7 +52,8 @@ __all__ = [
     "PE_BITS", "CMP_CMDS", "ACC_CMDS", "FUNCS", "Wave", "SpadRead", "AccRead", "Plan",
     "make_plan", "table", "compact", "expand_compact", "Table", "schedule_starts",
     "ISSUE_SLOTS", "SLOT_RETIRE", "check_overlap", "chart", "landing",
-    "UD_FUNCS", "ALL_FUNCS", "UD_PE_BITS", "BCMP_CMDS", "UD_CMP_CMDS",
+    "UD_FUNCS", "ALL_FUNCS", "UD_PE_BITS", "BCMP_CMDS", "UD_CMP_CMDS", "UD_ACC_CMDS",
+    "NORM_FUNCS",
 ]
 
 #: PE control bits, in the order of docs/architecture.md section 3.
@@ -61,11 +62,19 @@ PE_BITS = ("mac", "acc_ui", "load_reg_li", "load_reg_ui", "flow_lr", "flow_ud",
 CMP_CMDS = ("NOP", "UPDATE", "PROP_MAX", "PROP_MAX_DIFF", "PROP_EXP2_INTERCEPTS",
             "PROP_ZERO", "RESET")
 ACC_CMDS = ("NOP", "EXP_S1", "EXP_S2", "ACC_SA", "ACC", "SET_SCALE", "RECIPROCAL")
+#: UD configurations' ACC commands: ACC_CMDS and the second scale register's
+#: (``scale2``, used by NORM_SCALE / NORM only): SET_SCALE2 (scale2 <- sram),
+#: RECIPROCAL2 (starts the divider on scale2; it writes scale2 when done, the
+#: plan's ``hold``), ACC2 (wb = scale2 * sram + 0).
+UD_ACC_CMDS = ACC_CMDS + ("SET_SCALE2", "RECIPROCAL2", "ACC2")
 #: Matrix functions by ISA code (docs/architecture.md section 8).
 FUNCS = ("LOAD_STATIONARY", "ATTENTION_SCORE", "ATTENTION_VALUE",
          "ATTENTION_LSE_NORM_SCALE", "ATTENTION_LSE_NORM")
 #: The UD dataflow's functions (ISA codes len(FUNCS).., fsa.hw.isa.UD_MX_FUNCS).
-UD_FUNCS = ("LOAD_Q", "KSTEP", "STEP", "PVSTEP")
+UD_FUNCS = ("LOAD_Q", "KSTEP", "STEP", "PVSTEP", "NORM_SCALE", "NORM")
+#: The UD functions that run in the controller's third, ACC-only slot (the
+#: non-blocking normalisation, docs/ud.md).
+NORM_FUNCS = ("NORM_SCALE", "NORM")
 #: Every function, indexed by ISA code.
 ALL_FUNCS = FUNCS + UD_FUNCS
 #: The UD PE's extra control bits (after PE_BITS: control 9 -> 12 bits):
@@ -158,6 +167,9 @@ class Plan:
     #: source; the wave finishes in the control chains and the array, which
     #: need no slot).  :attr:`release` and :attr:`retire` then count from it.
     slot_last: "int | None" = None
+    #: UD NORM_SCALE: the cycle the divider writes ``scale2``, after its
+    #: one-cycle RECIPROCAL2 command (the slot is held until then).
+    hold: int = 0
 
     @property
     def last(self) -> int:
@@ -171,7 +183,7 @@ class Plan:
         cands += [t + self.C - 1 for t, _ in self.bcmp]
         cands += [t for t, _ in self.acc]
         cands += [r.cycle for r in self.spad_reads] + [r.cycle for r in self.acc_reads]
-        return max(cands)
+        return max(cands + [self.hold])
 
     @property
     def release(self) -> int:
@@ -247,7 +259,7 @@ def make_plan(func: "str | int", R: int, C: int, P: int = 8, *,
         if (rev_in, rev_out, delay) != (None, None, None):
             raise ValueError(f"{func}: the UD plans have fixed input-delayer flags")
         from fsa.plan_ud import make_ud_plan
-        return make_ud_plan(func, R, C, P)
+        return make_ud_plan(func, R, C, P, reciprocal_cycles=reciprocal_cycles)
     if func not in FUNCS:
         raise ValueError(f"unknown matrix function {func!r}; use one of {ALL_FUNCS}")
     if R < 2 or C < 2 or P < 1:
@@ -467,7 +479,11 @@ def schedule_starts(plans: list[Plan], wait_prev_acc: "list[bool] | None" = None
     waits for all before it to retire; a blocking one also holds off
     everything after it until it retires.  An instruction whose slot retires
     before its wave is over (:attr:`Plan.slot_last`, UD LOAD_Q) lets only
-    the instruction right after it start before :attr:`Plan.wave_retire`."""
+    the instruction right after it start before :attr:`Plan.wave_retire`.
+    The UD NORM_FUNCS run in a third slot of their own (one at a time); the
+    instruction after one starts 1 .. ``fsa.plan_ud.norm_slack`` cycles
+    after it when it is a STEP or PVSTEP (its partner, whose free ACC window
+    the normalisation uses), otherwise once it has retired."""
     starts: list[int] = []
     waits = wait_prev_acc or [False] * len(plans)
     wave = None                 # the last early-retired instruction (index)
@@ -479,8 +495,15 @@ def schedule_starts(plans: list[Plan], wait_prev_acc: "list[bool] | None" = None
             # a free slot: fewer than ISSUE_SLOTS earlier ones not yet retired
             # (the instruction ISSUE_SLOTS before, unless an early-retired
             # LOAD_Q between frees its slot first)
+            # (the two slots hold the instructions that are not NORM_FUNCS;
+            # those have a third slot of their own, free at their retire)
+            norm = p.func in NORM_FUNCS
             while True:
-                ends = sorted(e for e in (starts[j] + plans[j].retire for j in range(i)) if e > s)
+                ends = sorted(e for e in (starts[j] + plans[j].retire for j in range(i)
+                                          if (plans[j].func in NORM_FUNCS) == norm) if e > s)
+                if norm:
+                    s = max([s] + ends)
+                    break
                 if len(ends) < ISSUE_SLOTS:
                     break
                 s = ends[len(ends) - ISSUE_SLOTS]
@@ -488,6 +511,13 @@ def schedule_starts(plans: list[Plan], wait_prev_acc: "list[bool] | None" = None
                 s = max([s] + [starts[j] + plans[j].retire for j in range(i)])
             if wave is not None and (wave < i - 1 or p.blocking or waits[i]):
                 s = max(s, starts[wave] + plans[wave].wave_retire)
+            # after a NORM_SCALE / NORM: its partner (a STEP or PVSTEP) the
+            # cycle after it, anything else once it has retired
+            if prev.func in NORM_FUNCS:
+                from fsa.plan_ud import norm_slack
+                if not (p.func in ("STEP", "PVSTEP") and not (p.blocking or waits[i])
+                        and s <= starts[i - 1] + norm_slack(prev.P)):
+                    s = max(s, starts[i - 1] + prev.retire)
         if p.slot_last is not None:
             wave = i
         starts.append(s)
@@ -593,7 +623,8 @@ def chart(plan: Plan, bits: Iterable[str] | None = None) -> str:
             lines.append(f"{b + ' r' + str(r):<{label_w}}{row}")
     abbrev = {"UPDATE": "U", "PROP_MAX": "M", "PROP_MAX_DIFF": "D", "PROP_EXP2_INTERCEPTS": "I",
               "PROP_ZERO": "0", "RESET": "R", "EXP_S1": "1", "EXP_S2": "2", "ACC_SA": "S",
-              "ACC": "A", "SET_SCALE": "T", "RECIPROCAL": "/", "LATCH": "L"}
+              "ACC": "A", "SET_SCALE": "T", "RECIPROCAL": "/", "LATCH": "L", "ACC2": "a",
+              "SET_SCALE2": "t", "RECIPROCAL2": "%"}
     if tb.cmp:
         lines.append(f"{'CMP (col 0)':<{label_w}}" + "".join(abbrev[tb.cmp[c]] if c in tb.cmp else "."
                                                           for c in range(n)))

@@ -71,7 +71,9 @@ from __future__ import annotations
 
 from fsa.plan import (BCMP_CMDS, AccRead, Plan, SpadRead, UD_FUNCS, Wave, table)
 
-__all__ = ["period", "make_ud_plan", "retire_span", "check_schedule", "claims", "ScheduleError"]
+__all__ = ["period", "make_ud_plan", "retire_span", "norm_slack", "norm_window", "check_schedule",
+           "claims",
+           "ScheduleError"]
 
 #: Input-delayer flags of every UD SRAM read: rev_input, rev_output, delay_output.
 FLAGS = (True, False, True)
@@ -129,8 +131,11 @@ def _pv_part(R: int, C: int, P: int, v_walk: int) -> tuple[list, list, list, lis
     return waves, reads, cmp, bcmp, acc, acc_reads
 
 
-def make_ud_plan(func: str, R: int, C: int, P: int = 8) -> Plan:
-    """The UD plan of `func` (one of :data:`fsa.plan.UD_FUNCS`).
+def make_ud_plan(func: str, R: int, C: int, P: int = 8, *,
+                 reciprocal_cycles: "int | None" = None) -> Plan:
+    """The UD plan of `func` (one of :data:`fsa.plan.UD_FUNCS`);
+    `reciprocal_cycles` (:func:`fsa.hw.timing.reciprocal_cycles`) is needed
+    by NORM_SCALE.
 
     Raises:
         ValueError: unknown function, bad sizes, or ``C > R + P + 1``.
@@ -143,6 +148,8 @@ def make_ud_plan(func: str, R: int, C: int, P: int = 8) -> Plan:
         raise ValueError(f"the UD dataflow needs C <= R + P + 1 = {R + P + 1} (two issue slots), "
                          f"got C = {C}")
     T = period(R, P)
+    if func in ("NORM_SCALE", "NORM"):
+        return _norm_plan(func, R, C, P, reciprocal_cycles)
     if func == "LOAD_Q":
         # the slot is free once its last row-0 source (cycle C) has gone: the
         # wave reaches the other rows through the control chains
@@ -162,6 +169,47 @@ def make_ud_plan(func: str, R: int, C: int, P: int = 8) -> Plan:
     return Plan(func, R, C, P, tuple(waves), tuple(sorted(cmp)), tuple(acc),
                 tuple(sorted(reads, key=lambda x: x.cycle)), tuple(acc_reads),
                 conflict_free=cf, bcmp=tuple(sorted(bcmp)))
+
+
+def norm_slack(P: int) -> int:
+    """The partner of a NORM_SCALE / NORM (a STEP or PVSTEP) starts 1 ..
+    ``norm_slack`` cycles after it (the decoder hands the controller one
+    matrix instruction every other cycle at best): ``min(4, P + 1)``."""
+    return min(4, P + 1)
+
+
+def norm_window(R: int, C: int, P: int) -> tuple[int, int]:
+    """(first, last) cycle, relative to a NORM_SCALE / NORM start, of the
+    ACC command lane that its partner (a STEP or PVSTEP starting 1 ..
+    :func:`norm_slack` cycles later) and everything before it leave free:
+    after the latest partner's EXP_S2, before the earliest partner's first
+    ACC_SA (``2R + P + C + 4``); ``R + P + 1 - norm_slack`` cycles."""
+    return R + C + 3 + norm_slack(P), 2 * R + P + C + 3
+
+
+def _norm_plan(func: str, R: int, C: int, P: int, n: "int | None") -> Plan:
+    """NORM_SCALE (``scale2 <- 1 / l``, one acc row) or NORM (R acc rows
+    ``<- scale2 * row + 0``): the ACC-only functions of the controller's
+    third slot.  Their commands sit in the free window of the STEP or PVSTEP
+    that starts 1 .. :func:`norm_slack` cycles after them
+    (:func:`norm_window`); the next instruction may start that soon
+    (``conflict_free`` 0) only when it is such a partner (the issue rule,
+    fsa/plan.py), else once they have retired."""
+    first, last = norm_window(R, C, P)
+    if func == "NORM_SCALE":
+        if n is None or isinstance(n, bool) or not isinstance(n, int) or n < 2:
+            raise ValueError("NORM_SCALE needs reciprocal_cycles (an int >= 2; "
+                             f"fsa.hw.timing.reciprocal_cycles gives the hardware's), got {n!r}")
+        # l read the cycle before SET_SCALE2; one RECIPROCAL2 starts the
+        # divider, which writes scale2 n - 1 cycles later (hold)
+        return Plan(func, R, C, P, waves=(), cmp=(),
+                    acc=((first, "SET_SCALE2"), (first + 1, "RECIPROCAL2")), spad_reads=(),
+                    acc_reads=(AccRead(first - 1, 0),), conflict_free=0, reciprocal_cycles=n,
+                    hold=first + n)
+    assert first + R - 1 <= last
+    return Plan(func, R, C, P, waves=(), cmp=(), acc=tuple((first + i, "ACC2") for i in range(R)),
+                spad_reads=(), acc_reads=tuple(AccRead(first - 1 + i, i) for i in range(R)),
+                conflict_free=0)
 
 
 # --------------------------------------------------------------------------
@@ -215,7 +263,7 @@ def claims(plan: Plan) -> dict[tuple, str]:
         out[("bcmp", lane, cyc)] = cmd
     for cyc, cmd in tb.acc.items():
         out[("acc_cmd", cyc)] = cmd
-        if cmd in ("ACC_SA", "ACC"):
+        if cmd in ("ACC_SA", "ACC", "ACC2"):
             out[("acc_write", cyc)] = cmd
     for cyc in tb.acc_read:
         out[("acc_read", cyc)] = "read"
@@ -242,6 +290,8 @@ def _times(plan: Plan, start: int) -> dict:
     ev["scale_use"] = [start + t for t, c in plan.acc if c in ("ACC_SA", "ACC", "RECIPROCAL",
                                                                  "EXP_S2")]
     ev["scale_set"] = [start + t for t, c in plan.acc if c in ("EXP_S1", "SET_SCALE")]
+    ev["scale2_use"] = [start + t for t, c in plan.acc if c in ("ACC2", "RECIPROCAL2")]
+    ev["scale2_ready"] = [start + plan.hold + 1] if plan.func == "NORM_SCALE" else []
     ev["top_zero_use"] = ([start + 1, start + plan.R] if "use_q" in
                           {b for w in plan.waves for b in w.bits} else [])
     ev["top_set"] = [start + t for t, _ in plan.cmp]
@@ -296,6 +346,12 @@ def check_schedule(plans: list[Plan], starts: list[int]) -> None:
             if e["top_zero_use"] and ev[j]["top_set"] and max(ev[j]["top_set"]) >= min(e["top_zero_use"]):
                 raise ScheduleError(f"{name}: the top CMP output it adds from {min(e['top_zero_use'])} "
                                     f"is still driven by {plans[j].func} (#{j})")
+        uses2 = e["scale2_use"]
+        if plans[i].func == "NORM":        # scale2 ready before NORM's first use
+            ns = [j for j in range(i) if plans[j].func == "NORM_SCALE"]
+            if ns and min(uses2) < ev[ns[-1]]["scale2_ready"][0]:
+                raise ScheduleError(f"{name}: uses scale2 at {min(uses2)} before NORM_SCALE "
+                                    f"(#{ns[-1]}) wrote it at {ev[ns[-1]]['scale2_ready'][0] - 1}")
         if e["qreg_r"]:                    # use_q reads: after the last LOAD_Q's writes
             loads = [j for j in range(i) if plans[j].func == "LOAD_Q"]
             if plans[i].func != "LOAD_Q":

@@ -171,7 +171,7 @@ def test_ud_decode_and_range_errors():
     ok = Matrix(MxFunc.LOAD_Q, spad_addr=0, spad_stride=1, **flags)
     stop = Fence(mx=True, dma=True, stop=True)
     cases = [
-        (ud, encode([ok]) + [(1 << 29) | (9 << 11), 0, 0] + encode([stop]), "ILLEGAL_FUNC", 1),
+        (ud, encode([ok]) + [(1 << 29) | (11 << 11), 0, 0] + encode([stop]), "ILLEGAL_FUNC", 1),
         (ud, encode([ok, Matrix(MxFunc.KSTEP, spad_addr=ud.spad_rows - R + 1, spad_stride=1,
                                 **flags), stop]), "SRAM_RANGE", 1),
         (ud, encode([ok, Matrix(MxFunc.STEP, spad_addr=ud.spad_rows - 2 * R + 1, spad_stride=1,
@@ -183,7 +183,7 @@ def test_ud_decode_and_range_errors():
         (ref, encode([Fence(mx=True), ok, stop]), "ILLEGAL_FUNC", 1),
     ]
     for n, (cfg, words, code, index) in enumerate(cases):
-        if n:         # (the golden model's decoder refuses code 9 outright)
+        if n:         # (the golden model's decoder refuses code 11 outright)
             assert _golden_error(cfg, words) == (code, index), (cfg.name, code)
         res = run_on_device(cfg, words, [], [], max_cycles=100_000)
         run = res["runs"][-1]

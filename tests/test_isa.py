@@ -341,7 +341,7 @@ def test_zero_size_and_repeat_rejected():
 
 
 def test_unknown_function_codes_rejected_at_construction():
-    for code in (9, 31, -1, 100):
+    for code in (11, 31, -1, 100):
         with pytest.raises(ValueError, match=f"unknown function code {code}"):
             Matrix(code)
     for code in (2, 15):
@@ -362,7 +362,7 @@ def test_unknown_type_rejected_with_word_index():
 
 
 def test_unknown_function_rejected_in_decode():
-    for code in range(9, 32):
+    for code in range(11, 32):
         with pytest.raises(ValueError, match=rf"word 1 .*unknown matrix function code {code}"):
             decode([0, 0x2000_0000 | code << 11, 0, 0])
     for code in range(2, 16):

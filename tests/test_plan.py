@@ -109,7 +109,7 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="unknown matrix function"):
         P.make_plan("ATTENTION_FOO", 4, 4)
     with pytest.raises(ValueError, match="valid codes"):
-        P.make_plan(9, 4, 4)
+        P.make_plan(11, 4, 4)
     with pytest.raises(ValueError, match="R >= 2"):
         P.make_plan("ATTENTION_SCORE", 1, 4)
     # the RECIPROCAL length has no default: it is the hardware's (fsa.hw.timing)
@@ -122,3 +122,9 @@ def test_chart_is_readable():
     assert "ATTENTION_SCORE  R=4 C=4 P=4" in text
     assert "exp2 r3         ...............EEEE....." in text
     assert "CMP (col 0)     .....UUUUMDIIII0" in text
+
+
+def test_norm_scale_needs_reciprocal_cycles():
+    with pytest.raises(ValueError, match="NORM_SCALE needs reciprocal_cycles"):
+        P.make_plan("NORM_SCALE", 4, 4)
+    assert P.make_plan("NORM_SCALE", 4, 4, reciprocal_cycles=16).hold == 4 + 4 + 4 + 16

@@ -178,9 +178,11 @@ class Machine:
             raise MachineError(code, f"{what} row {bad[0]} outside 0..{limit - 1}", index)
         return rows
 
-    def acc_walk(self, rows: list[int], zero: bool, add: np.ndarray) -> None:
+    def acc_walk(self, rows: list[int], zero: bool, add: np.ndarray,
+                 scale: "np.ndarray | None" = None) -> None:
         """Write an accumulator walk: walk index ``i`` writes ``scale * old_i +
-        add[i]`` (each of the C lanes; ``scale`` the ACC's) into ``rows[i]``.
+        add[i]`` (each of the C lanes; ``scale`` the ACC's, or `scale`: UD
+        NORM's ``scale2``) into ``rows[i]``.
 
         ``old_i`` is what the hardware reads for index ``i``: 0 with `zero`,
         else its row.  When the walk's rows repeat (stride 0), that is the row
@@ -192,7 +194,7 @@ class Machine:
         index's write.
         """
         a = self.cfg.a_type
-        scale = self.state.scale
+        scale = self.state.scale if scale is None else scale
         if len(set(rows)) == len(rows):
             old = np.zeros((len(rows), self.cfg.sa_cols), self.ua) if zero else self.acc[rows]
             self.acc[rows] = nx.fma(scale[None, :], old, add, mul=a, acc=a)

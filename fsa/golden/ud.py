@@ -40,7 +40,8 @@ from fsa.isa import Matrix, MxFunc
 __all__ = ["FUNCS", "UdState", "illegal", "execute"]
 
 #: The UD function codes.
-FUNCS = (MxFunc.LOAD_Q, MxFunc.KSTEP, MxFunc.STEP, MxFunc.PVSTEP)
+FUNCS = (MxFunc.LOAD_Q, MxFunc.KSTEP, MxFunc.STEP, MxFunc.PVSTEP, MxFunc.NORM_SCALE,
+         MxFunc.NORM)
 #: The input-delayer flags (rev_input, rev_output, delay_output) every UD
 #: function's SRAM reads use (fsa.plan_ud.FLAGS).
 FLAGS = (True, False, True)
@@ -51,7 +52,8 @@ class UdState:
     """What the UD hardware keeps besides the reference machine's state:
     ``qreg`` (R, C) E, the bottom row's maxima and max difference (C,) A,
     the LIFO of the last K part's E scores (C, R) and ``-m`` in the u path
-    (C,) A (None while no K part waits for its PV part)."""
+    (C,) A (None while no K part waits for its PV part), and the ACC's second
+    scale register ``scale2`` (C,) A (NORM_SCALE, NORM)."""
 
     cfg: object
     qreg: np.ndarray = field(default=None)
@@ -60,6 +62,7 @@ class UdState:
     diff: np.ndarray = field(default=None)
     lifo: "np.ndarray | None" = None
     neg_m: "np.ndarray | None" = None
+    scale2: np.ndarray = field(default=None)
 
     def __post_init__(self) -> None:
         c = self.cfg
@@ -74,6 +77,8 @@ class UdState:
             self.old_max = np.full(c.sa_cols, neg_inf, ua)
         if self.diff is None:
             self.diff = np.zeros(c.sa_cols, ua)
+        if self.scale2 is None:
+            self.scale2 = np.full(c.sa_cols, c.a_fmt.one, ua)
 
 
 def illegal(cfg, ins) -> "str | None":
@@ -167,6 +172,16 @@ def execute(m, ins: Matrix, index: int) -> None:
     cfg = m.cfg
     R, C = cfg.sa_rows, cfg.sa_cols
     f = MxFunc(ins.func)
+    if f in (MxFunc.NORM_SCALE, MxFunc.NORM):     # ACC only: no SRAM reads, flags unused
+        st = _state(m)
+        if f == MxFunc.NORM_SCALE:                 # scale2 <- 1 / l
+            row = m._rows(ins.acc_addr, 0, 1, cfg.acc_rows, "acc", index)[0]
+            lv = np.zeros(C, m.ua) if ins.zero else m.acc[row].copy()
+            st.scale2 = nx.reciprocal(lv, cfg.a_type)
+        else:                                      # O^T <- scale2 * O^T + 0
+            rows = m._rows(ins.acc_addr, ins.acc_stride, R, cfg.acc_rows, "acc", index)
+            m.acc_walk(rows, ins.zero, np.zeros((R, C), m.ua), scale=st.scale2)
+        return
     flags = (ins.rev_input, ins.rev_output, ins.delay_output)
     if flags != FLAGS:
         raise UnsupportedProgram(f"{f.name} with flags rev_input/rev_output/delay_output = "

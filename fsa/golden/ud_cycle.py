@@ -25,7 +25,9 @@ Semantics (docs/architecture.md sections 3-4, docs/ud.md):
 * BCMP: as :data:`fsa.plan.BCMP_CMDS`; its ``od`` register reaches the ACC
   row through the output delayer ``C`` cycles after the column-0 command.
 * ACC (all columns): EXP_S1, EXP_S2, ACC_SA, ACC, SET_SCALE, RECIPROCAL
-  (the scale is written in the command's last cycle); an acc read at ``t``
+  (the scale is written in the command's last cycle), and on ``scale2``
+  SET_SCALE2, ACC2, RECIPROCAL2 (the divider writes it at the plan's
+  ``hold``); an acc read at ``t``
   feeds the command at ``t + 1`` (``zero``: 0 instead), and the write-back
   goes to the row read.
 
@@ -45,7 +47,8 @@ from fsa.plan import landing, table
 __all__ = ["run"]
 
 _MODELLED = {MxFunc.LOAD_Q, MxFunc.KSTEP, MxFunc.STEP, MxFunc.PVSTEP,
-             MxFunc.ATTENTION_LSE_NORM_SCALE, MxFunc.ATTENTION_LSE_NORM}
+             MxFunc.ATTENTION_LSE_NORM_SCALE, MxFunc.ATTENTION_LSE_NORM, MxFunc.NORM_SCALE,
+             MxFunc.NORM}
 
 
 def _u(fmt) -> type:
@@ -100,7 +103,10 @@ def run(cfg, spad: np.ndarray, acc: np.ndarray, program: "list[Matrix]", starts:
                 bcmp[(ln, s + t)] = (cmd, n)
         recips = [i for i, (_, cmd) in enumerate(p.acc) if cmd == "RECIPROCAL"]
         for i, (t, cmd) in enumerate(p.acc):
-            acc_cmd[s + t] = (cmd, n, bool(recips) and i == recips[-1])
+            if cmd == "RECIPROCAL2":            # the divider writes scale2 at hold
+                acc_cmd[s + t] = (cmd, n, s + p.hold)
+            else:
+                acc_cmd[s + t] = (cmd, n, bool(recips) and i == recips[-1])
         for rd in p.acc_reads:
             acc_rd[s + rd.cycle] = (ins.acc_addr + rd.index * ins.acc_stride, n)
         for rd in p.spad_reads:
@@ -129,6 +135,8 @@ def run(cfg, spad: np.ndarray, acc: np.ndarray, program: "list[Matrix]", starts:
     lifo: list[list[int]] = [[] for _ in range(C)]
     od: dict = {}                                  # (column, cycle written) -> value
     scale = np.full(C, A.one, ua)
+    scale2 = np.full(C, A.one, ua)
+    scale2_at: dict = {}                           # cycle -> what the divider writes
     rd_val, rd_row = None, None
     low = (1 << E.width) - 1
 
@@ -210,11 +218,12 @@ def run(cfg, spad: np.ndarray, acc: np.ndarray, program: "list[Matrix]", starts:
 
         # ---- ACC row (all columns) and the accumulator SRAM
         n_scale = scale.copy()
+        n_scale2 = scale2_at.pop(t, scale2)
         got = acc_cmd.get(t)
         if got is not None:
             cmd, n, last_recip = got
             ins = program[n]
-            if cmd in ("ACC_SA", "ACC", "SET_SCALE") and rd_val is None:
+            if cmd in ("ACC_SA", "ACC", "SET_SCALE", "ACC2", "SET_SCALE2") and rd_val is None:
                 raise ValueError(f"ud_cycle: {cmd} at cycle {t} without an acc read before it")
             old = np.zeros(C, ua) if (ins.zero or rd_val is None) else rd_val
             if cmd in ("EXP_S1", "ACC_SA"):
@@ -233,9 +242,15 @@ def run(cfg, spad: np.ndarray, acc: np.ndarray, program: "list[Matrix]", starts:
                 n_scale = old
             elif cmd == "RECIPROCAL" and last_recip:
                 n_scale = nx.reciprocal(scale, a)
+            elif cmd == "ACC2":
+                acc[rd_row] = nx.fma(scale2, old, ua(0), mul=a, acc=a)
+            elif cmd == "SET_SCALE2":
+                n_scale2 = old
+            elif cmd == "RECIPROCAL2":
+                scale2_at[last_recip] = nx.reciprocal(scale2, a)
         got = acc_rd.get(t)
         rd_row, rd_val = (got[0], acc[got[0]].copy()) if got is not None else (None, None)
 
         reg, qreg, r_out, d_out, u_out = n_reg, n_qreg, n_r, n_d, n_u
-        top_out, b_out, scale = n_top, n_bout, n_scale
+        top_out, b_out, scale, scale2 = n_top, n_bout, n_scale, n_scale2
     return acc

@@ -161,7 +161,7 @@ MX_FUNCS = ("LOAD_STATIONARY", "ATTENTION_SCORE", "ATTENTION_VALUE",
 DMA_FUNCS = ("LOAD", "STORE")
 #: The UD dataflow's matrix functions (docs/ud.md), codes 5.. in this order:
 #: accepted only by a device built with ``dataflow = "ud"``.
-UD_MX_FUNCS = ("LOAD_Q", "KSTEP", "STEP", "PVSTEP")
+UD_MX_FUNCS = ("LOAD_Q", "KSTEP", "STEP", "PVSTEP", "NORM_SCALE", "NORM")
 
 
 #: Matrix fields only the UD functions use: a device without UD does not read

@@ -419,8 +419,8 @@ MAX_PRESET_PORTS = 8
 def memory_system(sa_rows: int, sa_cols: int, e_type: str, a_type: str) -> dict[str, int]:
     """The memory system the presets give an array, for both dataflows (a
     preset and its UD twin share it): ``axi_data_bits``, ``spad_banks`` and,
-    where they differ from the defaults, ``spad_rows``, ``mem_ports`` and
-    ``acc_banks`` (keyword arguments of :class:`FSAConfig`).
+    where they differ from the defaults, ``spad_rows``, ``acc_rows``,
+    ``mem_ports`` and ``acc_banks`` (keyword arguments of :class:`FSAConfig`).
 
     Demand per key block (d = R; one K and one V^T tile of R rows, Q and O
     once per query block; :func:`fsa.cyclemodel.dma_demand` computes it):
@@ -438,6 +438,12 @@ def memory_system(sa_rows: int, sa_cols: int, e_type: str, a_type: str) -> dict[
     (:data:`fsa.cyclemodel.DEFAULT_DMA`), hidden by a second LOAD in flight
     (:func:`fsa.dmarules.inflight_depth`, :func:`fsa.dmarules.second_load_ok`).
     Hence:
+
+    * ``acc_rows = 2 (1 + R)``: two accumulator sets (``l`` and ``O^T`` of
+      two query blocks), so that a query block's normalisation and O store
+      overlap the next block's steps (both kernels use them; the UD kernel's
+      non-blocking NORM_SCALE / NORM need them, docs/ud.md: with one set the
+      next block's first PV part waits for the store).
 
     * ``axi_data_bits``: one AXI beat per scratchpad row (``R x e_type``
       bits) up to 512 bits, so that a tile of R rows is R beats; also a
@@ -477,6 +483,7 @@ def memory_system(sa_rows: int, sa_cols: int, e_type: str, a_type: str) -> dict[
     beats = -(-spad // bits)
     # the third UD KV slot, where C + 6R is more than the reference's 2C + 4R
     kv3 = {"spad_rows": sa_cols + 6 * sa_rows} if 2 * sa_rows > sa_cols else {}
+    kv3["acc_rows"] = 2 * (1 + sa_rows)         # two accumulator sets
     if beats == 1:
         return {"axi_data_bits": bits, "spad_banks": 2, **kv3}
     ports = min(MAX_PRESET_PORTS, 2 * beats)
@@ -512,8 +519,9 @@ def _build_presets() -> dict[str, FSAConfig]:
     # two AXI memory ports (the multi-port split on small arrays, no UD twin:
     # the reference's scratchpad, not the three UD slots)
     # (4x4: one scratchpad bank, so its two ports share one narrow port)
-    add(preset("FSA4X4Fp16TwoPortConfig", 4, 4, mem_ports=2, spad_rows=0, spad_banks=1))
-    add(preset("FSA8X8Fp16TwoPortConfig", 8, 8, mem_ports=2, spad_rows=0))
+    add(preset("FSA4X4Fp16TwoPortConfig", 4, 4, mem_ports=2, spad_rows=0, acc_rows=0,
+               spad_banks=1))
+    add(preset("FSA8X8Fp16TwoPortConfig", 8, 8, mem_ports=2, spad_rows=0, acc_rows=0))
     # narrow-bus variants for small SoCs: the 64-bit AXI and single scratchpad
     # bank every preset had before (the DMA sets the pace from 8x8 up)
     for n in (8, 16, 32, 64, 128):

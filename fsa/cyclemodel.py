@@ -521,12 +521,16 @@ def steady_state(cfg: FSAConfig, dma: DmaTiming = DEFAULT_DMA, causal: bool = Fa
                  kernel: "str | None" = None, program: str = "queue") -> dict:
     """Per-key-block and per-query-block costs of the attention kernel in
     the model, from four short programs: cycles(q, k) for q in (2, 3) query
-    blocks and k in (12, 20) key blocks per query block (non-causal), fitted as
+    blocks and k in (36, 68) key blocks per query block (non-causal), fitted as
     ``fixed + q * (per_qblock + k * per_kblock)`` (exact when the schedule is
     periodic, which the four points check: the fit residual is returned).
-    (12 and 20, not fewer: with two LOADs in flight a DMA-heavy config, 64x64
+    (36 and 68, not fewer: with two LOADs in flight a DMA-heavy config, 64x64
     fp16, takes up to 12 key blocks after each query block's Q load and O
-    store to settle; 4 and 8 key blocks would fit 327 instead of its 333.)
+    store to settle; 4 and 8 key blocks would fit 327 instead of its 333.
+    Since the UD normalisation stopped stalling the array, a query block's
+    Q load and O store at 4x4 UD, whose 64-bit bus is nearly saturated, take
+    their ~56 cycles from the steps after them, over 20-30 key blocks: 12 and
+    20 fitted 20.1 cycles per key block where longer runs give 19.2.)
     `kernel`: as :func:`fsa.kernels.attention` (None: the config's own; on a
     UD config the UD kernel, whose per-key-block cost with a free DMA is the
     STEP period ``2R + P + 3``).  `program`: how the words reach the queue,
@@ -534,7 +538,7 @@ def steady_state(cfg: FSAConfig, dma: DmaTiming = DEFAULT_DMA, causal: bool = Fa
     from fsa.kernels import attention
 
     R, C = cfg.sa_rows, cfg.sa_cols
-    K1, K2 = 12, 20
+    K1, K2 = 36, 68
     pts = {}
     for q in (2, 3):
         for k in (K1, K2):

@@ -50,7 +50,8 @@ from fsa.isa import Matrix, MxFunc
 from fsa.kernel import AccTile, Input, KernelBuilder, KernelError, MemTile, Program, SpadTile, kernel
 from fsa.kernels import check_head_tiles
 
-__all__ = ["attention", "flash_attention_ud", "buffer_plan", "mx_load_q", "mx_step"]
+__all__ = ["attention", "flash_attention_ud", "buffer_plan", "mx_load_q", "mx_step",
+           "mx_norm_scale", "mx_norm"]
 
 MAX_SLOTS = 4
 
@@ -105,6 +106,37 @@ def mx_step(k: KernelBuilder, func: MxFunc, kv: SpadTile, lo: "AccTile | None", 
                  early_release=bool(early_release), **acc)
 
 
+def mx_norm_scale(k: KernelBuilder, l: AccTile, sem=None, *, acquire=None, release=None) -> Matrix:
+    """NORM_SCALE: ``scale2 <- 1 / l`` (1 acc row; the ACC's second scale
+    register), non-blocking: its commands use the free ACC window of the
+    STEP or PVSTEP right after it (docs/ud.md)."""
+    what = f"mx_norm_scale({getattr(l, 'label', l)})"
+    _need_ud(k, what)
+    lt = k._sram(what, "the l tile", l, AccTile, 1, "one")
+    return k._mx(what, MxFunc.NORM_SCALE, sem, acquire, release, acc_addr=lt.first)
+
+
+def mx_norm(k: KernelBuilder, o: AccTile, sem=None, *, acquire=None, release=None) -> Matrix:
+    """NORM: ``O^T <- scale2 * O^T`` (R acc rows), non-blocking as NORM_SCALE."""
+    what = f"mx_norm({getattr(o, 'label', o)})"
+    _need_ud(k, what)
+    ot = k._sram(what, "the O^T tile", o, AccTile, k.R, "R")
+    return k._mx(what, MxFunc.NORM, sem, acquire, release, acc_addr=ot.first,
+                 acc_stride=k._stride(what, "acc_stride", ot))
+
+
+def _norm_gap(cfg) -> int:
+    """STEPs between two normalisation instructions so that the first has
+    retired (the controller's third slot is free) when the second starts."""
+    import math
+
+    from fsa.hw import timing
+    from fsa.plan_ud import period
+    T = period(cfg.sa_rows, cfg.exp2_pieces)
+    ret = max(timing.plan(cfg, f).retire for f in ("NORM_SCALE", "NORM"))
+    return max(1, math.ceil((ret + 2) / T))
+
+
 @kernel
 def flash_attention_ud(k: KernelBuilder, Q: MemTile, K: MemTile, Vt: MemTile, *,
                        causal: bool = False, seq_q: int | None = None, seq_kv: int | None = None,
@@ -150,6 +182,34 @@ def flash_attention_ud(k: KernelBuilder, Q: MemTile, K: MemTile, Vt: MemTile, *,
 
     steps = [(i, j) for i in range(n_qb) for j in range(last(i) + 1)]
     N = len(steps)
+    # The normalisation: with two accumulator sets and at least two key
+    # blocks in every query block after the first, the non-blocking
+    # NORM_SCALE(i) and NORM(i), each placed right before a STEP / PVSTEP
+    # (its partner) at least `gap` instructions after the previous one, and
+    # STORE(i) two instructions after NORM(i); all by the deadline that block
+    # i + nacc's first PV part sets (its tile is block i's: the STORE must
+    # come before the loads of the instruction before that PV part, so that
+    # the DMA, which finishes in order, has stored the tile when that PV
+    # part's slot token arrives).  Otherwise the blocking pair as before.
+    use_norm = nacc >= 2 and all(last(i) >= 1 for i in range(1, n_qb))
+    first_pv = {i: n + 1 for n, (i, j) in enumerate(steps) if j == 0}   # instruction of PV(i, 0)
+    gap = _norm_gap(cfg)
+    fifo: list = []                 # ("NS" | "N", i), in order
+    stores: list = []               # [i, emit at instruction]
+    last_norm = -gap
+
+    def reuse(i: int) -> int:       # the instruction whose PV part zeroes block i's tile again
+        return first_pv.get(i + nacc, N + 10)
+
+    def emit_norm(kind: str, i: int) -> None:
+        lo = lo_acc[i % nacc]
+        if kind == "NS":
+            mx_norm_scale(k, lo[0:1])
+        else:
+            mx_norm(k, lo[1:1 + R], sem_o[i % nacc])
+
+    def emit_store(i: int) -> None:
+        k.store_tile(o_blocks[i], lo_acc[i % nacc][1:1 + R], sem_o[i % nacc])
     k.meta.update(kind="attention", kernel="ud", seq_q=seq_q, seq_kv=seq_kv, d=R,
                   causal=bool(causal), heads=heads, kv_heads=K.rows // seq_kv, kv_map=kv_map,
                   key_blocks=N, buffers=plan)
@@ -185,6 +245,15 @@ def flash_attention_ud(k: KernelBuilder, Q: MemTile, K: MemTile, Vt: MemTile, *,
         else:
             sem = sem_s[n % ns]
         early = dict(early_release=True, sem=sem)     # the slot is free after the last read
+        if use_norm and pv is not None and fifo:
+            kind, i = fifo[0]
+            due = n >= reuse(i) - (2 if kind == "NS" else 1)
+            if n - last_norm >= gap or due:
+                fifo.pop(0)
+                emit_norm(kind, i)
+                last_norm = n
+                if kind == "N":
+                    stores.append([i, min(n + 2, reuse(i) - 2)])
         if kpart is None:
             mx_step(k, MxFunc.PVSTEP, slot[R:2 * R], lo, zero=pv[1] == 0, **early)
         elif pv is None:
@@ -195,10 +264,20 @@ def flash_attention_ud(k: KernelBuilder, Q: MemTile, K: MemTile, Vt: MemTile, *,
             mx_step(k, MxFunc.STEP, slot, lo, zero=pv[1] == 0,
                     causal=causal and kpart[0] % n_qh == kpart[1], reset_max=kpart[1] == 0,
                     **early)
+        for st in [s for s in stores if s[1] < n]:       # due before this one's loads
+            stores.remove(st)
+            emit_store(st[0])
         if n + 1 < N:
             load_k(n + 1)
         if n < N:
             load_v(n)
+        for st in [s for s in stores if s[1] <= n]:
+            stores.remove(st)
+            emit_store(st[0])
+        if use_norm:
+            if pv is not None and pv[1] == last(pv[0]):
+                fifo += [("NS", pv[0]), ("N", pv[0])]
+            continue
         if pv is not None and pv[1] == last(pv[0]):
             i = pv[0]
             a = i % nacc
@@ -211,6 +290,12 @@ def flash_attention_ud(k: KernelBuilder, Q: MemTile, K: MemTile, Vt: MemTile, *,
             k.mx_attn_lse_norm(lo_acc[a][1:1 + R], sem)
             store_sem[i] = sem
             k.store_tile(o_blocks[i], lo_acc[a][1:1 + R], sem)
+    for kind, i in fifo:           # after the last PVSTEP: no partner left
+        emit_norm(kind, i)
+        if kind == "N":
+            stores.append([i, 0])
+    for i, _ in stores:
+        emit_store(i)
     return Ot
 
 

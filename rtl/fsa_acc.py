@@ -18,6 +18,12 @@ SET_SCALE (scale <- sram), RECIPROCAL (scale <- 1/scale with the divider:
 the first RECIPROCAL cycle starts it, ``scale`` is written when it is done;
 the plan keeps RECIPROCAL for ``fsa.hw.timing.reciprocal_cycles`` cycles).
 
+UD configurations (``ud=True``, docs/ud.md) take 4-bit commands (the table
+``fsa.plan.UD_ACC_CMDS``) and add a second scale register ``scale2`` for
+the non-blocking normalisation: SET_SCALE2 (scale2 <- sram), RECIPROCAL2
+(one cycle: starts the divider on scale2, which writes scale2 when done),
+ACC2 (wb = fma(scale2, sram, +0)).
+
 Units inside: ``fsa_fma`` (A x A + A, exp2 mode; its gated variant
 ``fsa_fma_<A>_<A>_p<P>_en``, enabled only by the commands that use its
 result: EXP_S1, EXP_S2, ACC_SA, ACC; ``wb`` is 0 in other cycles) and
@@ -29,7 +35,7 @@ from __future__ import annotations
 
 from myhdl import ConcatSignal, always_comb, always_seq, block
 
-from fsa.plan import ACC_CMDS
+from fsa.plan import ACC_CMDS, UD_ACC_CMDS
 from fsa.formats import get_format
 from fsa.hw import timing
 from rtl.convert import convert_block, sig, submodule
@@ -42,6 +48,15 @@ CMD_BITS = 3
  CMD_RECIPROCAL) = (ACC_CMDS.index(c) for c in (
      "NOP", "EXP_S1", "EXP_S2", "ACC_SA", "ACC", "SET_SCALE", "RECIPROCAL"))
 assert len(ACC_CMDS) <= 1 << CMD_BITS
+UD_CMD_BITS = 4
+assert len(UD_ACC_CMDS) <= 1 << UD_CMD_BITS
+CMD_SET_SCALE2, CMD_RECIPROCAL2, CMD_ACC2 = (UD_ACC_CMDS.index(c) for c in (
+    "SET_SCALE2", "RECIPROCAL2", "ACC2"))
+
+
+def cmd_bits(cfg) -> int:
+    """Bits of the ACC command of a configuration: 3, 4 on UD ones."""
+    return UD_CMD_BITS if cfg.dataflow == "ud" else CMD_BITS
 
 
 #: RECIPROCAL commands the plan must issue (start cycle, the divider's latency,
@@ -62,7 +77,7 @@ def acc_constants(a_type: str, pieces: int) -> tuple[tuple[int, ...], tuple[int,
 
 @block
 def fsa_acc(clk, rst, cmd, scale_a, sa, sram, wb, a_type="fp32", pieces=8,
-            div_bits_per_cycle=2):
+            div_bits_per_cycle=2, ud=False):
     """One accumulator unit; see the module docstring."""
     fa = get_format(a_type)
     aw = fa.width
@@ -78,6 +93,10 @@ def fsa_acc(clk, rst, cmd, scale_a, sa, sram, wb, a_type="fp32", pieces=8,
     (acc_cmd_exp_s1, acc_cmd_exp_s2, acc_cmd_acc_sa, acc_cmd_acc, acc_cmd_set_scale,
      acc_cmd_reciprocal) = (sig(1) for _ in range(6))
     fma_en = sig(1)         # the FMA works only in the cycles that use its result
+    # UD: the second scale register and its commands; the divider's operand
+    # and which register it writes
+    scale2, div_x = sig(aw, fa.one), sig(aw)
+    acc_cmd_set_scale2, acc_cmd_reciprocal2, acc_cmd_acc2, div_to2 = (sig(1) for _ in range(4))
     div_start, unused_div_ready, div_done = sig(1), sig(1), sig(1)
     div_y = sig(aw)
     prev_recip = sig(1)
@@ -89,10 +108,11 @@ def fsa_acc(clk, rst, cmd, scale_a, sa, sram, wb, a_type="fp32", pieces=8,
                        "out_e": unused_f_e, "piece": unused_piece, "match": unused_match,
                        "en": fma_en},
                       {"out_a", "out_e", "piece", "match"})
-    u_div = submodule(fsa_div.fsa_div, (clk, rst, div_start, scale, unused_div_ready, div_done, div_y),
+    dx = div_x if ud else scale
+    u_div = submodule(fsa_div.fsa_div, (clk, rst, div_start, dx, unused_div_ready, div_done, div_y),
                       dict(fmt=a_type, bits_per_cycle=div_bits_per_cycle),
                       fsa_div.module_name(a_type, div_bits_per_cycle), "u_div",
-                      {"clk": clk, "rst": rst, "start": div_start, "x": scale,
+                      {"clk": clk, "rst": rst, "start": div_start, "x": dx,
                        "ready": unused_div_ready, "done": div_done, "y": div_y},
                       {"ready", "done", "y"})
 
@@ -202,20 +222,88 @@ def fsa_acc(clk, rst, cmd, scale_a, sa, sram, wb, a_type="fp32", pieces=8,
         elif div_done:
             scale.next = div_y
 
-    return (u_fma, u_div, commands, fma_gate, scale_fields, scale_exponent, scale_shift, shift_significand,
-            piece_of_scale, piece_consts, operand_a, operands, output, step)
+    common = (u_fma, u_div, commands, scale_fields, scale_exponent, scale_shift, shift_significand,
+              piece_of_scale, piece_consts, output)
+    if not ud:
+        return common + (fma_gate, operand_a, operands, step)
+
+    # ---- UD: scale2 (the same generators with the three commands added)
+    @always_comb
+    def commands2():
+        acc_cmd_set_scale2.next = cmd == CMD_SET_SCALE2
+        acc_cmd_reciprocal2.next = cmd == CMD_RECIPROCAL2
+        acc_cmd_acc2.next = cmd == CMD_ACC2
+
+    @always_comb
+    def fma_gate2():
+        fma_en.next = (acc_cmd_exp_s1 or acc_cmd_exp_s2 or acc_cmd_acc_sa or acc_cmd_acc
+                       or acc_cmd_acc2)
+
+    @always_comb
+    def operand_a2():
+        if acc_cmd_exp_s1:
+            op_a.next = sa
+        elif acc_cmd_acc2:
+            op_a.next = scale2
+        else:
+            op_a.next = scale
+
+    @always_comb
+    def divider_in():
+        # RECIPROCAL2 is one cycle: it starts the division on scale2
+        div_start.next = (acc_cmd_reciprocal and not prev_recip) or acc_cmd_reciprocal2
+        if acc_cmd_reciprocal2:
+            div_x.next = scale2
+        else:
+            div_x.next = scale
+
+    @always_comb
+    def operands_bc():
+        if acc_cmd_exp_s1:
+            op_b.next = scale_a
+            op_c.next = 0
+        elif acc_cmd_exp_s2:
+            op_b.next = slope_k
+            op_c.next = icpt_k
+        elif acc_cmd_acc_sa:
+            op_b.next = sram
+            op_c.next = sa
+        else:
+            op_b.next = sram
+            op_c.next = 0
+
+    @always_seq(clk.posedge, reset=rst)
+    def step2():
+        prev_recip.next = acc_cmd_reciprocal
+        if div_start:
+            div_to2.next = acc_cmd_reciprocal2
+        if acc_cmd_exp_s1 or acc_cmd_exp_s2:
+            scale.next = f_a
+        elif acc_cmd_set_scale:
+            scale.next = sram
+        elif div_done and not div_to2:
+            scale.next = div_y
+        if acc_cmd_set_scale2:
+            scale2.next = sram
+        elif div_done and div_to2:
+            scale2.next = div_y
+
+    return common + (commands2, fma_gate2, operand_a2, divider_in, operands_bc, step2)
 
 
-def ports(a_type: str = "fp32") -> dict:
+def ports(a_type: str = "fp32", ud: bool = False) -> dict:
     from myhdl import ResetSignal
 
     aw = get_format(a_type).width
-    return dict(clk=sig(1), rst=ResetSignal(0, active=1, isasync=False), cmd=sig(CMD_BITS),
+    return dict(clk=sig(1), rst=ResetSignal(0, active=1, isasync=False),
+                cmd=sig(UD_CMD_BITS if ud else CMD_BITS),
                 scale_a=sig(aw), sa=sig(aw), sram=sig(aw), wb=sig(aw))
 
 
-def convert(outdir, a_type: str = "fp32", pieces: int = 8, div_bits_per_cycle: int = 2):
+def convert(outdir, a_type: str = "fp32", pieces: int = 8, div_bits_per_cycle: int = 2,
+            ud: bool = False):
     """Write ``<outdir>/fsa_acc.v`` (instantiates fsa_fma and fsa_div modules)."""
-    p = ports(a_type)
+    p = ports(a_type, ud)
     return convert_block(lambda: fsa_acc(**p, a_type=a_type, pieces=pieces,
-                                         div_bits_per_cycle=div_bits_per_cycle), MODULE, outdir)
+                                         div_bits_per_cycle=div_bits_per_cycle, ud=ud),
+                         MODULE, outdir)

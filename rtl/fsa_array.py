@@ -63,7 +63,7 @@ def fsa_array(clk, rst, ctrl, cmp_cmd, cmp_causal, cmp_mask, key_limit, scale_a,
         raise ValueError("fsa_array: a UD config needs the bcmp_* ports")
     checks = (("ctrl", ctrl, R * NB), ("id_data", id_data, R * EW), ("acc_sram", acc_sram, C * AW),
               ("acc_wb", acc_wb, C * AW), ("cmp_cmd", cmp_cmd, fsa_cmp.CMD_BITS),
-              ("acc_cmd", acc_cmd, fsa_acc.CMD_BITS), ("key_limit", key_limit, fsa_cmp.KL_BITS),
+              ("acc_cmd", acc_cmd, fsa_acc.cmd_bits(cfg)), ("key_limit", key_limit, fsa_cmp.KL_BITS),
               ("scale_a", scale_a, AW))
     for name, s, w in checks:
         if len(s) != w:
@@ -142,7 +142,8 @@ def fsa_array(clk, rst, ctrl, cmp_cmd, cmp_causal, cmp_mask, key_limit, scale_a,
                 "sa": od_out((c + 1) * AW, c * AW), "sram": acc_sram((c + 1) * AW, c * AW),
                 "wb": wbs[c]}
         insts.append(submodule(fsa_acc.fsa_acc, (), dict(port, a_type=a, pieces=P,
-                                                         div_bits_per_cycle=cfg.div_bits_per_cycle),
+                                                         div_bits_per_cycle=cfg.div_bits_per_cycle,
+                                                         ud=cfg.dataflow == "ud"),
                                fsa_acc.MODULE, f"u_acc_{c}", port, {"wb"}))
     all_wb = ConcatSignal(*reversed(wbs))
     # the last column's pass-through outputs go nowhere: gather them in one
@@ -170,7 +171,7 @@ def ports(cfg) -> dict:
                 ctrl=sig(R * fsa_pe.ctrl_width(cfg)), cmp_cmd=sig(fsa_cmp.CMD_BITS), cmp_causal=sig(1),
                 cmp_mask=sig(1), key_limit=sig(fsa_cmp.KL_BITS), scale_a=sig(AW),
                 id_data=sig(R * EW), id_valid=sig(1), id_rev_in=sig(1), id_rev_out=sig(1),
-                id_delay=sig(1), acc_cmd=sig(fsa_acc.CMD_BITS), acc_sram=sig(C * AW),
+                id_delay=sig(1), acc_cmd=sig(fsa_acc.cmd_bits(cfg)), acc_sram=sig(C * AW),
                 acc_wb=sig(C * AW))
     if cfg.dataflow == "ud":
         LB = fsa_bcmp.LANE_BITS

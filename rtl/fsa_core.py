@@ -135,7 +135,9 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, abort_req, abor
     # UD: the controller's second release channel (slot 1) to fsa_sem's mx2_rel_*
     ud = cfg.dataflow == "ud"
     mx2_rel = dict(mx2_rel_valid=sig(1), mx2_rel_id=sig(len(cs["in_rel_id"])),
-                   mx2_rel_value=sig(len(cs["in_rel_value"]))) if ud else {}
+                   mx2_rel_value=sig(len(cs["in_rel_value"])), mx3_rel_valid=sig(1),
+                   mx3_rel_id=sig(len(cs["in_rel_id"])),
+                   mx3_rel_value=sig(len(cs["in_rel_value"]))) if ud else {}
     mx_busy = cs["mx_busy"]
 
     def conns(mod, **rename):
@@ -173,7 +175,7 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, abort_req, abor
     # ------------------------------------------------------------ controller
     NB = ctrl_width(cfg)
     ctrl = sig(R * NB)
-    cmp_cmd, cmp_causal, acc_cmd = sig(fsa_cmp.CMD_BITS), sig(1), sig(fsa_acc.CMD_BITS)
+    cmp_cmd, cmp_causal, acc_cmd = sig(fsa_cmp.CMD_BITS), sig(1), sig(fsa_acc.cmd_bits(cfg))
     cmp_mask = sig(1)
     cmp_cmd_arr = sig(fsa_cmp.CMD_BITS)          # the controller's, or RESET after an abort
     clear = cs["clear"]
@@ -213,7 +215,9 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, abort_req, abor
         ctl_ports.update(in_reset_max=cs["in_reset_max"], in_early_release=cs["in_early_release"],
                          bcmp_max=bcmp_max, bcmp_up=bcmp_up, bcmp_od=bcmp_od,
                          bcmp_causal=bcmp_causal, rel2_valid=mx2_rel["mx2_rel_valid"],
-                         rel2_id=mx2_rel["mx2_rel_id"], rel2_value=mx2_rel["mx2_rel_value"])
+                         rel2_id=mx2_rel["mx2_rel_id"], rel2_value=mx2_rel["mx2_rel_value"],
+                         rel3_valid=mx2_rel["mx3_rel_valid"], rel3_id=mx2_rel["mx3_rel_id"],
+                         rel3_value=mx2_rel["mx3_rel_value"])
         ud_out = set(fsa_mxctrl.UD_OUTPUTS)
         BCMP_RESET = fsa_bcmp.CMD_RESET
 

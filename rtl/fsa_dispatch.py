@@ -351,7 +351,7 @@ def fsa_dispatch(clk, rst, run, clear, dec_full, w0, w1, w2, w3, inst_idx, to_mx
 def _ud_range(m_func, m_sp, m_ac, sp_u, ac_u, mx_p, run, mx_acq_ok, dm_p, mx_range_bad,
               mx_in_valid, mx_pend, dm_pend, cfg):
     """The range check of a UD configuration: the reference functions' walks
-    and the UD functions' (codes 5..8), in place of ``mx_range_check``."""
+    and the UD functions' (codes 5..10), in place of ``mx_range_check``."""
     R, C = cfg.sa_rows, cfg.sa_cols
     SPR, ACR = cfg.spad_rows, cfg.acc_rows
     AB = _w("MATRIX", "spad_addr")
@@ -392,13 +392,13 @@ def _ud_range(m_func, m_sp, m_ac, sp_u, ac_u, mx_p, run, mx_acq_ok, dm_p, mx_ran
         elif m_func == 7:                      # STEP: 2R scratchpad rows
             if m_sp >= SPR or spr2 < LO_R2 or spr2 >= HI_SR2:
                 bad = True
-        if m_func == 2 or m_func == 4:         # VALUE, LSE_NORM: R accumulator rows
+        if m_func == 2 or m_func == 4 or m_func == 10:    # VALUE, LSE_NORM, NORM: R acc rows
             if m_ac >= ACR or acr < LO_R or acr >= HI_AR:
                 bad = True
         elif m_func == 7 or m_func == 8:       # STEP, PVSTEP: R + 1 accumulator rows
             if m_ac >= ACR or acr1 < LO_R1 or acr1 >= HI_AR1:
                 bad = True
-        elif m_func == 1 or m_func == 3:       # SCORE, LSE_NORM_SCALE: one row
+        elif m_func == 1 or m_func == 3 or m_func == 9:   # SCORE, LSE_NORM_SCALE, NORM_SCALE: 1
             if m_ac >= ACR:
                 bad = True
         mx_range_bad.next = mx_p and bad

@@ -89,7 +89,8 @@ def plans_for(cfg) -> list:
 
 @block
 def _slot_sources(func, t, par, down, up, cmp_cmd, acc_cmd, sram_rd, const_rd, csel, acc_rd,
-                  plans, bit_names=fplan.PE_BITS, cmp_names=fplan.CMP_CMDS, bcmp=None):
+                  plans, bit_names=fplan.PE_BITS, cmp_names=fplan.CMP_CMDS, bcmp=None,
+                  acc_names=fplan.ACC_CMDS):
     """Everything one slot asks for in the current cycle."""
     insts = []
     # PE control bits per wave kind (the comparator outputs are kept in lists
@@ -108,7 +109,7 @@ def _slot_sources(func, t, par, down, up, cmp_cmd, acc_cmd, sram_rd, const_rd, c
                 bits.append(False)          # never used by any plan: constant 0
         insts.append(named(pack_bits(bits, vec), f"{kind}_bits"))
     # CMP and ACC commands: one membership per command
-    for unit, names, out in (("cmp", cmp_names, cmp_cmd), ("acc", fplan.ACC_CMDS, acc_cmd)):
+    for unit, names, out in (("cmp", cmp_names, cmp_cmd), ("acc", acc_names, acc_cmd)):
         members = []
         for code, name in enumerate(names):
             if code == 0:
@@ -164,7 +165,8 @@ def fsa_mxctrl(clk, rst,
                id_delay, acc_ren, acc_raddr, acc_zero, acc_wen, acc_waddr,
                rel_valid, rel_id, rel_value, busy, cfg=None, in_reset_max=None,
                in_early_release=None, bcmp_max=None, bcmp_up=None, bcmp_od=None,
-               bcmp_causal=None, rel2_valid=None, rel2_id=None, rel2_value=None):
+               bcmp_causal=None, rel2_valid=None, rel2_id=None, rel2_value=None, rel3_valid=None,
+               rel3_id=None, rel3_value=None):
     """The matrix controller; see the module docstring."""
     R, P = cfg.sa_rows, cfg.exp2_pieces
     ud = cfg.dataflow == "ud"
@@ -185,6 +187,12 @@ def fsa_mxctrl(clk, rst,
     ACC_SA_CODE, ACC_CODE = acc_w_code
     UPDATE_CODE = fplan.CMP_CMDS.index("UPDATE")
     B0, B1 = BLOCKING
+    AB = fsa_acc.cmd_bits(cfg)           # ACC command bits (4 on UD: scale2's commands)
+    # UD: the non-blocking normalisation's functions run in a third slot of
+    # their own (fsa_mxctrl_ud.norm_slot); the two slots never hold them
+    NORM = tuple(i for i, p in enumerate(plans) if p.func in fplan.NORM_FUNCS)
+    slot_plans = [fplan.Plan(p.func, p.R, p.C, p.P, (), (), (), (), (), p.conflict_free)
+                  if p.func in fplan.NORM_FUNCS else p for p in plans]
 
     insts = []
     # ---------------------------------------------------------------- slots
@@ -206,16 +214,17 @@ def fsa_mxctrl(clk, rst,
     src = []
     LB = fsa_bcmp.LANE_BITS
     for i in range(2):
-        d = dict(par=sig(NB), down=sig(NB), up=sig(NB), cmp=sig(3), acc=sig(3), sram=sig(1),
+        d = dict(par=sig(NB), down=sig(NB), up=sig(NB), cmp=sig(3), acc=sig(AB), sram=sig(1),
                  const=sig(1), csel=sig(2), accrd=sig(1))
         src.append(d)
         ud_kw = {}
         if ud:
             d["bcmp"] = dict(max=sig(LB), up=sig(LB), od=sig(LB), reset=sig(1))
-            ud_kw = dict(bit_names=pe_bits(cfg), cmp_names=fplan.UD_CMP_CMDS, bcmp=d["bcmp"])
+            ud_kw = dict(bit_names=pe_bits(cfg), cmp_names=fplan.UD_CMP_CMDS, bcmp=d["bcmp"],
+                         acc_names=fplan.UD_ACC_CMDS)
         insts.append(named(_slot_sources(s_func[i], s_t[i], d["par"], d["down"], d["up"], d["cmp"],
                                          d["acc"], d["sram"], d["const"], d["csel"], d["accrd"],
-                                         plans, **ud_kw), f"slot{i}"))
+                                         slot_plans, **ud_kw), f"slot{i}"))
 
     # ---------------------------------------------------------------- waves
     par, down, up = sig(NB), sig(NB), sig(NB)
@@ -281,12 +290,14 @@ def fsa_mxctrl(clk, rst,
                   named(per_func(s_func[1], ko1, KOFS, KB), "slot1_kofs")]
     else:
         ko0 = ko1 = K_OFS
-    acc_cmd_i = sig(3)
+    acc_cmd_i = sig(AB)
+    # UD: the third slot's ACC command and acc read (constant 0 / False elsewhere)
+    nacc, nrd, naddr, nzero = (sig(AB), sig(1), sig(ADDR_BITS), sig(1)) if ud else (0, False, 0, False)
 
     @always_comb
     def commands():
         cc = intbv(0)[3:]
-        ca = intbv(0)[3:]
+        ca = intbv(0)[AB:]
         kk = modbv(0)[KB:]
         if b0:
             cc[:] = cc | cm0
@@ -294,6 +305,7 @@ def fsa_mxctrl(clk, rst,
         if b1:
             cc[:] = cc | cm1
             ca[:] = ca | ac1
+        ca[:] = ca | nacc
         cmp_cmd.next = cc
         acc_cmd.next = ca
         acc_cmd_i.next = ca
@@ -350,6 +362,10 @@ def fsa_mxctrl(clk, rst,
             acc_ren.next = True
             acc_raddr.next = ap1
             nxt_zero.next = z1
+        elif nrd:
+            acc_ren.next = True
+            acc_raddr.next = naddr
+            nxt_zero.next = nzero
     insts.append(commands)
 
     @always_seq(clk.posedge, reset=rst)
@@ -366,10 +382,18 @@ def fsa_mxctrl(clk, rst,
         raddr_q.next = acc_raddr
     insts.append(align)
 
-    @always_comb
-    def writes():
-        acc_wen.next = acc_cmd_i == ACC_SA_CODE or acc_cmd_i == ACC_CODE
-        acc_waddr.next = raddr_q
+    if ud:
+        ACC2_CODE = fplan.UD_ACC_CMDS.index("ACC2")
+
+        @always_comb
+        def writes():
+            acc_wen.next = acc_cmd_i == ACC_SA_CODE or acc_cmd_i == ACC_CODE or acc_cmd_i == ACC2_CODE
+            acc_waddr.next = raddr_q
+    else:
+        @always_comb
+        def writes():
+            acc_wen.next = acc_cmd_i == ACC_SA_CODE or acc_cmd_i == ACC_CODE
+            acc_waddr.next = raddr_q
     insts.append(writes)
 
     # ---------------------------------------------------------------- issue
@@ -383,6 +407,46 @@ def fsa_mxctrl(clk, rst,
 
     # UD: the wave guard (fsa_mxctrl_ud.wave_guard) has the last word on in_ready
     ready_o, accept_o = (sig(1), sig(1)) if ud else (in_ready, accept)
+    nbusy, nt, nret, nload, last_norm = sig(1), sig(TW), sig(TW), sig(1), sig(1)
+    if ud:
+        from fsa.plan_ud import norm_slack
+        SLACK = norm_slack(P)
+        N0, N1 = NORM
+        P0, P1 = (fplan.ALL_FUNCS.index(f) for f in ("STEP", "PVSTEP"))
+        insts.append(named(fsa_mxctrl_ud.norm_slot(
+                         clk, rst, nload, in_func, in_acc_addr, in_acc_stride, in_zero,
+                         in_rel_valid, in_rel_id, in_rel_value, nbusy, nt, nret, nacc, nrd, naddr,
+                         nzero, rel3_valid, rel3_id, rel3_value, plans, TW), "norm"))
+
+        @always_comb
+        def issue_ud():
+            fr0 = (not b0) or (t0 + 1 >= ret0)
+            fr1 = (not b1) or (t1 + 1 >= ret1)
+            frn = (not nbusy) or (nt + 1 >= nret)
+            ok = True
+            lb = False
+            if last:
+                ok = (not b1) or (t1 >= cf1)
+                lb = b1 and (f1 == B0 or f1 == B1)
+            else:
+                ok = (not b0) or (t0 >= cf0)
+                lb = b0 and (f0 == B0 or f0 == B1)
+            blocking = in_func == B0 or in_func == B1 or in_wait_prev_acc
+            allfree = fr0 and fr1 and frn
+            bok = allfree or not (blocking or lb)
+            is_norm = in_func == N0 or in_func == N1
+            # after a normalisation: its partner (STEP / PVSTEP) within the
+            # slack, anything else once it retires (its cf is 0: ok holds)
+            pok = (not last_norm) or frn or (
+                (in_func == P0 or in_func == P1) and not blocking and nt < SLACK)
+            ready = ok and bok and ((is_norm and frn) or (not is_norm and pok and (fr0 or fr1)))
+            ready_o.next = ready
+            accept_o.next = ready and in_valid
+            if fr0 and fr1:
+                take.next = not last
+            else:
+                take.next = fr1
+        insts.append(issue_ud)
 
     @always_comb
     def issue():
@@ -409,7 +473,8 @@ def fsa_mxctrl(clk, rst,
             take.next = not last
         else:
             take.next = fr1
-    insts.append(issue)
+    if not ud:
+        insts.append(issue)
 
     rl0, rl1 = s_rel
     RV, VB = REL_BITS - 1, SEM_VALUE_BITS          # valid bit; value bits below the id
@@ -419,10 +484,18 @@ def fsa_mxctrl(clk, rst,
            in_rev_out, in_delay, in_zero, in_causal, in_mask_keys, in_rel_valid, in_rel_id,
            in_rel_value)
 
-    @always_comb
-    def slot_load():
-        ld0.next = accept and not take
-        ld1.next = accept and take
+    if ud:
+        @always_comb
+        def slot_load():
+            is_norm = in_func == N0 or in_func == N1
+            ld0.next = accept and not take and not is_norm
+            ld1.next = accept and take and not is_norm
+            nload.next = accept and is_norm
+    else:
+        @always_comb
+        def slot_load():
+            ld0.next = accept and not take
+            ld1.next = accept and take
     insts.append(slot_load)
     rets = (ret0, ret1)
     for i in range(2):
@@ -438,12 +511,21 @@ def fsa_mxctrl(clk, rst,
         insts.append(named(fsa_mxctrl_ud.ud_control(
             clk, rst, loads, in_reset_max, in_early_release, s_func, s_busy, s_t, s_rel, s_causal,
             [d["bcmp"] for d in src], bcmp_max, bcmp_up, bcmp_od, bcmp_causal, rel_valid, rel_id,
-            rel_value, rel2_valid, rel2_id, rel2_value, busy, plans, TW, wv_busy), "ud"))
+            rel_value, rel2_valid, rel2_id, rel2_value, busy, plans, TW, wv_busy, nbusy), "ud"))
 
-    @always_seq(clk.posedge, reset=rst)
-    def last_slot():
-        if accept:
-            last.next = take
+        @always_seq(clk.posedge, reset=rst)
+        def last_slot():
+            if accept:
+                if nload:
+                    last_norm.next = True
+                else:
+                    last.next = take
+                    last_norm.next = False
+    else:
+        @always_seq(clk.posedge, reset=rst)
+        def last_slot():
+            if accept:
+                last.next = take
     insts.append(last_slot)
 
     @always_comb
@@ -478,7 +560,7 @@ def ports(cfg) -> dict:
         in_causal=sig(1), in_mask_keys=sig(1), in_wait_prev_acc=sig(1), in_rel_valid=sig(1), in_rel_id=sig(SEM_ID_BITS),
         in_rel_value=sig(SEM_VALUE_BITS),
         ctrl=sig(R * CTRL_BITS), cmp_cmd=sig(fsa_cmp.CMD_BITS), cmp_causal=sig(1), cmp_mask=sig(1),
-        acc_cmd=sig(fsa_acc.CMD_BITS), spad_en=sig(1), spad_addr=sig(ADDR_BITS), id_valid=sig(1),
+        acc_cmd=sig(fsa_acc.cmd_bits(cfg)), spad_en=sig(1), spad_addr=sig(ADDR_BITS), id_valid=sig(1),
         id_const=sig(1), id_csel=sig(2), id_k=sig(KB), id_rev_in=sig(1), id_rev_out=sig(1),
         id_delay=sig(1), acc_ren=sig(1), acc_raddr=sig(ADDR_BITS), acc_zero=sig(1),
         acc_wen=sig(1), acc_waddr=sig(ADDR_BITS), rel_valid=sig(1), rel_id=sig(SEM_ID_BITS),

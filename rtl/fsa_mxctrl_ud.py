@@ -21,17 +21,18 @@ Verilog as before.
 """
 from __future__ import annotations
 
-from myhdl import always_comb, always_seq, block, intbv
+from myhdl import always_comb, always_seq, block, intbv, modbv
 
 from rtl import fsa_bcmp
 from rtl.convert import named, sig
 from rtl.fsa_mxctrl_parts import encode, member, runs
 
-__all__ = ["bcmp_sources", "ud_control", "wave_guard", "slope_offsets", "ud_ports", "UD_OUTPUTS"]
+__all__ = ["bcmp_sources", "ud_control", "wave_guard", "norm_slot", "slope_offsets", "ud_ports",
+           "UD_OUTPUTS"]
 
 #: the UD controller's extra outputs (its extra inputs: in_reset_max, in_early_release)
 UD_OUTPUTS = ("bcmp_max", "bcmp_up", "bcmp_od", "bcmp_causal", "rel2_valid", "rel2_id",
-              "rel2_value")
+              "rel2_value", "rel3_valid", "rel3_id", "rel3_value")
 
 
 def ud_ports(id_bits: int, value_bits: int) -> dict:
@@ -40,7 +41,8 @@ def ud_ports(id_bits: int, value_bits: int) -> dict:
     LB = fsa_bcmp.LANE_BITS
     return dict(in_reset_max=sig(1), in_early_release=sig(1), bcmp_max=sig(LB), bcmp_up=sig(LB),
                 bcmp_od=sig(LB), bcmp_causal=sig(1), rel2_valid=sig(1), rel2_id=sig(id_bits),
-                rel2_value=sig(value_bits))
+                rel2_value=sig(value_bits), rel3_valid=sig(1), rel3_id=sig(id_bits),
+                rel3_value=sig(value_bits))
 
 
 @block
@@ -71,7 +73,7 @@ def bcmp_sources(func, t, lane_max, lane_up, lane_od, reset_hit, plans):
 @block
 def ud_control(clk, rst, loads, in_reset_max, in_early_release, funcs, busys, ts, rels, causals,
                bcmps, bcmp_max, bcmp_up, bcmp_od, bcmp_causal, rel_valid, rel_id, rel_value,
-               rel2_valid, rel2_id, rel2_value, busy, plans, TW, wave_busy):
+               rel2_valid, rel2_id, rel2_value, busy, plans, TW, wave_busy, norm_busy):
     """The UD parts of fsa_mxctrl after its slots (module docstring): per
     slot the flags and the release cycle; the merged BCMP lanes; one release
     channel per slot (slot 0: ``rel_*``, slot 1: ``rel2_*``) and ``busy``
@@ -113,7 +115,7 @@ def ud_control(clk, rst, loads, in_reset_max, in_early_release, funcs, busys, ts
             rel2_valid.next = True
             rel2_id.next = rl1[RV:VB]
             rel2_value.next = rl1[VB:]
-        busy.next = b0 or b1 or wave_busy
+        busy.next = b0 or b1 or wave_busy or norm_busy
     insts.append(sem_release)
     return insts
 
@@ -158,6 +160,83 @@ def wave_guard(clk, rst, accept_in, in_func, in_wait_prev_acc, ready_in, in_read
             if wave_t + 1 >= wave_end:
                 wave_busy.next = False
     return insts + [gate, regs]
+
+
+@block
+def norm_slot(clk, rst, load, in_func, in_acc_addr, in_acc_stride, in_zero, in_rel_valid, in_rel_id,
+              in_rel_value, busy, t, ret, acc_cmd, acc_rd, acc_addr, acc_zero, rel_valid, rel_id,
+              rel_value, plans, TW):
+    """The third slot: NORM_SCALE / NORM (``fsa.plan.NORM_FUNCS``) only,
+    which act on the ACC row and the accumulator SRAM alone.  Its function,
+    cycle counter, acc pointer and stride, ``zero`` and release; its ACC
+    command (codes of ``fsa.plan.UD_ACC_CMDS``, 0 when idle) and acc read
+    (``acc_rd``, ``acc_addr``, ``acc_zero``) from the plans' interval
+    comparators; its release on the third channel (``rel_*``); ``ret``: the
+    retire cycle of its function."""
+    from fsa.plan import NORM_FUNCS, UD_ACC_CMDS
+    from rtl.fsa_mxctrl_parts import ADDR_BITS, STRIDE_BITS, per_func
+
+    AB, SB = ADDR_BITS, STRIDE_BITS
+    EXT = (1 << (AB - SB)) - 1
+    norm = {f for f, p in enumerate(plans) if p.func in NORM_FUNCS}
+    RET = tuple(p.retire if f in norm else 0 for f, p in enumerate(plans))
+    REL = tuple(p.release if f in norm else 0 for f, p in enumerate(plans))
+    func, rls = sig(len(in_func)), sig(TW)
+    aptr, astr, zero = sig(AB), sig(SB), sig(1)
+    rv, rid, rval = sig(1), sig(len(in_rel_id)), sig(len(in_rel_value))
+    insts = [named(per_func(func, ret, RET, TW), "ret"), named(per_func(func, rls, REL, TW), "rel")]
+    members = []
+    for code, name in enumerate(UD_ACC_CMDS):
+        table = [(f, s, e) for f in sorted(norm)
+                 for s, e in runs(c for c, cmd in plans[f].acc if cmd == name)]
+        if code and table:
+            members.append((code, sig(1)))
+            insts.append(named(member(func, t, members[-1][1], table), f"acc_{name.lower()}"))
+    cmd_raw, rd_raw = sig(len(acc_cmd)), sig(1)
+    insts.append(named(encode(members, cmd_raw), "acc_code"))
+    insts.append(named(member(func, t, rd_raw, [(f, s, e) for f in sorted(norm) for s, e in
+                                                runs(a.cycle for a in plans[f].acc_reads)]),
+                       "rd_acc"))
+
+    @always_comb
+    def outputs():
+        acc_cmd.next = cmd_raw if busy else 0
+        acc_rd.next = busy and rd_raw
+        acc_addr.next = aptr
+        acc_zero.next = zero
+        if busy and t == rls and rv:
+            rel_valid.next = True
+            rel_id.next = rid
+            rel_value.next = rval
+        else:
+            rel_valid.next = False
+            rel_id.next = 0
+            rel_value.next = 0
+
+    @always_seq(clk.posedge, reset=rst)
+    def regs():
+        if load:
+            busy.next = True
+            func.next = in_func
+            t.next = 0
+            aptr.next = in_acc_addr
+            astr.next = in_acc_stride
+            zero.next = in_zero
+            rv.next = in_rel_valid
+            rid.next = in_rel_id
+            rval.next = in_rel_value
+        elif busy:
+            t.next = t + 1
+            if t + 1 >= ret:
+                busy.next = False
+            if rd_raw:          # pointer + sign-extended stride, modulo 2**ADDR_BITS
+                step = intbv(0)[AB:]
+                nxt = modbv(0)[AB:]
+                step[SB:] = astr
+                step[AB:SB] = EXT if astr[SB - 1] else 0
+                nxt[:] = aptr + step
+                aptr.next = nxt[AB:]
+    return insts + [outputs, regs]
 
 
 @block

@@ -24,11 +24,12 @@ Ports::
                                             release in the same cycle; the engines
                                             are idle then, so there is none)
 
-UD configurations (``cfg.dataflow == "ud"``) add a second matrix release,
-``mx2_rel_valid``, ``mx2_rel_id``, ``mx2_rel_value``: with ``early_release``
-(docs/ud.md) the controller's two instruction slots may release in the same
-cycle (slot 0 on ``mx_rel_*``, slot 1 on ``mx2_rel_*``), and both take
-effect, as in the cycle model; a matrix release wins over the DMA's.
+UD configurations (``cfg.dataflow == "ud"``) add a second and a third matrix
+release, ``mx2_rel_*`` and ``mx3_rel_*``: with ``early_release`` (docs/ud.md)
+the controller's two instruction slots may release in the same cycle (slot 0
+on ``mx_rel_*``, slot 1 on ``mx2_rel_*``), and so may its third slot
+(NORM_SCALE / NORM, ``mx3_rel_*``); all take effect, as in the cycle model;
+a matrix release wins over the DMA's.
 """
 from __future__ import annotations
 
@@ -45,7 +46,8 @@ ID_BITS = (SEM_IDS - 1).bit_length()
 def fsa_sem(clk, rst, mx_acq_valid, mx_sem_id, mx_acq_value, dm_acq_valid, dm_sem_id,
             dm_acq_value, mx_acq_ok, dm_acq_ok, mx_issue, dm_issue, mx_rel_valid, mx_rel_id,
             mx_rel_value, dm_rel_valid, dm_rel_id, dm_rel_value, mx_sem_cur, dm_sem_cur, fresh,
-            mx2_rel_valid=None, mx2_rel_id=None, mx2_rel_value=None):
+            mx2_rel_valid=None, mx2_rel_id=None, mx2_rel_value=None, mx3_rel_valid=None,
+            mx3_rel_id=None, mx3_rel_value=None):
     """The semaphores; see the module docstring."""
     N = SEM_IDS
     sem_val = [Signal(intbv(0)[SEM_VALUE_BITS:]) for _ in range(N)]
@@ -94,13 +96,16 @@ def fsa_sem(clk, rst, mx_acq_valid, mx_sem_id, mx_acq_value, dm_acq_valid, dm_se
 
     if mx2_rel_valid is None:
         return acquire_check, select, update
-    rel_mx2 = sig(N)
+    rel_mx2, rel_mx3 = sig(N), sig(N)
 
     @always_comb
     def select2():
         rel_mx2.next = 0
         if mx2_rel_valid:
             rel_mx2.next = 1 << mx2_rel_id
+        rel_mx3.next = 0
+        if mx3_rel_valid:
+            rel_mx3.next = 1 << mx3_rel_id
 
     @always_seq(clk.posedge, reset=rst)
     def update2():
@@ -113,6 +118,9 @@ def fsa_sem(clk, rst, mx_acq_valid, mx_sem_id, mx_acq_value, dm_acq_valid, dm_se
                 sem_held[i].next = False
             elif rel_mx2[i]:
                 sem_val[i].next = mx2_rel_value
+                sem_held[i].next = False
+            elif rel_mx3[i]:
+                sem_val[i].next = mx3_rel_value
                 sem_held[i].next = False
             elif rel_dm[i]:
                 sem_val[i].next = dm_rel_value
@@ -131,7 +139,8 @@ def ports(cfg=None) -> dict:
                 dm_rel_valid=sig(1), dm_rel_id=sig(ID_BITS), dm_rel_value=sig(SEM_VALUE_BITS),
                 mx_sem_cur=sig(SEM_VALUE_BITS), dm_sem_cur=sig(SEM_VALUE_BITS), fresh=sig(1),
                 **(dict(mx2_rel_valid=sig(1), mx2_rel_id=sig(ID_BITS),
-                        mx2_rel_value=sig(SEM_VALUE_BITS))
+                        mx2_rel_value=sig(SEM_VALUE_BITS), mx3_rel_valid=sig(1),
+                        mx3_rel_id=sig(ID_BITS), mx3_rel_value=sig(SEM_VALUE_BITS))
                    if cfg is not None and cfg.dataflow == "ud" else {}))
 
 

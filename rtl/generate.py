@@ -114,7 +114,7 @@ def units_for(cfg) -> list[Unit]:
     else:
         add_fixed(fsa_pe.MODULE, lambda d: fsa_pe.convert(d, e, a, p), f"processing element (x{cfg.sa_rows * cfg.sa_cols})")
         add_fixed(fsa_cmp.MODULE, lambda d: fsa_cmp.convert(d, e, a, p), f"comparator unit (x{cfg.sa_cols})")
-    add_fixed(fsa_acc.MODULE, lambda d: fsa_acc.convert(d, a, p, cfg.div_bits_per_cycle),
+    add_fixed(fsa_acc.MODULE, lambda d: fsa_acc.convert(d, a, p, cfg.div_bits_per_cycle, ud=ud),
               f"accumulator unit (x{cfg.sa_cols})")
     add_fixed("fsa_idelay", lambda d: fsa_delay.convert_idelay(d, cfg.sa_rows, e), "input delayer",
               fsa_delay)

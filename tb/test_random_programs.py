@@ -77,7 +77,7 @@ def random_program(cfg, rng, n: int, region: int, bad: bool = False):
            Fence(mx=True, dma=True)]
     funcs = list(REF_FLAGS) + [MxFunc.ATTENTION_LSE_NORM_SCALE, MxFunc.ATTENTION_LSE_NORM]
     if cfg.dataflow == "ud":
-        funcs += list(UD_FUNCS) * 2
+        funcs += list(UD_FUNCS) * 2 + [MxFunc.NORM_SCALE, MxFunc.NORM] * 2
 
     def walk(rows: int, limit: int) -> tuple[int, int]:
         # stride 0 often: a walk whose rows repeat is where the accumulator's
@@ -121,9 +121,11 @@ def random_program(cfg, rng, n: int, region: int, bad: bool = False):
             kw["spad_addr"], kw["spad_stride"] = walk(R, SR)
             kw["acc_addr"], kw["acc_stride"] = walk(R, AR)
             kw["zero"] = bool(rng.integers(0, 2))
-        elif f == MxFunc.ATTENTION_LSE_NORM_SCALE:
+        elif f in (MxFunc.ATTENTION_LSE_NORM_SCALE, MxFunc.NORM_SCALE):
             kw["acc_addr"] = int(rng.integers(0, AR))
-        elif f == MxFunc.ATTENTION_LSE_NORM:
+            if f == MxFunc.NORM_SCALE:
+                kw["zero"] = bool(rng.integers(0, 4) == 0)
+        elif f in (MxFunc.ATTENTION_LSE_NORM, MxFunc.NORM):
             kw["acc_addr"], kw["acc_stride"] = walk(R, AR)
         else:                   # KSTEP, STEP, PVSTEP
             n_rows = {MxFunc.KSTEP: R, MxFunc.STEP: 2 * R, MxFunc.PVSTEP: R}[f]

@@ -188,8 +188,9 @@ def test_attention_buffer_variants(changes, sq, skv, causal):
 
 
 def test_buffer_plan():
-    base = config.get("FSA4X4Fp16Config")
-    assert buffer_plan(base) == {"q": 2, "kv": 2, "acc": 1}
+    base = config.get("FSA4X4Fp16Config")       # two accumulator sets (2 (1 + R) rows)
+    assert buffer_plan(base) == {"q": 2, "kv": 2, "acc": 2}
+    assert buffer_plan(base.replace(acc_rows=0)) == {"q": 2, "kv": 2, "acc": 1}
     assert buffer_plan(base.replace(spad_rows=12, acc_rows=10)) == {"q": 1, "kv": 1, "acc": 2}
 
 

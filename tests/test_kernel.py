@@ -92,8 +92,8 @@ def test_alloc_errors_say_what_is_left():
     with pytest.raises(KernelError, match=r"8 rows do not fit the scratchpad: 4 of 28 rows are left "
                                           r"\(allocated: big 0..23\).*more spad_rows"):
         k.alloc_spad(8)
-    k.alloc_accumulator(5)
-    with pytest.raises(KernelError, match=r"1 rows do not fit the accumulator: 0 of 5 rows.*acc_rows"):
+    k.alloc_accumulator(10)
+    with pytest.raises(KernelError, match=r"1 rows do not fit the accumulator: 0 of 10 rows.*acc_rows"):
         k.alloc_accumulator(1)
     with pytest.raises(KernelError, match=r"a scratchpad row holds R = 4 elements; shape \(4, 8\) "
                                           r"must be \(rows, 4\)"):

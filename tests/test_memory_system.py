@@ -58,19 +58,22 @@ def test_memory_system_rule():
     """One beat per scratchpad row, capped at 512 bits, dividing the
     accumulator row; two banks and three UD KV slots (where C + 6R exceeds
     the reference's 2C + 4R rows); rows of b > 1 beats get min(2b, 8) ports, twice as many
-    scratchpad banks, an accumulator bank per port and three UD KV slots."""
+    scratchpad banks, an accumulator bank per port and three UD KV slots;
+    always two accumulator sets (2 (1 + R) rows)."""
     assert fconfig.memory_system(4, 4, "fp16", "fp32") == {"axi_data_bits": 64, "spad_banks": 2,
-                                                           "spad_rows": 4 + 6 * 4}
-    assert fconfig.memory_system(4, 8, "fp16", "fp32") == {"axi_data_bits": 64, "spad_banks": 2}
+                                                           "spad_rows": 4 + 6 * 4, "acc_rows": 10}
+    assert fconfig.memory_system(4, 8, "fp16", "fp32") == {"axi_data_bits": 64, "spad_banks": 2,
+                                                           "acc_rows": 10}
     assert fconfig.memory_system(16, 16, "fp16", "fp32") == {"axi_data_bits": 256, "spad_banks": 2,
-                                                             "spad_rows": 16 + 6 * 16}
-    assert fconfig.memory_system(8, 16, "fp16", "fp32") == {"axi_data_bits": 128, "spad_banks": 2}
+                                                             "spad_rows": 16 + 6 * 16, "acc_rows": 34}
+    assert fconfig.memory_system(8, 16, "fp16", "fp32") == {"axi_data_bits": 128, "spad_banks": 2,
+                                                            "acc_rows": 18}
     assert fconfig.memory_system(64, 64, "fp16", "fp32") == {
         "axi_data_bits": 512, "mem_ports": 4, "spad_banks": 8, "acc_banks": 4,
-        "spad_rows": 64 + 6 * 64}
+        "spad_rows": 64 + 6 * 64, "acc_rows": 130}
     assert fconfig.memory_system(128, 128, "fp32", "fp32") == {
         "axi_data_bits": 512, "mem_ports": 8, "spad_banks": 16, "acc_banks": 8,
-        "spad_rows": 128 + 6 * 128}
+        "spad_rows": 128 + 6 * 128, "acc_rows": 258}
     assert fconfig.memory_system(8, 4, "fp16", "fp32")["axi_data_bits"] == 128
     for name in fconfig.names():
         cfg = fconfig.get(name)
@@ -200,14 +203,17 @@ def test_one_port_ud_twins_keep_up(name):
 def test_third_ud_slot_is_what_keeps_4x4_ud_up():
     """Without the third K/V slot (the reference's 2C + 4R scratchpad
     rows), 4x4 fp16 UD (64-bit AXI) with program fetch is DMA-bound; with
-    it, at the UD period (the K/V loads run a key block ahead of the
-    fetch bursts they share the read port with)."""
+    it, within 1.5 % of the UD period (the K/V loads run a key block ahead
+    of the fetch bursts they share the read port with; what is left is each
+    query block's Q load and O store, which the saturated bus takes from the
+    steps after them now that the normalisation no longer stalls the array)."""
     ud = fconfig.get("FSA4X4Fp16UdConfig")
     assert ud.spad_rows == ud.sa_cols + 6 * ud.sa_rows
     two = ud.replace(spad_rows=0, name="TwoSlots")
     free = cm.steady_state(ud, cm.IDEAL_DMA)["per_key_block"]
-    assert cm.steady_state(ud, program="fetch")["per_key_block"] == free
-    assert cm.steady_state(two, program="fetch")["per_key_block"] > free
+    three = cm.steady_state(ud, program="fetch")["per_key_block"]
+    assert free <= three <= 1.015 * free, (three, free)
+    assert cm.steady_state(two, program="fetch")["per_key_block"] > 1.05 * free
 
 
 def test_two_loads_in_flight_on_several_ports():

@@ -127,4 +127,6 @@ def test_chart_is_readable():
 def test_norm_scale_needs_reciprocal_cycles():
     with pytest.raises(ValueError, match="NORM_SCALE needs reciprocal_cycles"):
         P.make_plan("NORM_SCALE", 4, 4)
-    assert P.make_plan("NORM_SCALE", 4, 4, reciprocal_cycles=16).hold == 4 + 4 + 4 + 16
+    from fsa.plan_ud import norm_window
+    first, _ = norm_window(4, 4, 8)
+    assert P.make_plan("NORM_SCALE", 4, 4, reciprocal_cycles=16).hold == first + 16

@@ -104,3 +104,86 @@ def test_steps_closer_than_T_are_wrong(shift):
     except ValueError:
         return                                     # the ACC found no value: also a failure
     assert not np.array_equal(got, want)
+
+
+def _with_norms(cfg, prog):
+    """`prog` with each LSE_NORM_SCALE / LSE_NORM pair replaced by the
+    non-blocking NORM_SCALE and NORM, each right before a later STEP or
+    PVSTEP (its partner), at least the kernel's gap apart; those without a
+    partner at the end."""
+    from fsa.kernels_ud import _norm_gap
+    gap = _norm_gap(cfg)
+    out, fifo, last = [], [], -gap
+    n_mx = 0
+    for ins in prog:
+        if ins.func == MxFunc.ATTENTION_LSE_NORM_SCALE:
+            fifo.append(Matrix(MxFunc.NORM_SCALE, acc_addr=ins.acc_addr))
+            continue
+        if ins.func == MxFunc.ATTENTION_LSE_NORM:
+            fifo.append(Matrix(MxFunc.NORM, acc_addr=ins.acc_addr, acc_stride=ins.acc_stride))
+            continue
+        if ins.func in (MxFunc.STEP, MxFunc.PVSTEP):
+            n_mx += 1
+            if fifo and n_mx - last >= gap:
+                out.append(fifo.pop(0))
+                last = n_mx
+        out.append(ins)
+    return out + fifo
+
+
+@pytest.mark.parametrize("name,sq,skv,causal", [
+    ("FSA4X4Fp16UdConfig", 12, 16, False), ("FSA4X4Fp16UdConfig", 16, 16, True),
+    ("FSA8X8Fp16UdConfig", 24, 32, False), ("FSA4X8Fp16UdConfig", 16, 24, False),
+    ("FSA8X4Fp16UdConfig", 12, 32, False), ("FSA4X4Fp32UdConfig", 8, 24, False),
+    ("FSA4X4Fp16OnlyUdConfig", 8, 16, False),
+], ids=lambda v: str(v))
+@pytest.mark.parametrize("late", [False, True], ids=["partner+1", "partner+slack"])
+def test_non_blocking_normalisation_bit_exact(name, sq, skv, causal, late):
+    """NORM_SCALE / NORM in their partner STEP's free ACC window, the partner
+    1 or norm_slack cycles after them: no resource has two owners
+    (plan_ud.check_schedule), the cycle-by-cycle model gives the tile
+    model's attention bit for bit, and a query block costs LOAD_Q's C + 2
+    cycles plus one or two cycles per normalisation instruction."""
+    from fsa.plan_ud import check_schedule, norm_slack
+    cfg, spad, prog, _, (q, k, v) = _setup(name, sq, skv, causal, outliers=True)
+    prog = _with_norms(cfg, prog)
+    plans = timing.plans(cfg)
+    pl = [plans[int(i.func)] for i in prog]
+    starts = fplan.schedule_starts(pl)
+    norms = [n for n, i in enumerate(prog) if i.func in (MxFunc.NORM_SCALE, MxFunc.NORM)]
+    partnered = [n for n in norms if n + 1 < len(prog)
+                 and prog[n + 1].func in (MxFunc.STEP, MxFunc.PVSTEP)]
+    at_once = [n for n in partnered if starts[n + 1] == starts[n] + 1]
+    # a partner either starts right after its NORM or waits for it to retire
+    # (causal: short query blocks, where the slots hold it back)
+    assert all(starts[n + 1] >= starts[n] + pl[n].retire for n in partnered if n not in at_once)
+    assert at_once and (causal or at_once == partnered), (at_once, partnered)
+    if late:         # every partner (and all after it) as late as the rule allows
+        d = norm_slack(cfg.exp2_pieces) - 1
+        for n in partnered:
+            starts = starts[:n + 1] + [s + d for s in starts[n + 1:]]
+    check_schedule(pl, starts)
+    acc = ud_cycle.run(cfg, spad, np.zeros((cfg.acc_rows, cfg.sa_cols), np.uint32 if
+                                            cfg.a_fmt.width == 32 else np.uint16), prog, starts)
+    got = _output(cfg, acc, sq // cfg.sa_cols)
+    want = tile.attention(cfg, q, k, v, causal)
+    assert np.array_equal(got, want), np.argwhere(got != want)[:5]
+
+
+def test_norm_partner_one_cycle_past_the_slack_collides():
+    """The window is tight: a partner STEP one cycle later than the rule
+    allows (norm_slack + 1 after its NORM) puts its EXP_S1 on the NORM's
+    first ACC2 cycle; the issue rule makes such a STEP wait for the NORM."""
+    from fsa.plan_ud import ScheduleError, check_schedule, norm_slack
+    cfg, spad, prog, _, _ = _setup("FSA4X4Fp16UdConfig", 8, 16, False)
+    prog = _with_norms(cfg, prog)
+    plans = timing.plans(cfg)
+    pl = [plans[int(i.func)] for i in prog]
+    starts = fplan.schedule_starts(pl)
+    n = next(n for n, i in enumerate(prog) if i.func == MxFunc.NORM and n + 1 < len(prog)
+             and prog[n + 1].func == MxFunc.STEP)
+    check_schedule(pl, starts)
+    d = norm_slack(cfg.exp2_pieces)         # the partner at NORM + 1 + d
+    moved = starts[:n + 1] + [s + d for s in starts[n + 1:]]
+    with pytest.raises(ScheduleError, match="acc_cmd"):
+        check_schedule(pl, moved)

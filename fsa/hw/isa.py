@@ -22,7 +22,7 @@ matrix, DMA     sem_id              0 [28:24]       0..31
                 acquire_value       0 [22:20]       0..7
                 release_valid       0 [19]          flag
                 release_value       0 [18:16]       0..7
-matrix          func                0 [15:11]       0..4 (fsa.isa.MxFunc); 5..8 on UD hardware
+matrix          func                0 [15:11]       0..4 (fsa.isa.MxFunc); 5..10 on UD hardware
                 wait_prev_acc       0 [10]          flag
                 reset_max           0 [9]           flag: UD KSTEP/STEP, reset the bottom CMP row's maxima
                 early_release       0 [8]           flag: UD only, release after the last scratchpad read

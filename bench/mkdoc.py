@@ -224,11 +224,11 @@ def sec_memory(m: dict) -> list[str]:
                "bank and two K/V slots; 4x4 fp32 UD 4 % with 64-word fetch bursts)."), ""]
     if miss:
         out += [
-            "* program fetch and the K/V loads share port 0's read channel: a fetch burst "
-            "holds LOADs until its last beats and no fetch burst starts while a LOAD runs "
-            "(the 64-bit 4x4 and 4x8 UD twins lost 18-25 % to this with one scratchpad bank, "
-            "two K/V slots and LOADs held until a burst's last beat; 4x4 fp32 UD 4 % with "
-            "64-word fetch bursts).", ""]
+            "* the DMA queues one burst (one row) per cycle, so a key block's 2R rows take 2R "
+            "of the UD period's 2R + P + 3 cycles; each query block's Q load and O store (R "
+            "rows each) then take their time from the steps, now that the UD normalisation "
+            "no longer stalls the array (before, they ran while it did: docs/ud.md). Bursts "
+            "longer than one row (issue 14 item 1) would remove it.", ""]
     return out
 
 

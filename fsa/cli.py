@@ -493,7 +493,7 @@ def main(argv: "list[str] | None" = None) -> int:
     q.add_argument("config", help="preset name, e.g. FSA4X4Fp16Config")
     q.add_argument("function", help="LOAD_STATIONARY, ATTENTION_SCORE, ATTENTION_VALUE, "
                    "ATTENTION_LSE_NORM_SCALE, ATTENTION_LSE_NORM (or a unique part: score); "
-                   "on a UD config also LOAD_Q, KSTEP, STEP, PVSTEP")
+                   "on a UD config also LOAD_Q, KSTEP, STEP, PVSTEP, NORM_SCALE, NORM")
     q.add_argument("--bits", help="comma-separated PE bits to show (default all)")
     q.set_defaults(func=_cmd_plan_show)
 

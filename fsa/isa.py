@@ -61,8 +61,8 @@ as well, as are DMA instructions with ``repeat == 0`` or ``size == 0``.
 (:func:`decode_device`, rtl/fsa_decode.py) ignores reserved bits and
 completes a DMA of 0 rows or bytes without moving anything; it stops with
 ILLEGAL_TYPE / ILLEGAL_FUNC only on an unknown type or function code.
-``fsa exec`` runs such streams as the device does, with a warning. The matrix codes 5..8
-(LOAD_Q, KSTEP, STEP, PVSTEP: the UD dataflow, docs/ud.md) are part of
+``fsa exec`` runs such streams as the device does, with a warning. The matrix codes 5..10
+(LOAD_Q, KSTEP, STEP, PVSTEP, NORM_SCALE, NORM: the UD dataflow, docs/ud.md) are part of
 :class:`MxFunc`, so these config-free tools accept them; a device (and the
 golden model) whose config is not ``dataflow = "ud"`` rejects them with
 ILLEGAL_FUNC.

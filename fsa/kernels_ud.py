@@ -12,9 +12,14 @@ functions of a config with ``dataflow = "ud"``:
   after the STEP holding the last K part of block ``i`` (``qreg`` is free),
   and the STEP after it carries block ``i``'s last PV part together with the
   first K part of block ``i + 1`` (``reset_max``);
-* after the instruction holding block ``i``'s last PV part:
-  ``ATTENTION_LSE_NORM_SCALE(i)``, ``ATTENTION_LSE_NORM(i)`` and the store
-  of its ``O^T`` tile.
+* block ``i``'s normalisation: with two accumulator sets (the presets) the
+  non-blocking ``NORM_SCALE(i)`` and ``NORM(i)`` (the ACC's second scale
+  register, the controller's third slot), each right before a later STEP or
+  PVSTEP, their partner, in whose free ACC window they run (docs/ud.md),
+  and the store of its ``O^T`` tile two instructions after ``NORM(i)``;
+  with one set (or a query block of one key block), right after the
+  instruction holding block ``i``'s last PV part, the blocking
+  ``ATTENTION_LSE_NORM_SCALE(i)``, ``ATTENTION_LSE_NORM(i)`` and the store.
 
 Buffers: one Q tile (C rows: LOAD_Q copies it into the PEs, so the next
 block's Q loads while this one runs); ``slots`` KV slots of 2R rows (as many
@@ -33,8 +38,11 @@ Semaphores (each use acquires the current value and releases the next):
   loads into the slot overlap the rest of the instruction.  With one accumulator set, the first PV
   part of block ``i + 1`` must follow the store of block ``i``: the token
   of its slot passes through ``ATTENTION_LSE_NORM(i)`` and ``STORE(i)``.
-* accumulator set ``a``, id ``6 + a`` (n = 4): with two sets as in the
-  reference kernel (``LSE_NORM(i)`` -> ``STORE(i)`` -> ``LSE_NORM_SCALE(i+1)``);
+* accumulator set ``a``, id ``6 + a`` (n = 4): ``NORM(i)`` -> ``STORE(i)``
+  (block ``i + 2``'s first PV part, which zeroes the tile again, comes after
+  the store because the store precedes that instruction's loads in program
+  order and the DMA finishes in order); with the blocking pair as in the
+  reference kernel (``LSE_NORM(i)`` -> ``STORE(i)`` -> ``LSE_NORM_SCALE(i+1)``),
   with one set only the last block's ``LSE_NORM`` -> ``STORE`` pair.
 
 The program ends with ``Fence(mx, dma, stop)``; :func:`fsa.kernel.check_dispatch`

@@ -21,7 +21,7 @@ def core_config(name: str, blocks: int):
     base = fconfig.get(name)
     R, C = base.sa_rows, base.sa_cols
     # room for Q and every K / V^T block (the bench preloads; no DMA here)
-    return base.replace(name=f"{name}Core{blocks}", spad_rows=C + 2 * R * blocks)
+    return base.replace(name=f"{name}Core{blocks}", spad_rows=C + 2 * R * blocks, acc_rows=0)
 
 
 def attention_words(cfg, blocks: int):

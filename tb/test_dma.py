@@ -86,7 +86,7 @@ def test_dma_ports_and_validation():
     cfg = fconfig.get("FSA4X4Fp16Config")
     g = fsa_dma.geometry(cfg)
     assert (g["beat_bytes"], g["spad_lanes"], g["acc_lanes"], g["spad_addr_bits"],
-            g["acc_addr_bits"], g["spad_lane_bits"], g["acc_lane_bits"]) == (8, 1, 2, 5, 3, 1, 1)
+            g["acc_addr_bits"], g["spad_lane_bits"], g["acc_lane_bits"]) == (8, 1, 2, 5, 4, 1, 1)
     names = [n for n, _, _ in fsa_dma.port_table(cfg)]
     for n in ("m_axi_awaddr", "m_axi_rready", "m_axi_wstrb", "cmd_mem_stride", "spad_n_lane",
               "acc_n_rdata", "err_code", "done", "busy"):

@@ -54,8 +54,8 @@ from fsa import plan as fplan
 from fsa.hw import timing
 from fsa.formats import FPFormat, get_format
 from tb import simrun
-from tb.unit_models import (ACC_CMDS, CMP_CMDS, PE_BITS, ACCModel, CMPModel, PEModel,
-                            encoded_intercepts, pe_legal)
+from tb.unit_models import (ACC_CMDS, CMP_CMDS, PE_BITS, UD_ACC_CMDS, ACCModel, CMPModel,
+                            PEModel, encoded_intercepts, pe_legal)
 
 CONFIGS = ["FSA4X4Fp16Config", "FSA4X4Bf16Config", "FSA4X4Fp32Config", "FSA4X4Fp16OnlyConfig"]
 UNITS = ["pe", "cmp", "acc"]
@@ -65,8 +65,10 @@ CYCLES = {"pe": 8000, "cmp": 6000, "acc": 6000}
 RESETS = 3
 
 CMP = {n: i for i, n in enumerate(CMP_CMDS)}
-ACC = {n: i for i, n in enumerate(ACC_CMDS)}
+ACC = {n: i for i, n in enumerate(UD_ACC_CMDS)}
 BIT = {n: 1 << i for i, n in enumerate(PE_BITS)}
+#: UD configurations whose ACC (scale2: SET_SCALE2, RECIPROCAL2, ACC2) is checked too
+UD_ACC_CONFIGS = ["FSA4X4Fp16UdConfig", "FSA4X4Fp16OnlyUdConfig"]
 
 
 def _seed() -> int:
@@ -366,7 +368,7 @@ def acc_sequence(cfg, n: int, seed: int) -> Seq:
         if pulse_ok and len(seq) in resets:
             seq.add("RESET-PULSE", rst=1, cmd=int(rng.integers(0, 7)), sa=va.get(), sram=va.get(),
                     scale_a=state["scale_a"])
-        seq.add(ACC_CMDS[cmd], cmd=cmd, sa=va.get() if sa is None else sa,
+        seq.add(UD_ACC_CMDS[cmd], cmd=cmd, sa=va.get() if sa is None else sa,
                 sram=va.get() if sram is None else sram, scale_a=state["scale_a"])
 
     def max_diff() -> int:
@@ -388,8 +390,10 @@ def acc_sequence(cfg, n: int, seed: int) -> Seq:
         add(int(rng.choice([ACC["NOP"], ACC["ACC"], ACC["SET_SCALE"], ACC["EXP_S1"]])))
 
     while len(seq) < n:
-        kind = rng.choice(["tail", "value", "norm", "recip", "exp2", "random"],
-                          p=[0.25, 0.15, 0.15, 0.1, 0.1, 0.25])
+        ud = cfg.dataflow == "ud"
+        kind = rng.choice(["tail", "value", "norm", "recip", "exp2", "random", "norm2"],
+                          p=[0.2, 0.1, 0.1, 0.1, 0.1, 0.2, 0.2] if ud else
+                          [0.25, 0.15, 0.15, 0.1, 0.1, 0.25, 0.0])
         if kind == "tail":
             state["scale_a"] = new_scale_a()
             add(ACC["EXP_S1"], sa=max_diff())
@@ -411,9 +415,21 @@ def acc_sequence(cfg, n: int, seed: int) -> Seq:
             add(int(rng.choice([ACC["SET_SCALE"], ACC["EXP_S1"]])), sa=max_diff(), sram=va.get())
             for _ in range(int(rng.integers(1, 4))):
                 add(ACC["EXP_S2"])
+        elif kind == "norm2":
+            # UD: scale2 <- 1 / l while the other commands go on (the divider
+            # works for scale2 in the background), then ACC2 runs
+            add(ACC["SET_SCALE2"], sram=positive(), pulse_ok=False)
+            add(ACC["RECIPROCAL2"], pulse_ok=False)
+            for _ in range(window - 1 + int(rng.integers(0, 3))):
+                add(int(rng.choice([ACC["NOP"], ACC["EXP_S1"], ACC["EXP_S2"], ACC["ACC_SA"],
+                                    ACC["ACC"], ACC["SET_SCALE"]])), sa=max_diff(),
+                    pulse_ok=False)
+            for _ in range(R):
+                add(int(rng.choice([ACC["ACC2"], ACC["ACC2"], ACC["ACC_SA"]])))
         else:
             for _ in range(int(rng.integers(1, 9))):
-                add(int(rng.integers(0, 6)))
+                c = int(rng.integers(0, 8 if ud else 6))
+                add(c if c < 6 else ACC["SET_SCALE2"] if c == 6 else ACC["ACC2"])
     return seq
 
 
@@ -440,7 +456,7 @@ def make_model(unit: str, cfg):
         return PEModel(e, a, P)
     if unit == "cmp":
         return CMPModel(e, a, P, col=2)
-    return ACCModel(a, P, cfg.sa_rows, cfg.div_bits_per_cycle)
+    return ACCModel(a, P, cfg.sa_rows, cfg.div_bits_per_cycle, ud=cfg.dataflow == "ud")
 
 
 def make_case(unit: str, cfg, n: int, seed: int) -> dict:
@@ -448,6 +464,8 @@ def make_case(unit: str, cfg, n: int, seed: int) -> dict:
     gen = {"pe": pe_sequence, "cmp": cmp_sequence, "acc": acc_sequence}[unit]
     seq = gen(cfg, n, seed)
     regs, combs = UNIT_SPEC[unit]
+    if unit == "acc" and cfg.dataflow == "ud":
+        regs = regs + ("scale2",)
     model = make_model(unit, cfg)
     rst_state = model.reset()
     exp = {k: [] for k in regs + combs}
@@ -469,7 +487,9 @@ def make_case(unit: str, cfg, n: int, seed: int) -> dict:
              "mask": 1, "mask_out": 1, "key_limit": 9, "scale_a": fa.width,
              "s_in": fa.width, "col": 8, "out": fa.width, "new_max": fa.width,
              "old_max": fa.width, "sa": fa.width, "sram": fa.width, "wb": fa.width,
-             "scale": fa.width}
+             "scale": fa.width, "scale2": fa.width}
+    if cfg.dataflow == "ud" and unit == "acc":
+        width["cmd"] = 4
     port = {k: PORT_NAMES[unit].get(k, k) for k in names}
     case = dict(unit=unit, inputs=np.array([port[k] for k in names]), regs=np.array(regs),
                 combs=np.array(combs, dtype="<U16"), labels=np.array(seq.labels))
@@ -529,6 +549,20 @@ def test_unit_bit_exact(unit, config, tmp_path):
                timeout_s=600)
     print(f"{unit} {config}: {len(case['labels'])} cycles, model {t1 - t0:.1f} s, "
           f"simulation {time.monotonic() - t1:.1f} s")
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("config", UD_ACC_CONFIGS)
+def test_ud_acc_bit_exact(config, tmp_path):
+    """The UD ACC (4-bit commands, scale2) against ACCModel(ud=True), cycle
+    by cycle: RECIPROCAL2's division runs while the STEPs' commands go on."""
+    cfg = fconfig.get(config)
+    case = make_case("acc", cfg, CYCLES["acc"], _seed())
+    assert "SET_SCALE2" in set(case["labels"]) and "ACC2" in set(case["labels"])
+    path = tmp_path / f"acc-{config}.npz"
+    np.savez(path, **case)
+    simrun.run("fsa_acc", unit_sources(cfg, "fsa_acc"), "tb_units", testcase="acc_sequence",
+               extra_env={"FSA_UNIT_CASE": str(path)}, timeout_s=600)
 
 
 # ---- quick checks of the sequences and models (no simulator)

@@ -41,7 +41,7 @@ from fsa.formats import get_format
 from fsa.hw import timing
 from fsa.plan import UD_PE_BITS
 
-__all__ = ["PE_BITS", "CMP_CMDS", "ACC_CMDS", "PEModel", "CMPModel", "ACCModel",
+__all__ = ["PE_BITS", "CMP_CMDS", "ACC_CMDS", "UD_ACC_CMDS", "PEModel", "CMPModel", "ACCModel",
            "pe_writers", "pe_legal"]
 
 #: PE control bits, bit i of ``ctrl_in`` (same order as fsa.plan.PE_BITS and rtl.fsa_pe).
@@ -51,9 +51,11 @@ PE_BITS = ("mac", "acc_ui", "load_reg_li", "load_reg_ui", "flow_lr", "flow_ud",
 CMP_CMDS = ("NOP", "UPDATE", "PROP_MAX", "PROP_MAX_DIFF", "PROP_EXP2_INTERCEPTS",
             "PROP_ZERO", "RESET")
 ACC_CMDS = ("NOP", "EXP_S1", "EXP_S2", "ACC_SA", "ACC", "SET_SCALE", "RECIPROCAL")
+#: UD configurations' ACC commands: the second scale register's three after them.
+UD_ACC_CMDS = ACC_CMDS + ("SET_SCALE2", "RECIPROCAL2", "ACC2")
 _B = {n: 1 << i for i, n in enumerate(PE_BITS + UD_PE_BITS)}
 _CMP = {n: i for i, n in enumerate(CMP_CMDS)}
-_ACC = {n: i for i, n in enumerate(ACC_CMDS)}
+_ACC = {n: i for i, n in enumerate(UD_ACC_CMDS)}
 
 
 def _get(inputs: Mapping[str, int], name: str) -> int:
@@ -288,12 +290,19 @@ class ACCModel:
     so a window of ``latency + 2`` RECIPROCAL commands
     (``fsa.hw.timing.reciprocal_cycles``) ends with the new scale.  With ``strict``, any other command while the
     divider is busy raises ``ValueError`` (the plans never do it).
+
+    ``ud=True`` (UD configurations): also SET_SCALE2 (``scale2 <- sram``),
+    RECIPROCAL2 (one cycle; starts the divider on ``scale2``, which gets the
+    result at the edge of cycle ``start + latency + 1``: any command but the
+    divider's own may run meanwhile) and ACC2 (``wb = scale2 * sram + 0``);
+    ``step`` also returns ``scale2``.
     """
 
     def __init__(self, a_type: str = "fp32", pieces: int = 8, sa_rows: int = 4,
                  div_bits_per_cycle: int = 2, strict: bool = True,
-                 divider_latency: "int | None" = None):
+                 divider_latency: "int | None" = None, ud: bool = False):
         self.a, self.P = a_type, pieces
+        self.ud = ud
         self.fa = get_format(a_type)
         self.scale_a = attention_scale_bits(sa_rows, a_type)
         if divider_latency is None:
@@ -309,19 +318,25 @@ class ACCModel:
 
     def reset(self) -> dict:
         self.scale = self.fa.one
+        self.scale2 = self.fa.one
         self.prev_recip = False
         self.div_left = -1        # cycles until the write (0: this cycle writes); -1 idle
         self.div_x = 0
-        return dict(wb=None, scale=self.scale)
+        self.div_to2 = False      # the running division writes scale2
+        return dict(wb=None, scale=self.scale, **({"scale2": self.scale2} if self.ud else {}))
 
     def step(self, inputs: Mapping[str, int]) -> dict:
         cmd = _get(inputs, "cmd")
         sa, sram = _get(inputs, "sa"), _get(inputs, "sram")
         a = self.a
-        if self.strict and not 0 <= cmd < len(ACC_CMDS):
+        names = UD_ACC_CMDS if self.ud else ACC_CMDS
+        if self.strict and not 0 <= cmd < len(names):
             raise ValueError(f"ACC command {cmd} is not defined")
         busy = self.div_left >= 0
-        if self.strict and busy and cmd != _ACC["RECIPROCAL"]:
+        if self.strict and busy and self.div_to2 and cmd in (
+                _ACC["RECIPROCAL"], _ACC["RECIPROCAL2"], _ACC["SET_SCALE2"], _ACC["ACC2"]):
+            raise ValueError(f"ACC command {names[cmd]} while the divider works for scale2")
+        if self.strict and busy and not self.div_to2 and cmd != _ACC["RECIPROCAL"]:
             raise ValueError(f"ACC command {ACC_CMDS[cmd]} while the divider is busy "
                              f"(a RECIPROCAL window is {self.window} cycles)")
         wb = None
@@ -337,17 +352,27 @@ class ACCModel:
             wb = int(nm.fma(self.scale, sram, 0, a, a, out="acc"))
         elif cmd == _ACC["SET_SCALE"]:
             new_scale = sram
+        new_scale2 = self.scale2
+        if self.ud and cmd == _ACC["ACC2"]:
+            wb = int(nm.fma(self.scale2, sram, 0, a, a, out="acc"))
+        elif self.ud and cmd == _ACC["SET_SCALE2"]:
+            new_scale2 = sram
         # the divider
         if busy:
             if self.div_left == 0:
-                if cmd not in (_ACC["EXP_S1"], _ACC["EXP_S2"], _ACC["SET_SCALE"]):
+                if self.div_to2:
+                    new_scale2 = int(nm.reciprocal(self.div_x, a))
+                elif cmd not in (_ACC["EXP_S1"], _ACC["EXP_S2"], _ACC["SET_SCALE"]):
                     new_scale = int(nm.reciprocal(self.div_x, a))
                 self.div_left = -1
             else:
                 self.div_left -= 1
         elif cmd == _ACC["RECIPROCAL"] and not self.prev_recip:
-            self.div_x = self.scale
+            self.div_x, self.div_to2 = self.scale, False
             self.div_left = self.L   # counts down to 0 in cycle start + L + 1 (the write)
+        elif self.ud and cmd == _ACC["RECIPROCAL2"]:
+            self.div_x, self.div_to2 = self.scale2, True
+            self.div_left = self.L
         self.prev_recip = cmd == _ACC["RECIPROCAL"]
-        self.scale = new_scale
-        return dict(wb=wb, scale=self.scale)
+        self.scale, self.scale2 = new_scale, new_scale2
+        return dict(wb=wb, scale=self.scale, **({"scale2": self.scale2} if self.ud else {}))

@@ -190,3 +190,30 @@ def test_pv_part_without_scores_is_refused():
         Machine(cfg).run(prog)
     with pytest.raises(UnsupportedProgram, match="1/0/1"):
         Machine(cfg).run([Matrix(MxFunc.LOAD_Q), Fence(stop=True)])
+
+
+@pytest.mark.parametrize("name", ["FSA4X4Fp16UdConfig", "FSA4X4Fp32UdConfig", "FSA4X4Bf16UdConfig"])
+def test_norm_pair_equals_the_lse_pair(name):
+    """NORM_SCALE / NORM give the bits LSE_NORM_SCALE / LSE_NORM give (on
+    scale2: the first scale register keeps its value), zero included."""
+    cfg = fconfig.get(name)
+    R, C = cfg.sa_rows, cfg.sa_cols
+    rng = np.random.default_rng(5)
+    acc = nx.from_float64(np.abs(rng.standard_normal((cfg.acc_rows, C))) * 3 + 0.01, cfg.a_type)
+    acc[0, 1] = nx.from_float64(np.array([0.0]), cfg.a_type)[0]        # l = 0: 1/0 = inf
+    outs = []
+    for pair in ((MxFunc.ATTENTION_LSE_NORM_SCALE, MxFunc.ATTENTION_LSE_NORM),
+                 (MxFunc.NORM_SCALE, MxFunc.NORM)):
+        m = Machine(cfg)
+        m.acc[:] = acc
+        scale_before = m.state.scale.copy()
+        m.matrix(Matrix(pair[0], acc_addr=0), 0)
+        m.matrix(Matrix(pair[1], acc_addr=1, acc_stride=1), 1)
+        if pair[0] == MxFunc.NORM_SCALE:
+            assert np.array_equal(m.state.scale, scale_before)
+        outs.append(m.acc.copy())
+    assert np.array_equal(outs[0], outs[1])
+    m = Machine(cfg)
+    m.acc[:] = acc
+    m.matrix(Matrix(MxFunc.NORM_SCALE, acc_addr=0, zero=True), 0)
+    assert np.array_equal(m.ud.scale2, nx.reciprocal(np.zeros(C, acc.dtype), cfg.a_type))

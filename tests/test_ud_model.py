@@ -187,3 +187,41 @@ def test_load_q_wave_holds_all_but_the_next_instruction(name):
         # the controller stays busy (a Fence(mx) waits) until the wave is over
         assert res.cycles >= first + max(s - first + plans[int(i.func)].wave_retire
                                          for i, s in zip(mx, res.mx_starts)) - 2, (what, res.cycles)
+
+
+@pytest.mark.parametrize("name", ["FSA4X4Fp16UdConfig", "FSA8X8Fp16UdConfig", "FSA16X16Fp16UdConfig",
+                                  "FSA4X8Fp16UdConfig", "FSA8X4Fp16UdConfig"])
+def test_query_block_costs_c_plus_6_with_the_non_blocking_normalisation(name):
+    """With a free DMA a query block costs C + 6 cycles over its key-block
+    steps: LOAD_Q's C lane cycles + 2 and two for each of NORM_SCALE and
+    NORM (each issues 2 cycles before its partner STEP); with one
+    accumulator set (the blocking LSE pair) it costs several times that."""
+    cfg = fconfig.get(name)
+    C = cfg.sa_cols
+    assert kernels.attention(cfg, 3 * C, 12 * cfg.sa_rows).meta["buffers"]["acc"] == 2
+    ss = cm.steady_state(cfg, cm.IDEAL_DMA)
+    assert ss["per_query_block"] == C + 6, ss
+    one = cm.steady_state(cfg.replace(name=name + "Acc1", acc_rows=0), cm.IDEAL_DMA)
+    assert one["per_key_block"] == ss["per_key_block"]
+    assert one["per_query_block"] > 2 * (C + 6), one
+
+
+def test_ud_kernel_places_norms_before_steps():
+    """The UD kernel's NORM_SCALE / NORM each come right before a STEP or
+    PVSTEP (their partner) while steps remain, NORM(i) after NORM_SCALE(i),
+    and the store of O(i) after NORM(i)."""
+    cfg = fconfig.get("FSA8X8Fp16UdConfig")
+    prog = kernels.attention(cfg, 4 * 8, 6 * 8)
+    ins = prog.instructions
+    mx = [(n, i) for n, i in enumerate(ins) if isinstance(i, isa.Matrix)]
+    F = isa.MxFunc
+    norms = [k for k, (_, i) in enumerate(mx) if i.func in (F.NORM_SCALE, F.NORM)]
+    assert len(norms) == 2 * 4
+    assert not any(i.func in (F.ATTENTION_LSE_NORM_SCALE, F.ATTENTION_LSE_NORM) for _, i in mx)
+    last_step = max(k for k, (_, i) in enumerate(mx) if i.func in (F.STEP, F.PVSTEP))
+    for k in norms:
+        if k < last_step:
+            assert mx[k + 1][1].func in (F.STEP, F.PVSTEP), k
+    stores = [n for n, i in enumerate(ins) if isinstance(i, isa.Dma) and i.func == isa.DmaFunc.STORE]
+    norm_at = [mx[k][0] for k in norms if mx[k][1].func == F.NORM]
+    assert len(stores) == 4 and all(s > a for s, a in zip(stores, norm_at))

@@ -193,8 +193,11 @@ def fsa_acc(clk, rst, cmd, scale_a, sa, sram, wb, a_type="fp32", pieces=8,
             op_a.next = scale
 
     @always_comb
-    def operands():
+    def divider_start():
         div_start.next = acc_cmd_reciprocal and not prev_recip
+
+    @always_comb
+    def operands():
         if acc_cmd_exp_s1:
             op_b.next = scale_a
             op_c.next = 0
@@ -223,9 +226,9 @@ def fsa_acc(clk, rst, cmd, scale_a, sa, sram, wb, a_type="fp32", pieces=8,
             scale.next = div_y
 
     common = (u_fma, u_div, commands, scale_fields, scale_exponent, scale_shift, shift_significand,
-              piece_of_scale, piece_consts, output)
+              piece_of_scale, piece_consts, operands, output)
     if not ud:
-        return common + (fma_gate, operand_a, operands, step)
+        return common + (fma_gate, operand_a, divider_start, step)
 
     # ---- UD: scale2 (the same generators with the three commands added)
     @always_comb
@@ -257,21 +260,6 @@ def fsa_acc(clk, rst, cmd, scale_a, sa, sram, wb, a_type="fp32", pieces=8,
         else:
             div_x.next = scale
 
-    @always_comb
-    def operands_bc():
-        if acc_cmd_exp_s1:
-            op_b.next = scale_a
-            op_c.next = 0
-        elif acc_cmd_exp_s2:
-            op_b.next = slope_k
-            op_c.next = icpt_k
-        elif acc_cmd_acc_sa:
-            op_b.next = sram
-            op_c.next = sa
-        else:
-            op_b.next = sram
-            op_c.next = 0
-
     @always_seq(clk.posedge, reset=rst)
     def step2():
         prev_recip.next = acc_cmd_reciprocal
@@ -288,7 +276,7 @@ def fsa_acc(clk, rst, cmd, scale_a, sa, sram, wb, a_type="fp32", pieces=8,
         elif div_done and div_to2:
             scale2.next = div_y
 
-    return common + (commands2, fma_gate2, operand_a2, divider_in, operands_bc, step2)
+    return common + (commands2, fma_gate2, operand_a2, divider_in, step2)
 
 
 def ports(a_type: str = "fp32", ud: bool = False) -> dict:

@@ -407,12 +407,37 @@ def fsa_mxctrl(clk, rst,
 
     # UD: the wave guard (fsa_mxctrl_ud.wave_guard) has the last word on in_ready
     ready_o, accept_o = (sig(1), sig(1)) if ud else (in_ready, accept)
-    nbusy, nt, nret, nload, last_norm = sig(1), sig(TW), sig(TW), sig(1), sig(1)
+    fr0_s, fr1_s, ok_s, lb_s, blk_s = (sig(1) for _ in range(5))
+
+    @always_comb
+    def slot_state():
+        # a slot is free from the next cycle on
+        fr0 = (not b0) or (t0 + 1 >= ret0)
+        fr1 = (not b1) or (t1 + 1 >= ret1)
+        fr0_s.next = fr0
+        fr1_s.next = fr1
+        # the previous instruction has passed its conflict-free cycle; it is
+        # a blocking one still running
+        if last:
+            ok_s.next = (not b1) or (t1 >= cf1)
+            lb_s.next = b1 and (f1 == B0 or f1 == B1)
+        else:
+            ok_s.next = (not b0) or (t0 >= cf0)
+            lb_s.next = b0 and (f0 == B0 or f0 == B1)
+        blk_s.next = in_func == B0 or in_func == B1 or in_wait_prev_acc
+        # the slot to fill: the one not holding the most recent instruction
+        if fr0 and fr1:
+            take.next = not last
+        else:
+            take.next = fr1
+    insts.append(slot_state)
+
     if ud:
         from fsa.plan_ud import norm_slack
         SLACK = norm_slack(P)
         N0, N1 = NORM
         P0, P1 = (fplan.ALL_FUNCS.index(f) for f in ("STEP", "PVSTEP"))
+        nbusy, nt, nret, nload, last_norm = sig(1), sig(TW), sig(TW), sig(1), sig(1)
         insts.append(named(fsa_mxctrl_ud.norm_slot(
                          clk, rst, nload, in_func, in_acc_addr, in_acc_stride, in_zero,
                          in_rel_valid, in_rel_id, in_rel_value, nbusy, nt, nret, nacc, nrd, naddr,
@@ -420,60 +445,25 @@ def fsa_mxctrl(clk, rst,
 
         @always_comb
         def issue_ud():
-            fr0 = (not b0) or (t0 + 1 >= ret0)
-            fr1 = (not b1) or (t1 + 1 >= ret1)
             frn = (not nbusy) or (nt + 1 >= nret)
-            ok = True
-            lb = False
-            if last:
-                ok = (not b1) or (t1 >= cf1)
-                lb = b1 and (f1 == B0 or f1 == B1)
-            else:
-                ok = (not b0) or (t0 >= cf0)
-                lb = b0 and (f0 == B0 or f0 == B1)
-            blocking = in_func == B0 or in_func == B1 or in_wait_prev_acc
-            allfree = fr0 and fr1 and frn
-            bok = allfree or not (blocking or lb)
+            bok = (fr0_s and fr1_s and frn) or not (blk_s or lb_s)
             is_norm = in_func == N0 or in_func == N1
             # after a normalisation: its partner (STEP / PVSTEP) within the
             # slack, anything else once it retires (its cf is 0: ok holds)
             pok = (not last_norm) or frn or (
-                (in_func == P0 or in_func == P1) and not blocking and nt < SLACK)
-            ready = ok and bok and ((is_norm and frn) or (not is_norm and pok and (fr0 or fr1)))
+                (in_func == P0 or in_func == P1) and not blk_s and nt < SLACK)
+            ready = ok_s and bok and ((is_norm and frn) or
+                                      (not is_norm and pok and (fr0_s or fr1_s)))
             ready_o.next = ready
             accept_o.next = ready and in_valid
-            if fr0 and fr1:
-                take.next = not last
-            else:
-                take.next = fr1
         insts.append(issue_ud)
-
-    @always_comb
-    def issue():
-        # a slot is free from the next cycle on
-        fr0 = (not b0) or (t0 + 1 >= ret0)
-        fr1 = (not b1) or (t1 + 1 >= ret1)
-        # the previous instruction has passed its conflict-free cycle
-        ok = True
-        lb = False
-        if last:
-            ok = (not b1) or (t1 >= cf1)
-            lb = b1 and (f1 == B0 or f1 == B1)
-        else:
-            ok = (not b0) or (t0 >= cf0)
-            lb = b0 and (f0 == B0 or f0 == B1)
-        blocking = in_func == B0 or in_func == B1 or in_wait_prev_acc
-        allfree = fr0 and fr1
-        bok = allfree or not (blocking or lb)
-        ready = ok and bok and (fr0 or fr1)
-        ready_o.next = ready
-        accept_o.next = ready and in_valid
-        # the slot to fill: the one not holding the most recent instruction
-        if fr0 and fr1:
-            take.next = not last
-        else:
-            take.next = fr1
-    if not ud:
+    else:
+        @always_comb
+        def issue():
+            bok = (fr0_s and fr1_s) or not (blk_s or lb_s)
+            ready = ok_s and bok and (fr0_s or fr1_s)
+            ready_o.next = ready
+            accept_o.next = ready and in_valid
         insts.append(issue)
 
     rl0, rl1 = s_rel

@@ -71,6 +71,7 @@ from fsa.cyclefetch import Fetch, FetchTiming
 from fsa.cycletiming import (DEFAULT_DMA, HARNESS_HOST, IDEAL_DMA, PROGRAM_FEEDS,
                              DmaTiming, HostFeed, HostPush, program_feed)
 from fsa.hw.isa import SEM_IDS
+from fsa.plan_ud import norm_slack
 
 __all__ = ["DmaTiming", "ModelResult", "DispatchError", "DISPATCH_MODES", "simulate",
            "check_timings", "steady_state", "predict_cycles", "block_counts",
@@ -117,7 +118,7 @@ def _sram_use(plans: list[fplan.Plan]) -> list[dict]:
         for a in p.acc_reads:
             use.setdefault(a.cycle, []).append(("acc", a.index))
         for t, cmd in p.acc:
-            if cmd in ("ACC_SA", "ACC", "ACC2"):
+            if cmd in fplan.ACC_WRITE_CMDS:
                 # the write-back of cycle t goes to the row read at t - 1
                 use.setdefault(t, []).append(("acc", reads.get(t - 1, 0)))
         out.append(use)
@@ -203,8 +204,7 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
     # UD NORM_SCALE / NORM: the third, ACC-only slot; the instruction after
     # one starts the cycle after it only as its partner (a STEP or PVSTEP)
     NORM = [p.func in fplan.NORM_FUNCS for p in plans]
-    PARTNER = [p.func in ("STEP", "PVSTEP") for p in plans]
-    from fsa.plan_ud import norm_slack
+    PARTNER = [p.func in fplan.NORM_PARTNERS for p in plans]
     SLACK = norm_slack(cfg.exp2_pieces)
     REL = [p.release for p in plans]
     READ_REL = [p.read_release for p in plans]      # UD early_release (docs/ud.md)

@@ -50,6 +50,7 @@ proves it free of deadlocks and races at build time.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from fsa import config as fconfig
@@ -136,8 +137,6 @@ def mx_norm(k: KernelBuilder, o: AccTile, sem=None, *, acquire=None, release=Non
 def _norm_gap(cfg) -> int:
     """STEPs between two normalisation instructions so that the first has
     retired (the controller's third slot is free) when the second starts."""
-    import math
-
     from fsa.hw import timing
     from fsa.plan_ud import period
     T = period(cfg.sa_rows, cfg.exp2_pieces)
@@ -203,11 +202,11 @@ def flash_attention_ud(k: KernelBuilder, Q: MemTile, K: MemTile, Vt: MemTile, *,
     first_pv = {i: n + 1 for n, (i, j) in enumerate(steps) if j == 0}   # instruction of PV(i, 0)
     gap = _norm_gap(cfg)
     fifo: list = []                 # ("NS" | "N", i), in order
-    stores: list = []               # [i, emit at instruction]
+    stores: list = []               # (i, emit at instruction)
     last_norm = -gap
 
-    def reuse(i: int) -> int:       # the instruction whose PV part zeroes block i's tile again
-        return first_pv.get(i + nacc, N + 10)
+    def reuse(i: int) -> float:     # the instruction whose PV part zeroes block i's tile again
+        return first_pv.get(i + nacc, math.inf)
 
     def emit_norm(kind: str, i: int) -> None:
         lo = lo_acc[i % nacc]
@@ -261,7 +260,7 @@ def flash_attention_ud(k: KernelBuilder, Q: MemTile, K: MemTile, Vt: MemTile, *,
                 emit_norm(kind, i)
                 last_norm = n
                 if kind == "N":
-                    stores.append([i, min(n + 2, reuse(i) - 2)])
+                    stores.append((i, min(n + 2, reuse(i) - 2)))
         if kpart is None:
             mx_step(k, MxFunc.PVSTEP, slot[R:2 * R], lo, zero=pv[1] == 0, **early)
         elif pv is None:
@@ -301,7 +300,7 @@ def flash_attention_ud(k: KernelBuilder, Q: MemTile, K: MemTile, Vt: MemTile, *,
     for kind, i in fifo:           # after the last PVSTEP: no partner left
         emit_norm(kind, i)
         if kind == "N":
-            stores.append([i, 0])
+            stores.append((i, 0))
     for i, _ in stores:
         emit_store(i)
     return Ot

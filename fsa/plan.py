@@ -46,14 +46,14 @@ which is what makes LOAD_STATIONARY -> ATTENTION_SCORE conflict-free).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Any, Iterable
 
 __all__ = [
     "PE_BITS", "CMP_CMDS", "ACC_CMDS", "FUNCS", "Wave", "SpadRead", "AccRead", "Plan",
     "make_plan", "table", "compact", "expand_compact", "Table", "schedule_starts",
     "ISSUE_SLOTS", "SLOT_RETIRE", "check_overlap", "chart", "landing",
     "UD_FUNCS", "ALL_FUNCS", "UD_PE_BITS", "BCMP_CMDS", "UD_CMP_CMDS", "UD_ACC_CMDS",
-    "NORM_FUNCS",
+    "ACC_WRITE_CMDS", "NORM_FUNCS", "NORM_PARTNERS", "check_reciprocal_cycles",
 ]
 
 #: PE control bits, in the order of docs/architecture.md section 3.
@@ -67,6 +67,8 @@ ACC_CMDS = ("NOP", "EXP_S1", "EXP_S2", "ACC_SA", "ACC", "SET_SCALE", "RECIPROCAL
 #: RECIPROCAL2 (starts the divider on scale2; it writes scale2 when done, the
 #: plan's ``hold``), ACC2 (wb = scale2 * sram + 0).
 UD_ACC_CMDS = ACC_CMDS + ("SET_SCALE2", "RECIPROCAL2", "ACC2")
+#: The ACC commands that write their row back to the accumulator SRAM.
+ACC_WRITE_CMDS = ("ACC_SA", "ACC", "ACC2")
 #: Matrix functions by ISA code (docs/architecture.md section 8).
 FUNCS = ("LOAD_STATIONARY", "ATTENTION_SCORE", "ATTENTION_VALUE",
          "ATTENTION_LSE_NORM_SCALE", "ATTENTION_LSE_NORM")
@@ -75,6 +77,9 @@ UD_FUNCS = ("LOAD_Q", "KSTEP", "STEP", "PVSTEP", "NORM_SCALE", "NORM")
 #: The UD functions that run in the controller's third, ACC-only slot (the
 #: non-blocking normalisation, docs/ud.md).
 NORM_FUNCS = ("NORM_SCALE", "NORM")
+#: The functions that may start right after one of NORM_FUNCS (its partner:
+#: the normalisation's commands sit in their free ACC window).
+NORM_PARTNERS = ("STEP", "PVSTEP")
 #: Every function, indexed by ISA code.
 ALL_FUNCS = FUNCS + UD_FUNCS
 #: The UD PE's extra control bits (after PE_BITS: control 9 -> 12 bits):
@@ -227,6 +232,16 @@ def _sram_flags(func: str) -> tuple[bool, bool, bool]:
             "ATTENTION_VALUE": (True, False, True)}.get(func, (False, False, False))
 
 
+def check_reciprocal_cycles(func: str, n: Any, least: int) -> int:
+    """`n` (RECIPROCAL cycles of `func`'s plan) if it is an int >= `least`,
+    else ValueError (:func:`fsa.hw.timing.reciprocal_cycles` gives the
+    hardware's)."""
+    if n is None or isinstance(n, bool) or not isinstance(n, int) or n < least:
+        raise ValueError(f"{func} needs reciprocal_cycles (an int >= {least}; "
+                         f"fsa.hw.timing.reciprocal_cycles gives the hardware's), got {n!r}")
+    return n
+
+
 def make_plan(func: "str | int", R: int, C: int, P: int = 8, *,
               reciprocal_cycles: "int | None" = None,
               rev_in: bool | None = None, rev_out: bool | None = None,
@@ -318,10 +333,7 @@ def make_plan(func: "str | int", R: int, C: int, P: int = 8, *,
                     conflict_free=2 * R - 2)
 
     if func == "ATTENTION_LSE_NORM_SCALE":
-        n = reciprocal_cycles
-        if n is None or isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError("ATTENTION_LSE_NORM_SCALE needs reciprocal_cycles (a positive int; "
-                             f"fsa.hw.timing.reciprocal_cycles gives the hardware's), got {n!r}")
+        n = check_reciprocal_cycles(func, reciprocal_cycles, 1)
         acc = [(1, "SET_SCALE")] + [(2 + k, "RECIPROCAL") for k in range(n)]
         return Plan(func, R, C, P, waves=(), cmp=(), acc=tuple(acc), spad_reads=(),
                     acc_reads=(AccRead(0, 0),), conflict_free=1 + n,
@@ -484,6 +496,8 @@ def schedule_starts(plans: list[Plan], wait_prev_acc: "list[bool] | None" = None
     instruction after one starts 1 .. ``fsa.plan_ud.norm_slack`` cycles
     after it when it is a STEP or PVSTEP (its partner, whose free ACC window
     the normalisation uses), otherwise once it has retired."""
+    from fsa.plan_ud import norm_slack
+
     starts: list[int] = []
     waits = wait_prev_acc or [False] * len(plans)
     wave = None                 # the last early-retired instruction (index)
@@ -492,32 +506,31 @@ def schedule_starts(plans: list[Plan], wait_prev_acc: "list[bool] | None" = None
         if i:
             prev = plans[i - 1]
             s = starts[i - 1] + prev.conflict_free + 1
-            # a free slot: fewer than ISSUE_SLOTS earlier ones not yet retired
-            # (the instruction ISSUE_SLOTS before, unless an early-retired
-            # LOAD_Q between frees its slot first)
-            # (the two slots hold the instructions that are not NORM_FUNCS;
-            # those have a third slot of their own, free at their retire)
-            norm = p.func in NORM_FUNCS
-            while True:
-                ends = sorted(e for e in (starts[j] + plans[j].retire for j in range(i)
-                                          if (plans[j].func in NORM_FUNCS) == norm) if e > s)
-                if norm:
-                    s = max([s] + ends)
-                    break
-                if len(ends) < ISSUE_SLOTS:
-                    break
-                s = ends[len(ends) - ISSUE_SLOTS]
+            if p.func in NORM_FUNCS:
+                # their own third slot: free once the previous one retired
+                s = max([s] + [starts[j] + plans[j].retire for j in range(i)
+                               if plans[j].func in NORM_FUNCS])
+            else:
+                # a free slot: fewer than ISSUE_SLOTS earlier ones (not
+                # NORM_FUNCS) not yet retired: the instruction ISSUE_SLOTS
+                # before, unless an early-retired LOAD_Q between frees its
+                # slot first
+                while True:
+                    ends = sorted(e for e in (starts[j] + plans[j].retire for j in range(i)
+                                              if plans[j].func not in NORM_FUNCS) if e > s)
+                    if len(ends) < ISSUE_SLOTS:
+                        break
+                    s = ends[len(ends) - ISSUE_SLOTS]
             if p.blocking or prev.blocking or waits[i]:
                 s = max([s] + [starts[j] + plans[j].retire for j in range(i)])
             if wave is not None and (wave < i - 1 or p.blocking or waits[i]):
                 s = max(s, starts[wave] + plans[wave].wave_retire)
-            # after a NORM_SCALE / NORM: its partner (a STEP or PVSTEP) the
-            # cycle after it, anything else once it has retired
-            if prev.func in NORM_FUNCS:
-                from fsa.plan_ud import norm_slack
-                if not (p.func in ("STEP", "PVSTEP") and not (p.blocking or waits[i])
-                        and s <= starts[i - 1] + norm_slack(prev.P)):
-                    s = max(s, starts[i - 1] + prev.retire)
+            # after a NORM_SCALE / NORM: its partner (a STEP or PVSTEP)
+            # within the slack, anything else once it has retired
+            if prev.func in NORM_FUNCS and not (
+                    p.func in NORM_PARTNERS and not (p.blocking or waits[i])
+                    and s <= starts[i - 1] + norm_slack(prev.P)):
+                s = max(s, starts[i - 1] + prev.retire)
         if p.slot_last is not None:
             wave = i
         starts.append(s)

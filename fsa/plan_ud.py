@@ -69,11 +69,11 @@ rewritten only after their last reader).
 """
 from __future__ import annotations
 
-from fsa.plan import (BCMP_CMDS, AccRead, Plan, SpadRead, UD_FUNCS, Wave, table)
+from fsa.plan import (ACC_WRITE_CMDS, BCMP_CMDS, AccRead, Plan, SpadRead, UD_FUNCS, Wave,
+                      check_reciprocal_cycles, table)
 
 __all__ = ["period", "make_ud_plan", "retire_span", "norm_slack", "norm_window", "check_schedule",
-           "claims",
-           "ScheduleError"]
+           "claims", "ScheduleError"]
 
 #: Input-delayer flags of every UD SRAM read: rev_input, rev_output, delay_output.
 FLAGS = (True, False, True)
@@ -197,9 +197,7 @@ def _norm_plan(func: str, R: int, C: int, P: int, n: "int | None") -> Plan:
     fsa/plan.py), else once they have retired."""
     first, last = norm_window(R, C, P)
     if func == "NORM_SCALE":
-        if n is None or isinstance(n, bool) or not isinstance(n, int) or n < 2:
-            raise ValueError("NORM_SCALE needs reciprocal_cycles (an int >= 2; "
-                             f"fsa.hw.timing.reciprocal_cycles gives the hardware's), got {n!r}")
+        n = check_reciprocal_cycles(func, n, 2)
         # l read the cycle before SET_SCALE2; one RECIPROCAL2 starts the
         # divider, which writes scale2 n - 1 cycles later (hold)
         return Plan(func, R, C, P, waves=(), cmp=(),
@@ -263,7 +261,7 @@ def claims(plan: Plan) -> dict[tuple, str]:
         out[("bcmp", lane, cyc)] = cmd
     for cyc, cmd in tb.acc.items():
         out[("acc_cmd", cyc)] = cmd
-        if cmd in ("ACC_SA", "ACC", "ACC2"):
+        if cmd in ACC_WRITE_CMDS:
             out[("acc_write", cyc)] = cmd
     for cyc in tb.acc_read:
         out[("acc_read", cyc)] = "read"
@@ -346,11 +344,11 @@ def check_schedule(plans: list[Plan], starts: list[int]) -> None:
             if e["top_zero_use"] and ev[j]["top_set"] and max(ev[j]["top_set"]) >= min(e["top_zero_use"]):
                 raise ScheduleError(f"{name}: the top CMP output it adds from {min(e['top_zero_use'])} "
                                     f"is still driven by {plans[j].func} (#{j})")
-        uses2 = e["scale2_use"]
         if plans[i].func == "NORM":        # scale2 ready before NORM's first use
             ns = [j for j in range(i) if plans[j].func == "NORM_SCALE"]
-            if ns and min(uses2) < ev[ns[-1]]["scale2_ready"][0]:
-                raise ScheduleError(f"{name}: uses scale2 at {min(uses2)} before NORM_SCALE "
+            first2 = min(e["scale2_use"])
+            if ns and first2 < ev[ns[-1]]["scale2_ready"][0]:
+                raise ScheduleError(f"{name}: uses scale2 at {first2} before NORM_SCALE "
                                     f"(#{ns[-1]}) wrote it at {ev[ns[-1]]['scale2_ready'][0] - 1}")
         if e["qreg_r"]:                    # use_q reads: after the last LOAD_Q's writes
             loads = [j for j in range(i) if plans[j].func == "LOAD_Q"]

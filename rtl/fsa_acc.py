@@ -94,12 +94,18 @@ def fsa_acc(clk, rst, cmd, scale_a, sa, sram, wb, a_type="fp32", pieces=8,
      acc_cmd_reciprocal) = (sig(1) for _ in range(6))
     fma_en = sig(1)         # the FMA works only in the cycles that use its result
     # UD: the second scale register and its commands; the divider's operand
-    # and which register it writes
+    # and which register it writes.  The shared generators below read
+    # `scale_mul` (the FMA's multiplier: scale, or scale2 for ACC2), `acc_mul`
+    # (ACC or ACC2) and `done1` (a division for `scale` is done), which are
+    # scale, acc_cmd_acc and div_done themselves on reference configurations.
     scale2, div_x = sig(aw, fa.one), sig(aw)
     acc_cmd_set_scale2, acc_cmd_reciprocal2, acc_cmd_acc2, div_to2 = (sig(1) for _ in range(4))
     div_start, unused_div_ready, div_done = sig(1), sig(1), sig(1)
     div_y = sig(aw)
     prev_recip = sig(1)
+    scale_mul = sig(aw) if ud else scale
+    acc_mul = sig(1) if ud else acc_cmd_acc
+    done1 = sig(1) if ud else div_done
 
     u_fma = submodule(fsa_fma.fsa_fma, (op_a, op_b, op_c, acc_cmd_exp_s2, f_a, unused_f_e, unused_piece, unused_match),
                       dict(mul=a_type, add=a_type, pieces=pieces, en=fma_en),
@@ -183,14 +189,14 @@ def fsa_acc(clk, rst, cmd, scale_a, sa, sram, wb, a_type="fp32", pieces=8,
 
     @always_comb
     def fma_gate():
-        fma_en.next = acc_cmd_exp_s1 or acc_cmd_exp_s2 or acc_cmd_acc_sa or acc_cmd_acc
+        fma_en.next = acc_cmd_exp_s1 or acc_cmd_exp_s2 or acc_cmd_acc_sa or acc_mul
 
     @always_comb
     def operand_a():
         if acc_cmd_exp_s1:
             op_a.next = sa
         else:
-            op_a.next = scale
+            op_a.next = scale_mul
 
     @always_comb
     def divider_start():
@@ -222,15 +228,15 @@ def fsa_acc(clk, rst, cmd, scale_a, sa, sram, wb, a_type="fp32", pieces=8,
             scale.next = f_a
         elif acc_cmd_set_scale:
             scale.next = sram
-        elif div_done:
+        elif done1:
             scale.next = div_y
 
-    common = (u_fma, u_div, commands, scale_fields, scale_exponent, scale_shift, shift_significand,
-              piece_of_scale, piece_consts, operands, output)
+    common = (u_fma, u_div, commands, fma_gate, scale_fields, scale_exponent, scale_shift,
+              shift_significand, piece_of_scale, piece_consts, operand_a, operands, output, step)
     if not ud:
-        return common + (fma_gate, operand_a, divider_start, step)
+        return common + (divider_start,)
 
-    # ---- UD: scale2 (the same generators with the three commands added)
+    # ---- UD: scale2 and its three commands
     @always_comb
     def commands2():
         acc_cmd_set_scale2.next = cmd == CMD_SET_SCALE2
@@ -238,18 +244,13 @@ def fsa_acc(clk, rst, cmd, scale_a, sa, sram, wb, a_type="fp32", pieces=8,
         acc_cmd_acc2.next = cmd == CMD_ACC2
 
     @always_comb
-    def fma_gate2():
-        fma_en.next = (acc_cmd_exp_s1 or acc_cmd_exp_s2 or acc_cmd_acc_sa or acc_cmd_acc
-                       or acc_cmd_acc2)
-
-    @always_comb
-    def operand_a2():
-        if acc_cmd_exp_s1:
-            op_a.next = sa
-        elif acc_cmd_acc2:
-            op_a.next = scale2
+    def select2():
+        acc_mul.next = acc_cmd_acc or acc_cmd_acc2
+        if acc_cmd_acc2:
+            scale_mul.next = scale2
         else:
-            op_a.next = scale
+            scale_mul.next = scale
+        done1.next = div_done and not div_to2
 
     @always_comb
     def divider_in():
@@ -262,21 +263,14 @@ def fsa_acc(clk, rst, cmd, scale_a, sa, sram, wb, a_type="fp32", pieces=8,
 
     @always_seq(clk.posedge, reset=rst)
     def step2():
-        prev_recip.next = acc_cmd_reciprocal
         if div_start:
             div_to2.next = acc_cmd_reciprocal2
-        if acc_cmd_exp_s1 or acc_cmd_exp_s2:
-            scale.next = f_a
-        elif acc_cmd_set_scale:
-            scale.next = sram
-        elif div_done and not div_to2:
-            scale.next = div_y
         if acc_cmd_set_scale2:
             scale2.next = sram
         elif div_done and div_to2:
             scale2.next = div_y
 
-    return common + (commands2, fma_gate2, operand_a2, divider_in, step2)
+    return common + (commands2, select2, divider_in, step2)
 
 
 def ports(a_type: str = "fp32", ud: bool = False) -> dict:

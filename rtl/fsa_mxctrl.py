@@ -173,7 +173,7 @@ def fsa_mxctrl(clk, rst,
     NB = ctrl_width(cfg)
     FB = func_bits(cfg)
     plans = plans_for(cfg)
-    TW = max(max(p.retire, p.wave_retire) for p in plans).bit_length() + 1
+    TW = max(p.wave_retire for p in plans).bit_length() + 1      # (wave_retire >= retire)
     CF = tuple(p.conflict_free for p in plans)
     RETIRE = tuple(p.retire for p in plans)
     RELEASE = tuple(p.release for p in plans)
@@ -183,8 +183,6 @@ def fsa_mxctrl(clk, rst,
     SLOPE0 = min(slope_starts) if slope_starts else 0
     KB = max(1, (P - 1).bit_length())
     K_OFS = (-SLOPE0) % (1 << KB)      # k = (t - SLOPE0) mod 2**KB = (t[KB:] + K_OFS)[KB:]
-    acc_w_code = (fplan.ACC_CMDS.index("ACC_SA"), fplan.ACC_CMDS.index("ACC"))
-    ACC_SA_CODE, ACC_CODE = acc_w_code
     UPDATE_CODE = fplan.CMP_CMDS.index("UPDATE")
     B0, B1 = BLOCKING
     AB = fsa_acc.cmd_bits(cfg)           # ACC command bits (4 on UD: scale2's commands)
@@ -382,18 +380,13 @@ def fsa_mxctrl(clk, rst,
         raddr_q.next = acc_raddr
     insts.append(align)
 
-    if ud:
-        ACC2_CODE = fplan.UD_ACC_CMDS.index("ACC2")
+    # the commands that write their row back (a small ROM over the codes)
+    WEN = tuple(int(n in fplan.ACC_WRITE_CMDS) for n in (fplan.UD_ACC_CMDS if ud else fplan.ACC_CMDS))
+    insts.append(named(per_func(acc_cmd_i, acc_wen, WEN, 1), "acc_wen"))
 
-        @always_comb
-        def writes():
-            acc_wen.next = acc_cmd_i == ACC_SA_CODE or acc_cmd_i == ACC_CODE or acc_cmd_i == ACC2_CODE
-            acc_waddr.next = raddr_q
-    else:
-        @always_comb
-        def writes():
-            acc_wen.next = acc_cmd_i == ACC_SA_CODE or acc_cmd_i == ACC_CODE
-            acc_waddr.next = raddr_q
+    @always_comb
+    def writes():
+        acc_waddr.next = raddr_q
     insts.append(writes)
 
     # ---------------------------------------------------------------- issue
@@ -405,8 +398,6 @@ def fsa_mxctrl(clk, rst,
     if not ud:    # (UD: rtl/fsa_mxctrl_ud.py, with early_release)
         insts += [per_func(f0, rls0, RELEASE, TW), per_func(f1, rls1, RELEASE, TW)]
 
-    # UD: the wave guard (fsa_mxctrl_ud.wave_guard) has the last word on in_ready
-    ready_o, accept_o = (sig(1), sig(1)) if ud else (in_ready, accept)
     fr0_s, fr1_s, ok_s, lb_s, blk_s = (sig(1) for _ in range(5))
 
     @always_comb
@@ -436,34 +427,38 @@ def fsa_mxctrl(clk, rst,
         from fsa.plan_ud import norm_slack
         SLACK = norm_slack(P)
         N0, N1 = NORM
-        P0, P1 = (fplan.ALL_FUNCS.index(f) for f in ("STEP", "PVSTEP"))
+        P0, P1 = (fplan.ALL_FUNCS.index(f) for f in fplan.NORM_PARTNERS)
         nbusy, nt, nret, nload, last_norm = sig(1), sig(TW), sig(TW), sig(1), sig(1)
+        is_norm, wv_ok, wv_busy = sig(1), sig(1), sig(1)
         insts.append(named(fsa_mxctrl_ud.norm_slot(
                          clk, rst, nload, in_func, in_acc_addr, in_acc_stride, in_zero,
                          in_rel_valid, in_rel_id, in_rel_value, nbusy, nt, nret, nacc, nrd, naddr,
                          nzero, rel3_valid, rel3_id, rel3_value, plans, TW), "norm"))
+        insts.append(named(fsa_mxctrl_ud.wave_guard(clk, rst, accept, in_func, blk_s, wv_ok,
+                                                    wv_busy, plans, TW), "wave"))
 
         @always_comb
         def issue_ud():
             frn = (not nbusy) or (nt + 1 >= nret)
             bok = (fr0_s and fr1_s and frn) or not (blk_s or lb_s)
-            is_norm = in_func == N0 or in_func == N1
+            nrm = in_func == N0 or in_func == N1
+            is_norm.next = nrm
             # after a normalisation: its partner (STEP / PVSTEP) within the
             # slack, anything else once it retires (its cf is 0: ok holds)
             pok = (not last_norm) or frn or (
                 (in_func == P0 or in_func == P1) and not blk_s and nt < SLACK)
-            ready = ok_s and bok and ((is_norm and frn) or
-                                      (not is_norm and pok and (fr0_s or fr1_s)))
-            ready_o.next = ready
-            accept_o.next = ready and in_valid
+            ready = ok_s and bok and wv_ok and ((nrm and frn) or
+                                                (not nrm and pok and (fr0_s or fr1_s)))
+            in_ready.next = ready
+            accept.next = ready and in_valid
         insts.append(issue_ud)
     else:
         @always_comb
         def issue():
             bok = (fr0_s and fr1_s) or not (blk_s or lb_s)
             ready = ok_s and bok and (fr0_s or fr1_s)
-            ready_o.next = ready
-            accept_o.next = ready and in_valid
+            in_ready.next = ready
+            accept.next = ready and in_valid
         insts.append(issue)
 
     rl0, rl1 = s_rel
@@ -477,7 +472,6 @@ def fsa_mxctrl(clk, rst,
     if ud:
         @always_comb
         def slot_load():
-            is_norm = in_func == N0 or in_func == N1
             ld0.next = accept and not take and not is_norm
             ld1.next = accept and take and not is_norm
             nload.next = accept and is_norm
@@ -494,10 +488,6 @@ def fsa_mxctrl(clk, rst,
                                       s_causal[i], s_maskk[i], s_rel[i], rets[i], src[i]["sram"],
                                       src[i]["accrd"], inp), f"slot{i}_regs"))
     if ud:        # the slots' UD flags, release cycles and channels, the BCMP lanes
-        wv_busy = sig(1)
-        insts.append(named(fsa_mxctrl_ud.wave_guard(
-            clk, rst, accept_o, in_func, in_wait_prev_acc, ready_o, in_ready, accept, wv_busy,
-            plans, B0, B1, TW), "wave"))
         insts.append(named(fsa_mxctrl_ud.ud_control(
             clk, rst, loads, in_reset_max, in_early_release, s_func, s_busy, s_t, s_rel, s_causal,
             [d["bcmp"] for d in src], bcmp_max, bcmp_up, bcmp_od, bcmp_causal, rel_valid, rel_id,

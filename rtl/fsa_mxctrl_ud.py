@@ -121,17 +121,17 @@ def ud_control(clk, rst, loads, in_reset_max, in_early_release, funcs, busys, ts
 
 
 @block
-def wave_guard(clk, rst, accept_in, in_func, in_wait_prev_acc, ready_in, in_ready, accept,
-               wave_busy, plans, B0, B1, TW):
+def wave_guard(clk, rst, accept, in_func, blocking, wave_ok, wave_busy, plans, TW):
     """The wave of an instruction whose slot retires before its last action
     (:attr:`fsa.plan.Plan.slot_last`: LOAD_Q's slot frees after its last
     row-0 source, its ``load_q`` wave runs on down the rows and across the
     columns until :attr:`~fsa.plan.Plan.wave_retire`).  While that wave
     runs (``wave_busy``, which also keeps the controller ``busy``) only the
-    instruction right after it may start, and not a blocking one nor one with
-    ``wait_prev_acc``: every instruction still starts after everything two
-    before it is over, as with two slots alone.  ``in_ready`` / ``accept``:
-    the slots' rule (``ready_in`` / ``accept_in``) and this one."""
+    instruction right after it may start, and not a ``blocking`` one
+    (blocking function or ``wait_prev_acc``): every instruction still starts
+    after everything two before it is over, as with two slots alone.
+    ``wave_ok``: the instruction offered now (``in_func``) may start as far
+    as this rule goes; ``accept``: it is taken."""
     from rtl.convert import sig
     from rtl.fsa_mxctrl_parts import per_func
 
@@ -142,10 +142,7 @@ def wave_guard(clk, rst, accept_in, in_func, in_wait_prev_acc, ready_in, in_read
 
     @always_comb
     def gate():
-        blocking = in_func == B0 or in_func == B1 or in_wait_prev_acc
-        free = (not wave_busy) or wave_t + 1 >= wave_end or (wave_last and not blocking)
-        in_ready.next = ready_in and free
-        accept.next = accept_in and free
+        wave_ok.next = (not wave_busy) or wave_t + 1 >= wave_end or (wave_last and not blocking)
 
     @always_seq(clk.posedge, reset=rst)
     def regs():

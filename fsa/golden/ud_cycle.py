@@ -101,12 +101,13 @@ def run(cfg, spad: np.ndarray, acc: np.ndarray, program: "list[Matrix]", starts:
         for (ln, t), cmd in tb.bcmp.items():
             if cmd != "RESET" or ins.reset_max:
                 bcmp[(ln, s + t)] = (cmd, n)
-        recips = [i for i, (_, cmd) in enumerate(p.acc) if cmd == "RECIPROCAL"]
-        for i, (t, cmd) in enumerate(p.acc):
-            if cmd == "RECIPROCAL2":            # the divider writes scale2 at hold
-                acc_cmd[s + t] = (cmd, n, s + p.hold)
-            else:
-                acc_cmd[s + t] = (cmd, n, bool(recips) and i == recips[-1])
+        # (command, instruction, the cycle the divider writes its register:
+        # the last RECIPROCAL's, RECIPROCAL2's plan hold)
+        recips = [t for t, cmd in p.acc if cmd == "RECIPROCAL"]
+        for t, cmd in p.acc:
+            write = {"RECIPROCAL": s + recips[-1] if recips else None,
+                     "RECIPROCAL2": s + p.hold}.get(cmd)
+            acc_cmd[s + t] = (cmd, n, write)
         for rd in p.acc_reads:
             acc_rd[s + rd.cycle] = (ins.acc_addr + rd.index * ins.acc_stride, n)
         for rd in p.spad_reads:
@@ -221,7 +222,7 @@ def run(cfg, spad: np.ndarray, acc: np.ndarray, program: "list[Matrix]", starts:
         n_scale2 = scale2_at.pop(t, scale2)
         got = acc_cmd.get(t)
         if got is not None:
-            cmd, n, last_recip = got
+            cmd, n, div_write = got
             ins = program[n]
             if cmd in ("ACC_SA", "ACC", "SET_SCALE", "ACC2", "SET_SCALE2") and rd_val is None:
                 raise ValueError(f"ud_cycle: {cmd} at cycle {t} without an acc read before it")
@@ -240,14 +241,14 @@ def run(cfg, spad: np.ndarray, acc: np.ndarray, program: "list[Matrix]", starts:
                 acc[rd_row] = nx.fma(scale, old, sa if cmd == "ACC_SA" else ua(0), mul=a, acc=a)
             elif cmd == "SET_SCALE":
                 n_scale = old
-            elif cmd == "RECIPROCAL" and last_recip:
+            elif cmd == "RECIPROCAL" and t == div_write:
                 n_scale = nx.reciprocal(scale, a)
             elif cmd == "ACC2":
                 acc[rd_row] = nx.fma(scale2, old, ua(0), mul=a, acc=a)
             elif cmd == "SET_SCALE2":
                 n_scale2 = old
             elif cmd == "RECIPROCAL2":
-                scale2_at[last_recip] = nx.reciprocal(scale2, a)
+                scale2_at[div_write] = nx.reciprocal(scale2, a)
         got = acc_rd.get(t)
         rd_row, rd_val = (got[0], acc[got[0]].copy()) if got is not None else (None, None)
 

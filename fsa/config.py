@@ -24,7 +24,7 @@ from typing import Any
 from .formats import FORMATS, FPFormat, get_format
 
 __all__ = ["FSAConfig", "PRESETS", "get", "names", "DEFAULT", "with_axi_bits", "DATAFLOWS",
-           "ud_twin_name", "memory_system"]
+           "ud_twin_name", "memory_system", "burst_beats"]
 
 #: (element, accumulate) format pairs the hardware supports.
 FORMAT_PAIRS = {("fp16", "fp32"), ("bf16", "fp32"), ("fp32", "fp32"),
@@ -65,6 +65,18 @@ class FSAConfig:
             memory answering like cocotbext-axi's AxiRam (a STORE of one-beat
             rows waits ~6 cycles for each B response), and the depth the
             cycle model is calibrated for (it assumes the depth never limits).
+        dma_burst_beats: the longest AXI burst (beats) the DMA makes by
+            merging rows: 0 (default, the reference's way) gives every row
+            its own burst; a power of two 2..256 lets an instruction whose
+            rows follow each other in memory (``mem_stride == size``, a
+            power of two) and in the SRAM (``sram_stride == 1``) move up to
+            that many beats of whole rows in one INCR burst, never across a
+            4 KiB boundary (``fsa.dmarules.bursts``).  Needs
+            ``mem_ports >= 2`` and at least two banks in each SRAM (a
+            narrow port per bank, ``fsa.dmarules.bank_ports``: the cycle
+            model follows merged bursts in the DMA's per-port beats; one
+            port keeps one row per burst, which its second LOAD in flight
+            needs).
         mem_base, mem_size: the memory window the DMA may touch (bytes).
         exp2_pieces: P, pieces of the exp2 piecewise-linear approximation.
         div_bits_per_cycle: quotient bits per cycle of the ACC divider.
@@ -91,6 +103,7 @@ class FSAConfig:
     axi_data_bits: int = 64
     axi_addr_bits: int = 39
     dma_outstanding: int = 8
+    dma_burst_beats: int = 0
     mem_base: int = 0x8000_0000
     mem_size: int = 0x1000_0000
     exp2_pieces: int = 8
@@ -154,6 +167,17 @@ class FSAConfig:
         need(type(self.dma_outstanding) is int and self.dma_outstanding in (2, 4, 8, 16),
              f"dma_outstanding must be 2, 4, 8 or 16 (AXI bursts in flight per port), "
              f"got {self.dma_outstanding!r}")
+        need(self.dma_burst_beats == 0 or (pow2(self.dma_burst_beats)
+                                           and 2 <= self.dma_burst_beats <= 256),
+             f"dma_burst_beats must be 0 (one burst per row) or a power of two in 2..256 "
+             f"(AXI4's longest INCR burst), got {self.dma_burst_beats!r}")
+        need(self.dma_burst_beats == 0 or (self.mem_ports >= 2 and self.spad_banks >= 2
+                                           and self.acc_banks >= 2),
+             f"dma_burst_beats = {self.dma_burst_beats} needs mem_ports >= 2, spad_banks >= 2 "
+             f"and acc_banks >= 2 (merged bursts go through a narrow port per bank; with one "
+             f"port or a shared narrow port the DMA keeps one row per burst), got mem_ports = "
+             f"{self.mem_ports}, spad_banks = {self.spad_banks}, acc_banks = {self.acc_banks}; "
+             f"set dma_burst_beats = 0 or change those")
         need(self.mem_size > 0 and self.mem_base >= 0
              and self.mem_base + self.mem_size <= (1 << self.axi_addr_bits),
              f"memory window [0x{self.mem_base:x}, +0x{self.mem_size:x}) must fit in "
@@ -492,8 +516,26 @@ def memory_system(sa_rows: int, sa_cols: int, e_type: str, a_type: str) -> dict[
         return min(cap, 1 << (n - 1).bit_length())
     # at least two rows per bank (FSAConfig.validate): acc_rows = 1 + R
     acc_cap = 1 << (((1 + sa_rows) // 2).bit_length() - 1)
-    return {"axi_data_bits": bits, "mem_ports": ports, "spad_banks": pow2(2 * ports, 16),
-            "acc_banks": pow2(ports, min(16, acc_cap)), **kv3}
+    out = {"axi_data_bits": bits, "mem_ports": ports, "spad_banks": pow2(2 * ports, 16),
+           "acc_banks": pow2(ports, min(16, acc_cap)), **kv3}
+    mb = burst_beats(sa_rows, beats, ports)
+    if mb:
+        out["dma_burst_beats"] = mb
+    return out
+
+
+def burst_beats(rows: int, beats: int, ports: int) -> int:
+    """The presets' ``dma_burst_beats`` for tiles of `rows` rows of `beats`
+    AXI beats on `ports` ports: a tile's beats spread evenly over the ports
+    (``rows x beats / ports``, down to a power of two, at most 256), so
+    that merged bursts keep every port busy instead of putting a tile on
+    one; 0 (one burst per row) where that is under two rows or there is
+    one port."""
+    if ports < 2:
+        return 0
+    share = rows * beats // ports
+    mb = min(256, 1 << (share.bit_length() - 1)) if share else 0
+    return mb if mb >= 2 * beats else 0
 
 
 def _build_presets() -> dict[str, FSAConfig]:

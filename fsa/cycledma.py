@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 
 from fsa import isa
-from fsa.dmarules import bank_ports, inflight_depth, rows_on_port0, second_load_ok
+from fsa.dmarules import bank_ports, bursts, inflight_depth, rows_on_port0, second_load_ok
 
 __all__ = ["DmaEngine"]
 
@@ -153,15 +153,19 @@ class DmaEngine:
 
     def _per_port(self, e: dict, x: isa.Dma) -> None:
         """Set up `e` for per-port beats (several ports, an SRAM with a
-        narrow port per bank): each port moves its own rows' beats, one per
-        cycle, in the order pushed (the rows of two LOADs in flight queue
-        behind each other); per bank a round-robin arbiter over the ports (a
-        stalled request keeps its grant), the array's use of the bank first."""
+        narrow port per bank): bursts go round-robin over the ports (one row
+        each, or several rows merged, :func:`fsa.dmarules.bursts`); each port
+        moves its own bursts' beats, one per cycle, in the order pushed (the
+        bursts of two LOADs in flight queue behind each other); per bank a
+        round-robin arbiter over the ports (a stalled request keeps its
+        grant), the array's use of the bank first."""
         P, pr = self.ports, e["per_row"]
         solo = rows_on_port0(x)
-        e["pp"] = {"port": [0 if solo else i % P for i in range(e["rows"])],
-                   "rbank": [e["bank"][i * pr] for i in range(e["rows"])],
-                   "push": [None] * e["rows"], "next": 0, "left": e["rows"],
+        bl = bursts(x, self.beat, self.cfg.dma_burst_beats)
+        nb = len(bl)
+        e["pp"] = {"port": [0 if solo else j % P for j in range(nb)],
+                   "bank": [e["bank"][r * pr:(r + n) * pr] for r, n in bl],
+                   "push": [None] * nb, "next": 0, "left": nb, "bursts": nb,
                    # the first beat's data / SRAM read: LOAD 3 cycles after the
                    # push (AR, R), STORE 1 (the W data is read once queued)
                    "off": 3 if x.func == LOAD else 1,
@@ -189,12 +193,12 @@ class DmaEngine:
             p = pp["port"][i]
             outl = st["out"][p]
             outl[:] = [t for t in outl if t is None or t > c]
-            if i < e["rows"] and c >= e["c0"] + 2 and len(outl) < self.outstanding:
+            if i < pp["bursts"] and c >= e["c0"] + 2 and len(outl) < self.outstanding:
                 pp["push"][i] = c
                 outl.append(None)
                 st["q"][p].append([e, i, 0])
                 pp["next"] = i + 1
-                if i + 1 == e["rows"]:
+                if i + 1 == pp["bursts"]:
                     self.seq_free = c + 1
                     self.seq_pp = None
         # requests: each port's head beat, once its data is there
@@ -207,7 +211,7 @@ class DmaEngine:
             hp = h["pp"]
             lag = self.dma.lag(hp["x"], h["per_row"], hp["k"][p], self.ports)
             if c >= hp["push"][i] + hp["off"] + k + lag:
-                reqs.setdefault(hp["rbank"][i], []).append(p)
+                reqs.setdefault(hp["bank"][i][k], []).append(p)
         done_rows = []
         mem = self.pp_live[0]["mem"]            # (the instructions in flight share it)
         rr = self.rr[mem]
@@ -223,7 +227,7 @@ class DmaEngine:
             head[2] += 1
             h["pp"]["k"][g] += 1
             st["busy_to"][g] = c
-            if head[2] == h["per_row"]:
+            if head[2] == len(h["pp"]["bank"][head[1]]):
                 st["q"][g].pop(0)
                 done_rows.append((g, h))
                 h["pp"]["left"] -= 1

@@ -592,8 +592,11 @@ def dma_demand(cfg: FSAConfig) -> dict[str, float]:
     offers:
 
     * ``bytes``  = ``2 R^2 e``  (e = bytes per element),
-    * ``rows`` = ``2R`` (one AXI burst each; the DMA queues at most one per
-      cycle, whatever the ports),
+    * ``rows`` = ``2R``; ``bursts``: the AXI bursts they take (the DMA
+      queues at most one per cycle, whatever the ports): one per row, or
+      with merged bursts (``dma_burst_beats``; K's rows follow each other in
+      memory, V^T's do not) ``R + ceil(R^2 e / min(4096, dma_burst_beats W))``
+      for a K tile on a 4 KiB boundary,
     * ``beats``  = ``2 R ceil(R e / W)`` (W = AXI bytes per beat; each beat is
       one cycle of a scratchpad narrow port),
     * ``lanes``: the narrow ports those beats spread over: 1 (one port, or
@@ -606,7 +609,7 @@ def dma_demand(cfg: FSAConfig) -> dict[str, float]:
     * ``occupancy`` = ``beats / (lanes x period)``, the share of the narrow
       ports the K/V stream needs in the reference dataflow, and
       ``ud_occupancy`` = ``beats / (lanes x ud_period)`` in the UD dataflow
-      (about twice); ``ud_rows`` = ``rows / ud_period``, the share of the
+      (about twice); ``ud_rows`` = ``bursts / ud_period``, the share of the
       DMA's one-burst-per-cycle queue it needs there.
 
     Above 1 the DMA cannot keep up whatever its latency; below 1 it still
@@ -623,6 +626,15 @@ def dma_demand(cfg: FSAConfig) -> dict[str, float]:
     lanes = min(cfg.mem_ports, cfg.spad_banks) if bank_ports(cfg.mem_ports, cfg.spad_banks) else 1
     period = reference_period(R, C, cfg.exp2_pieces)
     ud = ud_period(R, cfg.exp2_pieces)
-    return {"bytes": 2 * R * R * e, "rows": 2 * R, "beats": beats, "lanes": lanes,
-            "period": period, "ud_period": ud, "occupancy": beats / (lanes * period),
-            "ud_occupancy": beats / (lanes * ud), "ud_rows": 2 * R / ud}
+    b = math.ceil(R * e / beat)
+    # K's rows follow each other in memory, V^T's do not (its rows are
+    # seq_kv elements apart): with merged bursts (dma_burst_beats) a K tile
+    # starting on a 4 KiB boundary is ceil(tile / min(4 KiB, cap)) bursts
+    chunk = min(4096, cfg.dma_burst_beats * beat)
+    merge = cfg.dma_burst_beats and b & (b - 1) == 0 and chunk >= 2 * R * e
+    k_bursts = math.ceil(R * R * e / chunk) if merge else R
+    bursts = R + k_bursts
+    return {"bytes": 2 * R * R * e, "rows": 2 * R, "bursts": bursts, "beats": beats,
+            "lanes": lanes, "period": period, "ud_period": ud,
+            "occupancy": beats / (lanes * period), "ud_occupancy": beats / (lanes * ud),
+            "ud_rows": bursts / ud}

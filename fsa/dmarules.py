@@ -27,7 +27,7 @@ from __future__ import annotations
 _LOAD = 0
 
 __all__ = ["INFLIGHT", "inflight_depth", "bank_ports", "sram_span", "rows_on_port0",
-           "second_load_ok"]
+           "second_load_ok", "merges_rows", "bursts"]
 
 #: DMA instructions in flight at once on a one-port DMA (the in-flight queue depth)
 INFLIGHT = 2
@@ -81,3 +81,39 @@ def bank_ports(ports: int, banks: int) -> bool:
     different banks in the same cycle; else the SRAM's one narrow port,
     shared by the ports, moves one beat per cycle."""
     return ports > 1 and banks > 1
+
+
+def merges_rows(ins, beat_bytes: int, max_beats: int) -> bool:
+    """Whether the DMA may merge the rows of `ins` into longer bursts
+    (config field ``dma_burst_beats`` = `max_beats` > 0): its rows follow
+    each other in memory (``mem_stride == size``) and in the SRAM
+    (``sram_stride == 1``), and a row is a power-of-two number of beats of
+    `beat_bytes` (so that the DMA finds the rows of a burst by shifts)."""
+    if not (max_beats and ins.repeat and ins.size) or ins.size % beat_bytes:
+        return False
+    b = ins.size // beat_bytes
+    return ins.mem_stride == ins.size and ins.sram_stride == 1 and b & (b - 1) == 0
+
+
+def bursts(ins, beat_bytes: int, max_beats: int) -> list[tuple[int, int]]:
+    """The bursts of a DMA instruction `ins` as ``(first row, rows)``, in
+    issue order (``rtl/fsa_dma.py``'s sequencer): where :func:`merges_rows`,
+    a burst at memory address ``a`` with ``L`` rows left takes
+    ``m = min(L, min(beats to the next 4 KiB boundary, max_beats) // b)``
+    rows of ``b`` beats when ``m >= 2`` (the RTL also needs the whole burst
+    inside the memory window, else it moves the row alone, which is where an
+    out-of-window row then fails); every other burst is one row (a row that
+    crosses a 4 KiB boundary is two AXI bursts, counted here as one)."""
+    rows = ins.repeat if ins.size else 0
+    if not merges_rows(ins, beat_bytes, max_beats):
+        return [(i, 1) for i in range(rows)]
+    b = ins.size // beat_bytes
+    out, i = [], 0
+    while i < rows:
+        a = ins.mem_addr + i * ins.size
+        to4k = (4096 - a % 4096) // beat_bytes
+        m = min(rows - i, min(to4k, max_beats) // b)
+        m = m if m >= 2 else 1
+        out.append((i, m))
+        i += m
+    return out

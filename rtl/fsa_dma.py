@@ -214,6 +214,7 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
     tp = vsig(TB)                # the port of this row
     solo = sig(1)               # rows overlap: every row on port 0
     issue = sig(1)
+    lastb = sig(1)              # the burst issued now is the instruction's last
     rowerr = sig(1)
     mis = sig(1)
     inwin = sig(1)
@@ -238,6 +239,14 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
     fslot = sig(1)              # the slot of the oldest unfinished burst
     slot_r = sig(1)             # err_slot
 
+    # ---- merged bursts (config dma_burst_beats = MB > 0; fsa.dmarules.bursts)
+    MB = cfg.dma_burst_beats
+    c_mrg = sig(1)              # the instruction's rows may merge (set in CHECK)
+    c_lrb = vsig(4)             # log2(beats of a row), for a merging instruction
+    mrg = sig(1)                # the burst on offer merges mrows >= 2 rows
+    mrows = vsig(9)             # rows of a merged burst
+    mbeats = vsig(9)            # its beats (<= MB)
+
     # ---- burst shape (bytes, 16-bit arithmetic)
     size16 = zext(c_size, 16)
     size21 = zext(c_size, 21)
@@ -253,6 +262,9 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
     d_len = sig(8)
     d_row = sig(RB)
     d_lane = vsig(LS)
+    d_bm1 = vsig(LS)            # beats of a row - 1 (the port's lane wrap)
+    mbm1 = vsig(9)              # beats of a merged burst - 1
+    szbm1 = vsig(8)             # beats of a row - 1
     mmag40 = zext(c_mmag, RAW)
     maddr40 = zext(c_maddr, RAW)
     smag_r = zext(c_smag, RB)
@@ -296,7 +308,9 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
     @always_comb
     def desc():
         d_addr.next = baddr[AB:0]
-        if bbeats != 0:
+        if mrg:
+            d_len.next = mbm1[8:0]
+        elif bbeats != 0:
             d_len.next = bbeats - 1
         else:
             d_len.next = 0
@@ -305,7 +319,81 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
             d_lane.next = b1l
         else:
             d_lane.next = 0
+        d_bm1.next = szbm1[LS:0]
     insts.append(desc)
+
+    @always_comb
+    def desc_len():
+        if mbeats != 0:
+            mbm1.next = mbeats - 1
+        else:
+            mbm1.next = 0
+        if szb != 0:
+            szbm1.next = szb - 1
+        else:
+            szbm1.next = 0
+    insts.append(desc_len)
+
+    # bytes of a merged burst (one ConcatSignal: MyHDL converts a nested one
+    # to constants)
+    mbytes40 = ConcatSignal(intbv(0)[RAW - 9 - lb:], mbeats, intbv(0)[lb:])
+    mrows_rb = zext(mrows, RB)
+    if MB:
+        szb9 = zext(c_size(10, lb), 9)
+        rl = [sig(1) for _ in range(4)]     # log2(beats of a row), when a power of two
+        rlb = ConcatSignal(*reversed(rl))
+        p2 = sig(1)             # the row is a power-of-two number of beats
+        b4k = sig(9)            # beats to the next 4 KiB boundary, at most MB
+        mr = vsig(9)            # rows of the burst before `left` limits it
+        mend = sig(RAW)         # end of the merged burst in memory
+        tpb4k = tp4k(16, lb)
+
+        for bit in range(4):        # bit `bit` of log2(b) for b = 2**i
+            ones = [i for i in range(9) if i >> bit & 1]
+            insts.append(comb_expr(rl[bit], " or ".join(f"s[{i}]" for i in ones), s=szb9))
+
+        @always_comb
+        def rowlog():
+            p2.next = szb9 != 0 and (szb9 & (szb9 - 1)) == 0
+            if tpb4k > MB:
+                b4k.next = MB
+            else:
+                b4k.next = tpb4k[9:0]
+        insts.append(rowlog)
+
+        @always_comb
+        def merge_rows():
+            mr.next = b4k >> c_lrb
+        insts.append(merge_rows)
+
+        @always_comb
+        def merge_len():
+            if left < mr:
+                mrows.next = left
+            else:
+                mrows.next = mr
+        insts.append(merge_len)
+
+        @always_comb
+        def merge_beats():
+            mbeats.next = mrows << c_lrb
+            mend.next = ra + mbytes40
+        insts.append(merge_beats)
+
+        @always_comb
+        def merge_ok():
+            mrg.next = c_mrg and not second and not under and mrows >= 2 and mend <= k_end
+        insts.append(merge_ok)
+
+        @always_seq(clk.posedge, reset=rst)
+        def merge_latch():
+            if state == _S_CHECK:
+                c_mrg.next = (not c_mneg and c_mmag == size21 and not c_sneg and c_smag == 1
+                              and p2)
+                c_lrb.next = rlb
+        insts.append(merge_latch)
+    # (dma_burst_beats = 0: one burst per row; mrg, mrows and mbeats stay
+    # undriven constant 0s)
 
     @always_comb
     def window():
@@ -315,6 +403,14 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
         else:
             mis.next = mm_lo != 0
     insts.append(window)
+
+    @always_comb
+    def ending():
+        if mrg:
+            lastb.next = left == mrows
+        else:
+            lastb.next = (second or not xing) and left == 1
+    insts.append(ending)
 
     @always_comb
     def decide():
@@ -352,7 +448,7 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
             insts.append(comb_expr(push, f"issue and tp == {p}", issue=issue, tp=tp))
         ax = getattr(m, pre[2:])
         conn = dict(clk=clk, rst=rst, is_store=c_store, push=push, d_addr=d_addr, d_len=d_len,
-                    d_row=d_row, d_lane=d_lane, can=cans[p], idle=idles[p], fin=fins[p],
+                    d_row=d_row, d_lane=d_lane, d_bm1=d_bm1, can=cans[p], idle=idles[p], fin=fins[p],
                     req=reqs[p],
                     q_row=q_rows[p], q_lane=q_lanes[p], grant=grants[p], sram_ready=p_ready[p],
                     sram_rvalid=p_rvalid[p], sram_rdata=p_rdata[p], rd_err=rd_errs[p],
@@ -457,7 +553,7 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
         occ=occ, iss0=iss0, iss1=iss1, h_iss=h_iss, rdy=rdy, acc_cmd=acc_cmd, seq_end=seq_end,
         hd_done=hd_done, fslot=fslot, done_r=done_r, err_r=err_r, aborting=aborting,
         c_rep=c_rep, c_size=c_size, szbad=szbad, sz_lo=sz_lo, srbad=srbad, rowerr=rowerr,
-        issue=issue, second=second, xing=xing, left=left, cmd_func=cmd_func,
+        issue=issue, lastb=lastb, cmd_func=cmd_func,
         cmd_is_accum=cmd_is_accum, cmd_valid=cmd_valid, c_store=c_store, c_accum=c_accum,
         fins=fins, cmd_size=cmd_size, BB=BB, tp=tp,
         errs=list(zip(rd_errs, wr_errs)), cmd=cmd, bp=(g["spad_bp"], g["acc_bp"])))
@@ -531,6 +627,18 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
                 else:
                     code_r.next = ERR_MEM_RANGE
                 state.next = _S_IDLE
+            elif issue and mrg:
+                if left == mrows:
+                    state.next = _S_IDLE
+                else:
+                    left.next = left - mrows
+                    first.next = 0
+                    ra.next = ra + mbytes40
+                    sa.next = sa + mrows_rb
+                    if tp == P - 1:
+                        tp.next = 0
+                    else:
+                        tp.next = tp + 1
             elif issue:
                 if not second and xing:
                     second.next = 1
@@ -590,5 +698,5 @@ def convert(outdir: "str | Path", cfg) -> Path:
     with warnings.catch_warnings():
         # our constants (window bounds, strobes) are signals that nothing drives
         warnings.filterwarnings("ignore", message=r"Signal is not driven: "
-                                r"(k_base|k_end|solo_c)$")
+                                r"(k_base|k_end|solo_c|mrg|mrows|mbeats)$")
         return convert_block(factory, MODULE, outdir)

@@ -17,6 +17,9 @@ Ports (``AB`` = AXI address bits, ``RB``/``LS`` = SRAM row / lane index bits
     d_len       in  8  AXI length (beats - 1)
     d_row       in  RB SRAM row of the burst
     d_lane      in  LS SRAM lane of its first beat
+    d_bm1       in  LS beats of an SRAM row - 1: a burst of several rows
+                       (``dma_burst_beats``) moves to the next row (+1)
+                       after that lane
     can         out 1  a descriptor can be pushed: the address register is
                        free (or handing over this cycle) and fewer than
                        ``depth`` bursts are in flight
@@ -27,7 +30,8 @@ Ports (``AB`` = AXI address bits, ``RB``/``LS`` = SRAM row / lane index bits
     req         out 1  SRAM request: LOAD, an R beat to write; STORE, the
                        head burst's next beat to read (while the W data FIFO
                        has room for it)
-    q_row       out RB SRAM row of the request (0 while no burst is queued)
+    q_row       out RB SRAM row of the request (0 while no burst is queued;
+                       the burst's row + the rows it has moved)
     q_lane      out LS SRAM lane of the request
     grant       in  1  the parent's arbiter gives this port the SRAM port
     sram_ready  in  1  the SRAM accepts the granted request
@@ -40,9 +44,9 @@ Ports (``AB`` = AXI address bits, ``RB``/``LS`` = SRAM row / lane index bits
                 ``m_axi_*`` (or ``m_axiN_*``) ports and routes RDATA to the SRAM
 
 Structure: an address register (AR or AW), a descriptor FIFO of ``depth``
-bursts (SRAM row, first lane, beats - 1) whose head tags R beats with their
-SRAM lane (LOAD) or drives the SRAM reads of the W data (STORE), a beat
-counter of the head burst, a W data FIFO of ``wdepth`` beats (STORE), and a
+bursts (SRAM row, first lane, beats of a row - 1, beats - 1) whose head tags
+R beats with their SRAM row and lane (LOAD) or drives the SRAM reads of the
+W data (STORE), the head burst's beat, lane and row counters, a W data FIFO of ``wdepth`` beats (STORE), and a
 count of bursts in flight (a STORE burst counts until its B response).  Both
 FIFOs are :func:`rtl.prim.fifo`.  ``BREADY`` is always 1; ``RREADY`` is 1
 when the beat is bad or unexpected (it is then dropped) or when it wins the
@@ -91,7 +95,7 @@ def port_table(g: dict) -> list[tuple[str, str, int]]:
     AB, RB, LS, LB = g["addr_bits"], g["row_bits_max"], g["lane_sel_max"], g["lane_bits"]
     out = [("clk", "in", 1), ("rst", "in", 1), ("is_store", "in", 1), ("push", "in", 1),
            ("d_addr", "in", AB), ("d_len", "in", 8), ("d_row", "in", RB), ("d_lane", "in", LS),
-           ("can", "out", 1), ("idle", "out", 1), ("fin", "out", 1), ("req", "out", 1),
+           ("d_bm1", "in", LS), ("can", "out", 1), ("idle", "out", 1), ("fin", "out", 1), ("req", "out", 1),
            ("q_row", "out", RB),
            ("q_lane", "out", LS), ("grant", "in", 1), ("sram_ready", "in", 1),
            ("sram_rvalid", "in", 1), ("sram_rdata", "in", LB), ("rd_err", "out", 1),
@@ -111,7 +115,7 @@ def _fresh(g: dict) -> dict:
     for n, _, w in port_table(g):
         if n.startswith("axi_"):
             continue
-        kw[n] = vsig(w) if n in ("d_lane", "q_lane") else sig(w)
+        kw[n] = vsig(w) if n in ("d_lane", "q_lane", "d_bm1") else sig(w)
     from myhdl import ResetSignal
     kw["rst"] = ResetSignal(0, active=1, isasync=False)
     kw["axi"] = axi_bundle(g)
@@ -119,7 +123,7 @@ def _fresh(g: dict) -> dict:
 
 
 @block
-def fsa_dma_port(clk, rst, is_store, push, d_addr, d_len, d_row, d_lane, can, idle, fin, req,
+def fsa_dma_port(clk, rst, is_store, push, d_addr, d_len, d_row, d_lane, d_bm1, can, idle, fin, req,
                  q_row, q_lane, grant, sram_ready, sram_rvalid, sram_rdata, rd_err, wr_err,
                  axi, depth=8, wdepth=4):
     """One AXI master port (see the module docstring); `axi` is a bundle of
@@ -150,23 +154,22 @@ def fsa_dma_port(clk, rst, is_store, push, d_addr, d_len, d_row, d_lane, can, id
     alen = sig(8)
     a_rdy = sig(1)
 
-    # ---- descriptor FIFO (row, first lane, beats - 1) and in-flight count
-    d_nm1 = vsig(LS)            # the burst's last beat index (low bits of its length)
-    f_in = ConcatSignal(d_row, d_lane, d_nm1)
-
-    @always_comb
-    def last_beat():
-        d_nm1.next = d_len[LS:0]
-    insts.append(last_beat)
-    f_head = sig(RB + 2 * LS)
+    # ---- descriptor FIFO (row, first lane, beats of a row - 1, beats - 1)
+    # and in-flight count
+    f_in = ConcatSignal(d_row, d_lane, d_bm1, d_len)
+    FW = RB + 2 * LS + 8
+    f_head = sig(FW)
     fcnt = sig(DB + 1)
     pop_d = sig(1)
     insts.append(fifo(clk, rst, push, f_in, pop_d, f_head, fcnt, D))
     outc = sig(DB + 1)          # bursts queued and not finished (LOAD: last beat; STORE: B)
     h_row = sig(RB)
     h_lane = vsig(LS)
-    h_nm1 = vsig(LS)
-    bc = vsig(LS)               # beat of the head burst
+    h_bm1 = vsig(LS)
+    h_nm1 = vsig(8)
+    bc = vsig(8)                # beat of the head burst
+    lc = vsig(LS)               # its beat within the current row
+    rc = vsig(RB)               # rows of the burst done before the current one
     blast = sig(1)              # bc is the head burst's last beat
 
     # ---- W data FIFO (STORE): (beat, last)
@@ -193,20 +196,22 @@ def fsa_dma_port(clk, rst, is_store, push, d_addr, d_len, d_row, d_lane, can, id
     @always_comb
     def head():
         if fcnt != 0:
-            h_row.next = f_head[RB + 2 * LS:2 * LS]
-            h_lane.next = f_head[2 * LS:LS]
-            h_nm1.next = f_head[LS:0]
+            h_row.next = f_head[FW:2 * LS + 8]
+            h_lane.next = f_head[2 * LS + 8:LS + 8]
+            h_bm1.next = f_head[LS + 8:8]
+            h_nm1.next = f_head[8:0]
         else:
             h_row.next = 0
             h_lane.next = 0
+            h_bm1.next = 0
             h_nm1.next = 0
     insts.append(head)
 
     @always_comb
     def beat():
         blast.next = bc == h_nm1
-        q_row.next = h_row
-        q_lane.next = h_lane + bc
+        q_row.next = h_row + rc
+        q_lane.next = h_lane + lc
     insts.append(beat)
 
     @always_comb
@@ -302,8 +307,15 @@ def fsa_dma_port(clk, rst, is_store, push, d_addr, d_len, d_row, d_lane, can, id
         if adv:
             if blast:
                 bc.next = 0
+                lc.next = 0
+                rc.next = 0
             else:
                 bc.next = bc + 1
+                if lc == h_bm1:
+                    lc.next = 0
+                    rc.next = rc + 1
+                else:
+                    lc.next = lc + 1
         rdp.next = s_acc
         rdl.next = blast
     insts.append(regs)

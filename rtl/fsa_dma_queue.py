@@ -35,8 +35,8 @@ __all__ = ["inflight_queue"]
 @block
 def inflight_queue(clk, rst, QD, _S_IDLE, _S_CHECK, _S_RUN, _CNT_BITS, *, state, rp, wp, cur,
                    occ, iss0, iss1, h_iss, rdy, acc_cmd, seq_end, hd_done, fslot, done_r,
-                   err_r, aborting, c_rep, c_size, szbad, sz_lo, srbad, rowerr, issue, second,
-                   xing, left, cmd_func, cmd_is_accum, cmd_valid, c_store, c_accum,
+                   err_r, aborting, c_rep, c_size, szbad, sz_lo, srbad, rowerr, issue, lastb,
+                   cmd_func, cmd_is_accum, cmd_valid, c_store, c_accum,
                    fins, cmd_size, BB, tp, errs, cmd, bp):
     """The queue's logic (see the module docstring); `QD` = 2 slots.  `fins`
     and `errs` are the ports' burst-finished and AXI-error flags, `cmd` the
@@ -58,8 +58,7 @@ def inflight_queue(clk, rst, QD, _S_IDLE, _S_CHECK, _S_RUN, _CNT_BITS, *, state,
             seq_end.next = (err_r or aborting or c_rep == 0 or c_size == 0 or szbad
                             or sz_lo != 0 or srbad)
         elif state == _S_RUN:
-            seq_end.next = (err_r or aborting or rowerr
-                            or (issue and (second or not xing) and left == 1))
+            seq_end.next = err_r or aborting or rowerr or (issue and lastb)
         else:
             seq_end.next = 0
     insts.append(ending)

@@ -229,21 +229,28 @@ class AxiMonitor:
 
 
 # ------------------------------------------------------------------ policy
-def row_port(cfg: FSAConfig, ins: Dma, i: int) -> int:
-    """The port of row `i`: round-robin, or 0 when the rows overlap."""
+def burst_port(cfg: FSAConfig, ins: Dma, j: int) -> int:
+    """The port of burst `j` (a row, or rows merged): round-robin, or 0
+    when the rows overlap."""
     from fsa.dmarules import rows_on_port0
     P = cfg.mem_ports
-    return 0 if P > 1 and rows_on_port0(ins) else i % P
+    return 0 if P > 1 and rows_on_port0(ins) else j % P
 
 
-def expected_bursts(cfg: FSAConfig, ins: Dma, rows: int | None = None) -> list[list[Burst]]:
-    """Per port, the bursts of the first `rows` rows of `ins` (all rows by
-    default), split at 4 KiB boundaries."""
+def expected_bursts(cfg: FSAConfig, ins: Dma) -> list[list[Burst]]:
+    """Per port, the bursts of a successful `ins`: rows merged where
+    ``dma_burst_beats`` allows (:func:`fsa.dmarules.bursts`), else one row
+    each, split at 4 KiB boundaries."""
+    from fsa.dmarules import bursts
     bb = cfg.axi_data_bits // 8
     out: list[list[Burst]] = [[] for _ in range(cfg.mem_ports)]
-    for i in range(ins.repeat if rows is None else rows):
+    for j, (i, n) in enumerate(bursts(ins, bb, cfg.dma_burst_beats)):
         a = ins.mem_addr + i * ins.mem_stride
-        p = row_port(cfg, ins, i)
+        p = burst_port(cfg, ins, j)
+        if n > 1:
+            assert a // 0x1000 == (a + n * ins.size - 1) // 0x1000, (ins, i, n)
+            out[p].append(Burst(a, n * ins.size // bb))
+            continue
         first = min(ins.size, 0x1000 - (a & 0xFFF))
         out[p].append(Burst(a, first // bb))
         if first < ins.size:

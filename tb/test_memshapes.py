@@ -26,6 +26,7 @@ from fsa import cyclemodel as cm
 from fsa import isa, kernels, numerics as nx
 from fsa.engines import GoldenEngine
 from fsa.golden.machine import Machine
+from fsa.dmarules import bursts
 from fsa.isa import Dma, DmaFunc, Fence
 from fsa.report import fa3_inputs
 from fsa.simdev import run_on_device
@@ -44,6 +45,7 @@ def shape(base: str, axi_bits: int, ud: bool = False, **kw) -> fconfig.FSAConfig
     b = cfg.spad_row_bytes * 8 // axi_bits
     ports = min(fconfig.MAX_PRESET_PORTS, 2 * b)
     name = f"{base[:-len('Config')]}Axi{axi_bits}B{b}{'Ud' if ud else ''}Config"
+    kw.setdefault("dma_burst_beats", fconfig.burst_beats(cfg.sa_rows, b, ports))
     return cfg.replace(name=name, axi_data_bits=axi_bits, mem_ports=ports,
                        spad_banks=min(16, 2 * ports), acc_banks=ports,
                        dataflow="ud" if ud else "reference", **kw)
@@ -54,6 +56,14 @@ def shape(base: str, axi_bits: int, ud: bool = False, **kw) -> fconfig.FSAConfig
 #: accumulator banks of two rows each)
 SHAPES = {2: shape("FSA8X8Fp16Config", 64), 4: shape("FSA8X8Fp32Config", 64, acc_rows=16),
           8: shape("FSA8X8Fp32Config", 32, acc_rows=16)}
+#: the b = 2 shape with bursts of up to 256 beats (rows merged up to a 4 KiB
+#: boundary; the presets' rule gives it 4-beat bursts)
+LONG = shape("FSA8X8Fp16Config", 64, dma_burst_beats=256).replace(
+    name="FSA8X8Fp16Axi64B2M256Config")
+
+
+def _shape(b):
+    return LONG if b == "long" else SHAPES[b]
 
 
 def test_shape_matches_the_presets():
@@ -70,13 +80,16 @@ def test_shape_matches_the_presets():
         assert small.spad_row_bytes * 8 // small.axi_data_bits == b
         assert (cfg.mem_ports, cfg.spad_banks, cfg.acc_banks) == (
             small.mem_ports, small.spad_banks, small.acc_banks), name
+        # merged bursts: the presets' rule on the small shape's tile
+        assert cfg.dma_burst_beats == fconfig.burst_beats(cfg.sa_rows, b, cfg.mem_ports), name
+        assert small.dma_burst_beats == fconfig.burst_beats(small.sa_rows, b, small.mem_ports)
     assert seen == set(SHAPES)
 
 
 @pytest.mark.sim
-@pytest.mark.parametrize("b", sorted(SHAPES))
+@pytest.mark.parametrize("b", sorted(SHAPES) + ["long"])
 def test_dma_shape(b):
-    cfg = SHAPES[b]
+    cfg = _shape(b)
     params = dict(config=cfg.to_dict(), random_instrs=1000 if FULL else 100)
     simrun.run("fsa_dma", dma_verilog(cfg), "tb_dma",
                extra_env={"FSA_DMA_PARAMS": json.dumps(params)}, timeout_s=600)
@@ -166,7 +179,7 @@ def random_dma_program(cfg, rng, n: int, region: int):
 
 
 @pytest.mark.sim
-@pytest.mark.parametrize("b", [2, 8, "FSA8X8Fp16Config"])
+@pytest.mark.parametrize("b", [2, 8, "long", "FSA8X8Fp16Config"])
 def test_random_dma_programs_shape(b):
     """Random DMA-only programs (random_dma_program) on the multi-port UD
     builds of test_attention_shape (and on the one-port 8x8 preset, two
@@ -176,14 +189,19 @@ def test_random_dma_programs_shape(b):
     exactly as fsa/dmarules.py and fsa/cycledma.py say).  This found the
     cycle model placing a STORE from the scratchpad in the accumulator's
     banks."""
-    if isinstance(b, str):
+    if isinstance(b, str) and b != "long":
         cfg = fconfig.get(b)
     else:
-        base = SHAPES[b]
+        base = _shape(b)
         cfg = base.replace(name=base.name.replace("Config", "UdConfig"), dataflow="ud")
     rng = np.random.default_rng(SEED * 100 + (b if isinstance(b, int) else 0))
     n_prog = 12 if FULL else 4
     progs = [random_dma_program(cfg, rng, 24, k + 1) for k in range(n_prog)]
+    if cfg.dma_burst_beats:     # merged bursts really happen (fsa.dmarules.bursts)
+        bb = cfg.axi_data_bits // 8
+        longest = max(n for ins, _, _ in progs for x in ins if isinstance(x, Dma)
+                      for _, n in bursts(x, bb, cfg.dma_burst_beats))
+        assert longest * cfg.spad_row_bytes // bb >= min(cfg.dma_burst_beats, 64), longest
     m = Machine(cfg)
     for _, image, _ in progs:
         for addr, data in image:

@@ -27,7 +27,7 @@ def test_preset_memory_keeps_up_with_the_schedule(name):
     need = cm.dma_demand(cfg)
     if cfg.sa_rows * cfg.e_fmt.width <= 512:
         assert need["beats"] == 2 * cfg.sa_rows and need["ud_occupancy"] < 1
-    narrow = cfg.replace(axi_data_bits=64, spad_banks=1, name="N")
+    narrow = cfg.replace(axi_data_bits=64, spad_banks=1, dma_burst_beats=0, name="N")
     slow = cm.steady_state(narrow)["per_key_block"]
     assert slow >= free
     # where the narrow bus needs over half the narrow port (all but 4x4 and
@@ -58,8 +58,9 @@ def test_memory_system_rule():
     """One beat per scratchpad row, capped at 512 bits, dividing the
     accumulator row; two banks and three UD KV slots (where C + 6R exceeds
     the reference's 2C + 4R rows); rows of b > 1 beats get min(2b, 8) ports, twice as many
-    scratchpad banks, an accumulator bank per port and three UD KV slots;
-    always two accumulator sets (2 (1 + R) rows)."""
+    scratchpad banks, an accumulator bank per port, three UD KV slots and
+    merged bursts of R b / ports beats; always two accumulator sets
+    (2 (1 + R) rows)."""
     assert fconfig.memory_system(4, 4, "fp16", "fp32") == {"axi_data_bits": 64, "spad_banks": 2,
                                                            "spad_rows": 4 + 6 * 4, "acc_rows": 10}
     assert fconfig.memory_system(4, 8, "fp16", "fp32") == {"axi_data_bits": 64, "spad_banks": 2,
@@ -70,10 +71,10 @@ def test_memory_system_rule():
                                                             "acc_rows": 18}
     assert fconfig.memory_system(64, 64, "fp16", "fp32") == {
         "axi_data_bits": 512, "mem_ports": 4, "spad_banks": 8, "acc_banks": 4,
-        "spad_rows": 64 + 6 * 64, "acc_rows": 130}
+        "spad_rows": 64 + 6 * 64, "acc_rows": 130, "dma_burst_beats": 32}
     assert fconfig.memory_system(128, 128, "fp32", "fp32") == {
         "axi_data_bits": 512, "mem_ports": 8, "spad_banks": 16, "acc_banks": 8,
-        "spad_rows": 128 + 6 * 128, "acc_rows": 258}
+        "spad_rows": 128 + 6 * 128, "acc_rows": 258, "dma_burst_beats": 128}
     assert fconfig.memory_system(8, 4, "fp16", "fp32")["axi_data_bits"] == 128
     for name in fconfig.names():
         cfg = fconfig.get(name)
@@ -147,7 +148,7 @@ def test_bank_ports_keep_up_at_64x64_fp32():
     cfg = fconfig.get("FSA64X64Fp32Config")
     free = cm.steady_state(cfg, cm.IDEAL_DMA)["per_key_block"]
     assert cm.steady_state(cfg)["per_key_block"] == free
-    one = cfg.replace(mem_ports=1, spad_banks=2, acc_banks=1, name="One")
+    one = cfg.replace(mem_ports=1, spad_banks=2, acc_banks=1, dma_burst_beats=0, name="One")
     assert cm.steady_state(one)["per_key_block"] > 1.5 * free
 
 
@@ -226,7 +227,7 @@ def test_two_loads_in_flight_on_several_ports():
     assert (b, ud.mem_ports) == (2, 4)
     free = cm.steady_state(ud, cm.IDEAL_DMA)["per_key_block"]
     assert cm.steady_state(ud)["per_key_block"] == free
-    shared = ud.replace(spad_banks=1, acc_banks=1, name="Shared")
+    shared = ud.replace(spad_banks=1, acc_banks=1, dma_burst_beats=0, name="Shared")
     assert cm.steady_state(shared)["per_key_block"] > free + b
 
 
@@ -249,3 +250,84 @@ def test_second_load_rule():
     assert not second_load_ok(ld(0, 4, 0), ld(8, 8))                # one row over and over
     assert not second_load_ok(ld(0, 8), ld(8, 4, 0))
     assert second_load_ok(ld(0, 1, 0), ld(8, 4))                    # stride 0, one row: fine
+
+
+# ---------------------------------------------------------------- merged bursts
+@pytest.mark.parametrize("value,words", [
+    (3, "dma_burst_beats must be 0 .one burst per row. or a power of two in 2..256"),
+    (1, "dma_burst_beats must be 0"), (512, "dma_burst_beats must be 0"),
+    (-2, "dma_burst_beats must be 0"), ("4", "dma_burst_beats must be an integer")])
+def test_dma_burst_beats_is_validated(value, words):
+    with pytest.raises(ValueError, match=words):
+        fconfig.get("FSA64X64Fp16Config").replace(dma_burst_beats=value)
+
+
+@pytest.mark.parametrize("name", ["FSA16X16Fp16Config", "FSA4X4Fp16TwoPortConfig"])
+def test_dma_burst_beats_needs_bank_ports(name):
+    """One port, or a scratchpad of one bank (a shared narrow port): the
+    error names the fields to change."""
+    with pytest.raises(ValueError, match="needs mem_ports >= 2, spad_banks >= 2 and acc_banks"):
+        fconfig.get(name).replace(dma_burst_beats=16)
+
+
+def test_presets_merge_a_tile_over_all_ports():
+    """Rows of b > 1 beats (several ports): a tile's R rows spread evenly
+    over the ports in merged bursts (R b / ports beats, at most 256); the
+    one-port presets keep one burst per row."""
+    seen = 0
+    for name in fconfig.names():
+        cfg = fconfig.get(name)
+        b = cfg.spad_row_bytes * 8 // cfg.axi_data_bits
+        if cfg.mem_ports == 1 or "TwoPort" in name:
+            assert cfg.dma_burst_beats == 0, name
+            continue
+        share = cfg.sa_rows * b // cfg.mem_ports
+        assert cfg.dma_burst_beats == min(256, share), name
+        seen += 1
+    assert seen >= 8
+    assert fconfig.burst_beats(8, 8, 8) == 0        # one row per port: nothing to merge
+    assert fconfig.burst_beats(8, 2, 4) == 4
+    assert fconfig.burst_beats(24, 2, 4) == 8       # 12 beats: down to a power of two
+    assert fconfig.burst_beats(128, 1, 1) == 0
+
+
+def _dma(func=isa.DmaFunc.LOAD, **kw):
+    d = dict(repeat=8, sram_addr=0, sram_stride=1, mem_addr=0x8000_0000, mem_stride=64, size=64)
+    d.update(kw)
+    return isa.Dma(func, **d)
+
+
+def test_bursts_merge_contiguous_rows_up_to_4k_and_the_cap():
+    from fsa.dmarules import bursts, merges_rows
+    bb = 16                                         # 4 beats a row of 64 bytes
+    assert bursts(_dma(), bb, 0) == [(i, 1) for i in range(8)]
+    assert bursts(_dma(), bb, 16) == [(0, 4), (4, 4)]
+    assert bursts(_dma(), bb, 256) == [(0, 8)]
+    assert bursts(_dma(repeat=3), bb, 4) == [(0, 1), (1, 1), (2, 1)]   # a row per cap
+    # 4 KiB: 0x...F80 leaves two rows before the boundary, 0x...FC0 one
+    assert bursts(_dma(mem_addr=0x8000_0F80), bb, 256) == [(0, 2), (2, 6)]
+    assert bursts(_dma(mem_addr=0x8000_0FC0), bb, 256) == [(0, 1), (1, 7)]
+    # a row across the boundary goes alone (the RTL splits it in two)
+    assert bursts(_dma(mem_addr=0x8000_0FE0), bb, 256) == [(0, 1), (1, 7)]
+    # 64 rows of 64 bytes from 0: 4 KiB each, 256 beats
+    assert bursts(_dma(repeat=128), bb, 256) == [(0, 64), (64, 64)]
+    # the cap in beats, with one-beat rows
+    assert bursts(_dma(repeat=40, mem_stride=16, size=16), bb, 16) == [(0, 16), (16, 16), (32, 8)]
+    # what does not merge: gaps in memory or SRAM, a non-power-of-two row,
+    # a negative stride, a store of one row over another
+    for x in (_dma(mem_stride=128), _dma(sram_stride=2), _dma(sram_stride=-1),
+              _dma(size=48, mem_stride=48), _dma(mem_stride=-64), _dma(sram_stride=0),
+              _dma(isa.DmaFunc.STORE, mem_stride=0)):
+        assert not merges_rows(x, bb, 256), x
+        assert all(n == 1 for _, n in bursts(x, bb, 256)), x
+    assert merges_rows(_dma(isa.DmaFunc.STORE, is_accum=True), bb, 256)
+
+
+def test_merged_bursts_lift_the_row_limit_at_128x128_ud():
+    """128x128 fp16 UD: one burst per row needs 2R = 256 of the 267 cycles
+    of a key block from the DMA's sequencer (one burst a cycle); merging
+    K's contiguous rows (V^T's rows are strided) leaves it half idle."""
+    cfg = fconfig.get("FSA128X128Fp16UdConfig")
+    need = cm.dma_demand(cfg)
+    assert need["ud_rows"] < 0.6, need
+    assert cm.dma_demand(cfg.replace(dma_burst_beats=0, name="Rows"))["ud_rows"] > 0.95

@@ -20,10 +20,10 @@ tables and writes ``bench/results/memory.json``:
 2. Bus occupancy at N = 4096: the K/V stream per key block
    (``fsa.cyclemodel.dma_demand``: bytes, beats, the narrow ports they
    spread over, the share of them it needs in the config's key-block period
-   and the share of the DMA's one burst per cycle) and the share of cycles
-   each AXI channel is busy (AR and AW: one address per row, the rows of a
-   tile being one burst each; R and W: beats; B: one response per write
-   burst), averaged over the ports and the whole run (Q loads and O stores
+   and the share of the DMA's one burst per cycle, a K tile's rows merging
+   where ``dma_burst_beats`` allows) and the share of cycles each AXI
+   channel is busy (AR and AW: one address per burst; R and W: beats; B:
+   one response per write burst), averaged over the ports and the whole run (Q loads and O stores
    included, program fetch not).
 """
 from __future__ import annotations
@@ -37,6 +37,8 @@ from common import table, write_json
 
 from fsa import config as fconfig
 from fsa import cyclemodel as cm
+from fsa import isa
+from fsa.dmarules import bursts
 
 N = 4096
 
@@ -52,21 +54,35 @@ def configs(quick: bool) -> list[str]:
     return out
 
 
+def tile_bursts(cfg, rows: int, blocks: int) -> int:
+    """AXI bursts of `blocks` row-major tiles of `rows` scratchpad rows one
+    after another in memory (Q or K; from a 4 KiB boundary), as the DMA
+    makes them (``fsa.dmarules.bursts``: one per row, or merged)."""
+    srb = cfg.spad_row_bytes
+    return sum(len(bursts(isa.Dma(isa.DmaFunc.LOAD, repeat=rows, sram_addr=0, sram_stride=1,
+                                  mem_addr=cfg.mem_base + b * rows * srb, mem_stride=srb,
+                                  size=srb), cfg.axi_data_bits // 8, cfg.dma_burst_beats))
+               for b in range(blocks))
+
+
 def channel_use(cfg, n: int, cycles: float) -> dict:
     """Beats / addresses per AXI channel of attention(n, n) (d = R, not
-    causal) over `cycles`, averaged over the AXI ports (the rows go round
+    causal) over `cycles`, averaged over the AXI ports (the bursts go round
     robin over them): K and V per (query block, key block) step, Q per
     query block, O (R rows of C accumulators) per query block; program
-    fetch (port 0's AR and R) not counted."""
+    fetch (port 0's AR and R) not counted.  AR / AW count bursts: V^T's and
+    O's rows are strided (one burst each), Q's and K's merge where the
+    config allows (tensors from a 4 KiB boundary)."""
     R, C = cfg.sa_rows, cfg.sa_cols
     beat = cfg.axi_data_bits // 8
     nq, nk = n // C, n // R
     per_srow = math.ceil(cfg.spad_row_bytes / beat)
     per_arow = math.ceil(cfg.acc_row_bytes / beat)
     load_rows = nq * (C + nk * 2 * R)
+    load_bursts = tile_bursts(cfg, C, nq) + nq * (tile_bursts(cfg, R, nk) + nk * R)
     store_rows = nq * R
     cycles *= cfg.mem_ports
-    return {"ar": load_rows / cycles, "r": load_rows * per_srow / cycles,
+    return {"ar": load_bursts / cycles, "r": load_rows * per_srow / cycles,
             "aw": store_rows / cycles, "w": store_rows * per_arow / cycles,
             "b": store_rows / cycles}
 
@@ -98,24 +114,27 @@ def main(argv: "list[str] | None" = None) -> int:
                      "vs_free": cyc / cyc_free - 1, "within_3pc": cyc <= 1.03 * cyc_free,
                      "demand": need, "key_block_period": period,
                      "narrow_share": need["ud_occupancy"] if ud else need["occupancy"],
-                     "row_share": need["rows"] / period,
+                     "dma_burst_beats": cfg.dma_burst_beats,
+                     "burst_share": need["bursts"] / period,
                      "channels": channel_use(cfg, N, cyc)})
     print(f"1. Cycles per key block and at N = {N} (model, program fetch; fsa predict vs --free-dma)")
     print(table(["config", "AXI bits", "ports", "spad banks", "acc banks", "spad rows",
-                 "per key block", "free DMA", f"N={N} cycles", "free DMA", "over free",
+                 "burst beats", "per key block", "free DMA", f"N={N} cycles", "free DMA", "over free",
                  "within 3 %"],
                 [[r["config"], r["axi_data_bits"], r["mem_ports"], r["spad_banks"],
-                  r["acc_banks"], r["spad_rows"], r["per_key_block"],
+                  r["acc_banks"], r["spad_rows"], r["dma_burst_beats"], r["per_key_block"],
                   r["per_key_block_free"], r["cycles"], r["cycles_free"], 100 * r["vs_free"],
                   "yes" if r["within_3pc"] else "no"] for r in rows],
-                ["", "", "", "", "", "", ".2f", ".0f", ".0f", ".0f", "+.2f", ""]))
+                ["", "", "", "", "", "", "", ".2f", ".0f", ".0f", ".0f", "+.2f", ""]))
     print(f"\n2. Bus occupancy at N = {N} (share of cycles per AXI channel) and the K/V demand")
-    print(table(["config", "bytes / key block", "beats / key block", "narrow ports",
-                 "period", "narrow-port share", "row share", "AR", "R", "AW", "W", "B"],
-                [[r["config"], r["demand"]["bytes"], r["demand"]["beats"], r["demand"]["lanes"],
-                  r["key_block_period"], r["narrow_share"], r["row_share"]]
+    print(table(["config", "bytes / key block", "beats / key block", "bursts / key block",
+                 "narrow ports", "period", "narrow-port share", "burst share", "AR", "R", "AW",
+                 "W", "B"],
+                [[r["config"], r["demand"]["bytes"], r["demand"]["beats"], r["demand"]["bursts"],
+                  r["demand"]["lanes"], r["key_block_period"], r["narrow_share"],
+                  r["burst_share"]]
                  + [r["channels"][c] for c in ("ar", "r", "aw", "w", "b")] for r in rows],
-                ["", "", "", "", "", ".3f", ".3f", ".3f", ".3f", ".4f", ".4f", ".4f"]))
+                ["", "", "", "", "", "", ".3f", ".3f", ".3f", ".3f", ".4f", ".4f", ".4f"]))
     out = write_json("memory", {"quick": args.quick, "N": N, "rows": rows,
                                 "seconds": time.perf_counter() - t_all})
     print(f"\nwrote {out.relative_to(common.ROOT)} ({time.perf_counter() - t_all:.0f} s)")

@@ -164,40 +164,49 @@ def sec_memory(m: dict) -> list[str]:
            "(`fsa.cyclefetch.LOAD_TAIL`), else LOADs and fetch bursts take turns on port 0's "
            "read channel. Demand per key block "
            "(`fsa.cyclemodel.dma_demand`): one K and one V tile of R rows, 2R^2 e bytes (e bytes "
-           "per element) = 2R rows (bursts; the DMA queues one per cycle) of ceil(Re/W) beats of "
-           "W bytes, each beat one cycle of a narrow port of the scratchpad, in the reference "
+           "per element) = 2R rows of ceil(Re/W) beats of W bytes, each beat one cycle of a "
+           "narrow port of the scratchpad, in 2R AXI bursts (the DMA queues one per cycle) or, "
+           "with merged bursts (\"burst beats\" = `dma_burst_beats`, `fsa.dmarules.bursts`: "
+           "rows that follow each other in memory and SRAM, K's but not V^T's, in bursts of up "
+           "to that many beats, never across 4 KiB; the presets with several ports merge four "
+           "rows where a row is at most four beats, `fsa.config.burst_beats`) fewer, in the reference "
            "period 4R + C + P + 5 or the UD period 2R + P + 3. \"over free\" is the cycle model "
            f"at N = {m['N']} (program fetched from memory, the steady-state extrapolation of "
            "`fsa.cyclemodel.steady_state` for every config) against the free DMA (the matrix "
            "schedule alone; target within 3 %). (`fsa predict` extrapolates only beyond 20,000 "
            "key-block steps and runs the model on the whole program below that; the two can "
            "differ slightly where the fit's four short programs miss a pattern of the long one; "
-           "measured: the 32x32, 64x64 and 128x128 fp16 UD rows, and 128x128 fp32 UD, equal "
-           "`fsa predict`'s to the cycle.)", ""]
+           "measured: the 32x32 fp32, 64x64 fp16 and fp32 and 128x128 fp16 UD rows equal "
+           "`fsa predict`'s to the cycle; for 128x128 fp32 UD `fsa predict` gives 292,060, "
+           "0.02 % more than its row here.)", ""]
     out.append(md_table(["config", "AXI bits", "ports", "spad banks", "acc banks", "spad rows",
-                         "cycles / key block", "free DMA", f"N={m['N']} cycles", "free DMA",
+                         "burst beats", "cycles / key block", "free DMA", f"N={m['N']} cycles", "free DMA",
                          "over free, %"],
                         [[r["config"], r["axi_data_bits"], r.get("mem_ports", 1), r["spad_banks"],
-                          r.get("acc_banks", 1), r.get("spad_rows", ""), r["per_key_block"],
+                          r.get("acc_banks", 1), r.get("spad_rows", ""),
+                          r.get("dma_burst_beats", 0), r["per_key_block"],
                           r["per_key_block_free"], r["cycles"], r["cycles_free"],
                           100 * r["vs_free"]] for r in rows],
-                        ["", "", "", "", "", "", ".2f", ".0f", ".0f", ".0f", "+.2f"]))
+                        ["", "", "", "", "", "", "", ".2f", ".0f", ".0f", ".0f", "+.2f"]))
     if old:
         return out + [""]
     out += ["", f"Bus occupancy at N = {m['N']}: the K/V stream per key block (bytes, beats, the "
             "narrow ports they spread over), the share of those narrow ports it needs in the "
             "config's key-block period (above 1 the DMA cannot keep up, whatever its latency) "
-            "and the share of the DMA's one burst per cycle; and the share of cycles each AXI "
+            "and the AXI bursts and the share of the DMA's one burst per cycle they need (K "
+            "tiles from a 4 KiB boundary); and the share of cycles each AXI "
             "channel is busy, averaged over the ports and the whole run (AR/AW: one address per "
-            "row; R/W: beats; B: one response per write burst; program fetch not counted).", ""]
-    out.append(md_table(["config", "bytes / key block", "beats / key block", "narrow ports",
-                         "period", "narrow-port share", "row share", "AR", "R", "AW", "W", "B"],
+            "burst; R/W: beats; B: one response per write burst; program fetch not counted).", ""]
+    out.append(md_table(["config", "bytes / key block", "beats / key block", "bursts / key block",
+                         "narrow ports", "period", "narrow-port share", "burst share", "AR", "R",
+                         "AW", "W", "B"],
                         [[r["config"], r["demand"]["bytes"], r["demand"]["beats"],
-                          r["demand"]["lanes"], r["key_block_period"], r["narrow_share"],
-                          r["row_share"]]
+                          r["demand"]["bursts"], r["demand"]["lanes"], r["key_block_period"],
+                          r["narrow_share"], r["burst_share"]]
                          + [r["channels"][c] for c in ("ar", "r", "aw", "w", "b")]
                          for r in rows],
-                        ["", "", "", "", "", ".3f", ".3f", ".3f", ".3f", ".4f", ".4f", ".4f"]))
+                        ["", "", "", "", "", "", ".3f", ".3f", ".3f", ".3f", ".4f", ".4f",
+                         ".4f"]))
     miss = [r for r in rows if r["dataflow"] == "ud" and not r["within_3pc"]]
     multi = [r for r in rows if r["dataflow"] == "ud" and r.get("mem_ports", 1) > 1]
     multi_miss = [r for r in multi if not r["within_3pc"]]
@@ -224,11 +233,16 @@ def sec_memory(m: dict) -> list[str]:
                "bank and two K/V slots; 4x4 fp32 UD 4 % with 64-word fetch bursts)."), ""]
     if miss:
         out += [
-            "* the DMA queues one burst (one row) per cycle, so a key block's 2R rows take 2R "
-            "of the UD period's 2R + P + 3 cycles; each query block's Q load and O store (R "
-            "rows each) then take their time from the steps, now that the UD normalisation "
-            "no longer stalls the array (before, they ran while it did: docs/ud.md). Bursts "
-            "longer than one row (issue 14 item 1) would remove it.", ""]
+            "* rows of eight beats (128x128 fp32): the K/V stream keeps the narrow ports 96 % "
+            "busy in the UD period (narrow-port share above), and with one burst per row the "
+            "DMA's sequencer too; each query block's Q load and O store (R rows each, the "
+            "store running alone: LOADs and STOREs do not yet overlap) then take their time "
+            "from the steps, now that the UD normalisation no longer stalls the array (before, "
+            "they ran while it did: docs/ud.md). Merged bursts do not help there (measured: "
+            "+15.6 % with two rows per burst, +33 % with four: the ports' long bursts meet in "
+            "the banks). A STORE that overlaps the LOADs (its W data comes from the "
+            "accumulator's own narrow ports) would leave only the Q load to fit (issue 14 "
+            "item 1, not done).", ""]
     return out
 
 

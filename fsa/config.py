@@ -526,16 +526,25 @@ def memory_system(sa_rows: int, sa_cols: int, e_type: str, a_type: str) -> dict[
 
 def burst_beats(rows: int, beats: int, ports: int) -> int:
     """The presets' ``dma_burst_beats`` for tiles of `rows` rows of `beats`
-    AXI beats on `ports` ports: a tile's beats spread evenly over the ports
-    (``rows x beats / ports``, down to a power of two, at most 256), so
-    that merged bursts keep every port busy instead of putting a tile on
-    one; 0 (one burst per row) where that is under two rows or there is
-    one port."""
-    if ports < 2:
+    AXI beats on `ports` ports: four rows per burst (``4 x beats``) where a
+    row is at most four beats and there are several ports; else 0 (one
+    burst per row).  (`rows` is the tile's: with fewer than 4 x `ports` of
+    them a tile's bursts use fewer ports; the presets have 8 to 16 per
+    port.)
+
+    Measured (``fsa predict`` at N = 4096 against ``--free-dma``, the UD
+    twins; bench/memory.py): one burst per row leaves the DMA's sequencer
+    (one burst a cycle) nearly as busy as the UD period (+1.2 % at 32x32
+    fp32 to +4.7 % at 128x128 fp16); four rows per burst bring 32x32 fp32,
+    64x64 fp16 / fp32 and 128x128 fp16 to +0.01 .. +0.08 %.  Two rows
+    sometimes do less (+3.1 % at 128x128 fp16), and eight or more queue a
+    port's next rows behind a long burst and make the ports meet in the
+    same banks (+1.7 % .. +28 %).  Rows of eight beats (128x128 fp32) keep
+    one burst per row: their narrow ports are 96 % busy in the UD period
+    and merged bursts lose 16 % and more there."""
+    if ports < 2 or beats > 4:
         return 0
-    share = rows * beats // ports
-    mb = min(256, 1 << (share.bit_length() - 1)) if share else 0
-    return mb if mb >= 2 * beats else 0
+    return 4 * beats
 
 
 def _build_presets() -> dict[str, FSAConfig]:

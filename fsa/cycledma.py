@@ -15,14 +15,15 @@ What it models (the RTL's rules, docs/architecture.md section 8):
   their rows are disjoint and neither writes one row over and over
   (:func:`fsa.dmarules.second_load_ok`);
 * the sequencer: checks the command in the cycle after acceptance, pushes
-  one burst (row) per cycle from the cycle after that while the port has
+  one burst (a row, or with several ports rows merged as
+  :func:`fsa.dmarules.bursts` says) per cycle from the cycle after that while the port has
   fewer than ``dma_outstanding`` bursts unfinished (a LOAD burst finishes
   with its last beat, and counts from the next cycle), and is idle again the
   cycle after its last push (the cycle after the check when there is nothing
   to move);
 * beats: one SRAM narrow-port access per cycle for the whole engine, in
   program order (several ports into an SRAM with a narrow port per bank:
-  each port moves its own rows' beats in push order, per bank one beat a
+  each port moves its own bursts' beats in push order, per bank one beat a
   cycle, :meth:`DmaEngine._step_pp`); beat ``k`` of an instruction accepted in ``c0`` goes no
   earlier than ``c0 + first + k (+ lag)`` and not in a cycle where the array
   uses its bank (:class:`fsa.cyclemodel.DmaTiming`);

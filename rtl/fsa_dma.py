@@ -59,7 +59,14 @@ of SRAM row ``sram_addr + i*sram_stride`` from/to memory byte address
 row (``size/BB`` lanes from lane 0).  Each row is one INCR burst of
 ``size/BB`` beats (``len = size/BB - 1``, ``size = log2(BB)``, full strobes,
 ID 0), split in two at a 4 KiB boundary (an AXI burst must not cross one).
-Rows go round-robin over the ports (row ``i`` -> port ``i % P``), except for
+With the config's ``dma_burst_beats`` = MB > 0, an instruction whose rows
+follow each other in memory (``mem_stride == size``) and in the SRAM
+(``sram_stride == 1``), with rows of a power-of-two number ``b`` of beats,
+moves ``m = min(rows left, min(beats to the next 4 KiB boundary, MB) / b)``
+rows as one burst of ``m b`` beats when ``m >= 2`` and the whole burst lies in
+the memory window (``fsa.dmarules.bursts``); the port steps to the next SRAM
+row after each row's ``b`` beats.  Bursts go round-robin over the ports
+(burst ``j`` -> port ``j % P``), except for
 instructions whose rows overlap, which use port 0 only so that the last row
 wins as in ``fsa.golden.machine.Machine.dma``: a LOAD with SRAM stride 0
 (several rows into one SRAM row) and a STORE with ``|mem_stride| < size``

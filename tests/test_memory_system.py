@@ -59,7 +59,7 @@ def test_memory_system_rule():
     accumulator row; two banks and three UD KV slots (where C + 6R exceeds
     the reference's 2C + 4R rows); rows of b > 1 beats get min(2b, 8) ports, twice as many
     scratchpad banks, an accumulator bank per port, three UD KV slots and
-    merged bursts of R b / ports beats; always two accumulator sets
+    merged bursts of four rows (rows of up to 4 beats); always two accumulator sets
     (2 (1 + R) rows)."""
     assert fconfig.memory_system(4, 4, "fp16", "fp32") == {"axi_data_bits": 64, "spad_banks": 2,
                                                            "spad_rows": 4 + 6 * 4, "acc_rows": 10}
@@ -71,10 +71,10 @@ def test_memory_system_rule():
                                                             "acc_rows": 18}
     assert fconfig.memory_system(64, 64, "fp16", "fp32") == {
         "axi_data_bits": 512, "mem_ports": 4, "spad_banks": 8, "acc_banks": 4,
-        "spad_rows": 64 + 6 * 64, "acc_rows": 130, "dma_burst_beats": 32}
+        "spad_rows": 64 + 6 * 64, "acc_rows": 130, "dma_burst_beats": 8}
     assert fconfig.memory_system(128, 128, "fp32", "fp32") == {
         "axi_data_bits": 512, "mem_ports": 8, "spad_banks": 16, "acc_banks": 8,
-        "spad_rows": 128 + 6 * 128, "acc_rows": 258, "dma_burst_beats": 128}
+        "spad_rows": 128 + 6 * 128, "acc_rows": 258}
     assert fconfig.memory_system(8, 4, "fp16", "fp32")["axi_data_bits"] == 128
     for name in fconfig.names():
         cfg = fconfig.get(name)
@@ -270,24 +270,23 @@ def test_dma_burst_beats_needs_bank_ports(name):
         fconfig.get(name).replace(dma_burst_beats=16)
 
 
-def test_presets_merge_a_tile_over_all_ports():
-    """Rows of b > 1 beats (several ports): a tile's R rows spread evenly
-    over the ports in merged bursts (R b / ports beats, at most 256); the
-    one-port presets keep one burst per row."""
-    seen = 0
+def test_presets_merge_four_rows_per_burst():
+    """Rows of 2 to 4 beats (several ports): four rows per merged burst;
+    rows of 8 beats (128x128 fp32) and the one-port presets keep one burst
+    per row."""
+    seen = set()
     for name in fconfig.names():
         cfg = fconfig.get(name)
         b = cfg.spad_row_bytes * 8 // cfg.axi_data_bits
-        if cfg.mem_ports == 1 or "TwoPort" in name:
+        if cfg.mem_ports == 1 or "TwoPort" in name or b > 4:
             assert cfg.dma_burst_beats == 0, name
             continue
-        share = cfg.sa_rows * b // cfg.mem_ports
-        assert cfg.dma_burst_beats == min(256, share), name
-        seen += 1
-    assert seen >= 8
-    assert fconfig.burst_beats(8, 8, 8) == 0        # one row per port: nothing to merge
-    assert fconfig.burst_beats(8, 2, 4) == 4
-    assert fconfig.burst_beats(24, 2, 4) == 8       # 12 beats: down to a power of two
+        assert cfg.dma_burst_beats == 4 * b, name
+        seen.add(name)
+    assert {"FSA32X32Fp32UdConfig", "FSA64X64Fp16UdConfig", "FSA64X64Fp32UdConfig",
+            "FSA128X128Fp16UdConfig"} <= seen
+    assert fconfig.burst_beats(128, 8, 8) == 0
+    assert fconfig.burst_beats(8, 2, 4) == 8
     assert fconfig.burst_beats(128, 1, 1) == 0
 
 

@@ -233,16 +233,16 @@ def sec_memory(m: dict) -> list[str]:
                "bank and two K/V slots; 4x4 fp32 UD 4 % with 64-word fetch bursts)."), ""]
     if miss:
         out += [
-            "* rows of eight beats (128x128 fp32): the K/V stream keeps the narrow ports 96 % "
-            "busy in the UD period (narrow-port share above), and with one burst per row the "
-            "DMA's sequencer too; each query block's Q load and O store (R rows each, the "
-            "store running alone: LOADs and STOREs do not yet overlap) then take their time "
-            "from the steps, now that the UD normalisation no longer stalls the array (before, "
-            "they ran while it did: docs/ud.md). Merged bursts do not help there (measured: "
-            "+15.6 % with two rows per burst, +33 % with four: the ports' long bursts meet in "
-            "the banks). A STORE that overlaps the LOADs (its W data comes from the "
-            "accumulator's own narrow ports) would leave only the Q load to fit (issue 14 "
-            "item 1, not done).", ""]
+            "* rows of eight beats (128x128 fp32 UD): the K/V stream alone keeps the DMA about "
+            "97 % busy in the UD period (narrow-port share above; in the model each 128-row "
+            "LOAD takes about 141 cycles and the next one overlaps its last 11), so each query "
+            "block's Q load and O store (R rows each) take their time from the steps, now that "
+            "the UD normalisation no longer stalls the array (before, they ran while it did: "
+            "docs/ud.md). Merged bursts do not help there (measured: +15.6 % with two rows per "
+            "burst, +33 % with four: the ports' long bursts meet in the banks); neither would a "
+            "STORE that overlaps the LOADs alone (the model with every STORE free of cost: "
+            "+3.3 %) or a Q load split into pieces over several steps (+4.8 %). It needs more "
+            "narrow-port bandwidth than 8 ports of 512 bits into 16 banks give.", ""]
     return out
 
 

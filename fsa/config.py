@@ -518,19 +518,18 @@ def memory_system(sa_rows: int, sa_cols: int, e_type: str, a_type: str) -> dict[
     acc_cap = 1 << (((1 + sa_rows) // 2).bit_length() - 1)
     out = {"axi_data_bits": bits, "mem_ports": ports, "spad_banks": pow2(2 * ports, 16),
            "acc_banks": pow2(ports, min(16, acc_cap)), **kv3}
-    mb = burst_beats(sa_rows, beats, ports)
+    mb = burst_beats(beats, ports)
     if mb:
         out["dma_burst_beats"] = mb
     return out
 
 
-def burst_beats(rows: int, beats: int, ports: int) -> int:
-    """The presets' ``dma_burst_beats`` for tiles of `rows` rows of `beats`
-    AXI beats on `ports` ports: four rows per burst (``4 x beats``) where a
-    row is at most four beats and there are several ports; else 0 (one
-    burst per row).  (`rows` is the tile's: with fewer than 4 x `ports` of
-    them a tile's bursts use fewer ports; the presets have 8 to 16 per
-    port.)
+def burst_beats(beats: int, ports: int) -> int:
+    """The presets' ``dma_burst_beats`` for scratchpad rows of `beats` AXI
+    beats on `ports` ports: four rows per burst (``4 x beats``) where a row
+    is at most four beats and there are several ports; else 0 (one burst
+    per row).  (A tile of fewer than 4 x `ports` rows then uses fewer ports;
+    the presets' tiles have 8 to 16 rows per port.)
 
     Measured (``fsa predict`` at N = 4096 against ``--free-dma``, the UD
     twins; bench/memory.py): one burst per row leaves the DMA's sequencer
@@ -629,4 +628,7 @@ def with_axi_bits(cfg: "str | FSAConfig", bits: int) -> FSAConfig:
     """`cfg` with another AXI data width, named ``<name>Axi<bits>``
     (ValueError for a width the device does not support)."""
     cfg = get(cfg)
-    return cfg.replace(axi_data_bits=bits, name=f"{cfg.name}Axi{bits}")
+    out = {"axi_data_bits": bits, "name": f"{cfg.name}Axi{bits}"}
+    if cfg.dma_burst_beats:     # merged bursts: the presets' rule for the new row length
+        out["dma_burst_beats"] = burst_beats(-(-cfg.spad_row_bytes * 8 // bits), cfg.mem_ports)
+    return cfg.replace(**out)

@@ -31,6 +31,13 @@ What it models (the RTL's rules, docs/architecture.md section 8):
   acceptance when there is nothing to move), in program order, at most one
   per cycle.
 
+A slave that holds AR/AW back never stops the pushes in the model; in the
+RTL, with merged bursts (``dma_burst_beats`` > 0) each port queues its
+addresses in a FIFO of ``dma_outstanding`` entries so that it does not
+either (behind a long burst cocotbext-axi's two-deep AR queue fills; with
+the one-row bursts of the other configs the port's address register does
+not hold the pushes in the runs the regression checks).
+
 The RTL pushes a STORE's bursts against its B responses, which the model
 does not know; it never needs them, because nothing is accepted while a
 STORE is in flight in the engine.  Not modelled (as in the rest of the

@@ -609,7 +609,7 @@ def dma_demand(cfg: FSAConfig) -> dict[str, float]:
     * ``occupancy`` = ``beats / (lanes x period)``, the share of the narrow
       ports the K/V stream needs in the reference dataflow, and
       ``ud_occupancy`` = ``beats / (lanes x ud_period)`` in the UD dataflow
-      (about twice); ``ud_rows`` = ``bursts / ud_period``, the share of the
+      (about twice); ``ud_bursts`` = ``bursts / ud_period``, the share of the
       DMA's one-burst-per-cycle queue it needs there.
 
     Above 1 the DMA cannot keep up whatever its latency; below 1 it still
@@ -637,4 +637,4 @@ def dma_demand(cfg: FSAConfig) -> dict[str, float]:
     return {"bytes": 2 * R * R * e, "rows": 2 * R, "bursts": bursts, "beats": beats,
             "lanes": lanes, "period": period, "ud_period": ud,
             "occupancy": beats / (lanes * period), "ud_occupancy": beats / (lanes * ud),
-            "ud_rows": bursts / ud}
+            "ud_bursts": bursts / ud}

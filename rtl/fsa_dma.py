@@ -353,7 +353,7 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
         b4k = sig(9)            # beats to the next 4 KiB boundary, at most MB
         mr = vsig(9)            # rows of the burst before `left` limits it
         mend = sig(RAW)         # end of the merged burst in memory
-        tpb4k = tp4k(16, lb)
+        tpb4k = tp4k(13, lb)            # beats to the next 4 KiB boundary (<= 4096 / BB)
 
         for bit in range(4):        # bit `bit` of log2(b) for b = 2**i
             ones = [i for i in range(9) if i >> bit & 1]
@@ -364,8 +364,8 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
             p2.next = szb9 != 0 and (szb9 & (szb9 - 1)) == 0
             if tpb4k > MB:
                 b4k.next = MB
-            else:
-                b4k.next = tpb4k[9:0]
+            else:       # (<= MB <= 256; a slice of tp4k itself: Icarus takes no slice of a slice)
+                b4k.next = tp4k[lb + 9:lb]
         insts.append(rowlog)
 
         @always_comb
@@ -461,7 +461,7 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
                     sram_rvalid=p_rvalid[p], sram_rdata=p_rdata[p], rd_err=rd_errs[p],
                     wr_err=wr_errs[p])
         pax = {n: getattr(ax, n) for n in fsa_dma_port.PORT_AXI}
-        kwargs = dict(conn, axi=Bundle(**pax), depth=D, wdepth=WDATA_DEPTH)
+        kwargs = dict(conn, axi=Bundle(**pax), depth=D, wdepth=WDATA_DEPTH, afifo=bool(MB))
         conn.update({f"axi_{n}": s for n, s in pax.items()})
         insts.append(submodule(fsa_dma_port.fsa_dma_port, (), kwargs, fsa_dma_port.MODULE,
                                f"u_port{p}", conn, port_out))

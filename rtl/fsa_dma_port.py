@@ -20,9 +20,10 @@ Ports (``AB`` = AXI address bits, ``RB``/``LS`` = SRAM row / lane index bits
     d_bm1       in  LS beats of an SRAM row - 1: a burst of several rows
                        (``dma_burst_beats``) moves to the next row (+1)
                        after that lane
-    can         out 1  a descriptor can be pushed: the address register is
-                       free (or handing over this cycle) and fewer than
-                       ``depth`` bursts are in flight
+    can         out 1  a descriptor can be pushed: fewer than ``depth``
+                       bursts are in flight (pushed, not finished) and
+                       (without ``afifo``) the address register is free or
+                       handing over this cycle
     idle        out 1  no burst in flight
     fin         out 1  a burst finishes this cycle (LOAD: its last R beat is
                        accepted; STORE: its B response); bursts finish in the
@@ -43,7 +44,11 @@ Ports (``AB`` = AXI address bits, ``RB``/``LS`` = SRAM row / lane index bits
                 (:data:`PORT_AXI`); the parent connects them to its
                 ``m_axi_*`` (or ``m_axiN_*``) ports and routes RDATA to the SRAM
 
-Structure: an address register (AR or AW), a descriptor FIFO of ``depth``
+Structure: an address register (AR or AW), or with merged bursts
+(``afifo``, the config's ``dma_burst_beats`` > 0) an address FIFO of
+``depth`` entries (a slave that holds AR/AW back behind a long burst then
+does not stop the parent's sequencer, as the cycle model assumes), a
+descriptor FIFO of ``depth``
 bursts (SRAM row, first lane, beats of a row - 1, beats - 1) whose head tags
 R beats with their SRAM row and lane (LOAD) or drives the SRAM reads of the
 W data (STORE), the head burst's beat, lane and row counters, a W data FIFO of ``wdepth`` beats (STORE), and a
@@ -125,10 +130,12 @@ def _fresh(g: dict) -> dict:
 @block
 def fsa_dma_port(clk, rst, is_store, push, d_addr, d_len, d_row, d_lane, d_bm1, can, idle, fin, req,
                  q_row, q_lane, grant, sram_ready, sram_rvalid, sram_rdata, rd_err, wr_err,
-                 axi, depth=8, wdepth=4):
+                 axi, depth=8, wdepth=4, afifo=False):
     """One AXI master port (see the module docstring); `axi` is a bundle of
     the AXI signals (:func:`axi_bundle`), `depth` the bursts in flight
-    (descriptor FIFO), `wdepth` the W data FIFO depth.
+    (descriptor FIFO), `wdepth` the W data FIFO depth, `afifo`: an address
+    FIFO of `depth` entries instead of the address register (the DMA's
+    ``dma_burst_beats`` > 0).
 
     Raises:
         ValueError: `depth` or `wdepth` below 2.
@@ -149,10 +156,45 @@ def fsa_dma_port(clk, rst, is_store, push, d_addr, d_len, d_row, d_lane, d_bm1, 
     k_strb = sig(BB, (1 << BB) - 1)     # constant: full write strobes
 
     # ---- address register (AR for a LOAD, AW for a STORE)
+    # ---- the address (AR for a LOAD, AW for a STORE): a register, or with
+    # `afifo` a FIFO of `depth` entries, so that a slave holding AR/AW back
+    # never stops the parent's sequencer (at most `depth` bursts are pushed
+    # and unfinished, so it never overflows)
     av = sig(1)
-    aaddr = sig(AB)
-    alen = sig(8)
     a_rdy = sig(1)
+    if afifo:
+        pop_a = sig(1)
+        a_in = ConcatSignal(d_addr, d_len)
+        a_head = sig(AB + 8)
+        acnt = sig(DB + 1)
+        insts.append(fifo(clk, rst, push, a_in, pop_a, a_head, acnt, D))
+        aaddr = a_head(AB + 8, 8)
+        alen = a_head(8, 0)
+
+        @always_comb
+        def addr_fifo():
+            av.next = acnt != 0
+            pop_a.next = acnt != 0 and a_rdy
+            can.next = outc < D
+        insts.append(addr_fifo)
+    else:
+        aaddr = sig(AB)
+        alen = sig(8)
+
+        @always_comb
+        def addr_reg_can():
+            can.next = (not av or a_rdy) and outc < D
+        insts.append(addr_reg_can)
+
+        @always_seq(clk.posedge, reset=rst)
+        def addr_reg():
+            if push:
+                av.next = 1
+                aaddr.next = d_addr
+                alen.next = d_len
+            elif av and a_rdy:
+                av.next = 0
+        insts.append(addr_reg)
 
     # ---- descriptor FIFO (row, first lane, beats of a row - 1, beats - 1)
     # and in-flight count
@@ -243,7 +285,6 @@ def fsa_dma_port(clk, rst, is_store, push, d_addr, d_len, d_row, d_lane, d_bm1, 
         b_ok.next = bvalid and not (not is_store or outc == 0)
         rd_err.next = rvalid and (r_stray or r_bad)
         wr_err.next = bvalid and (b_stray or bresp != 0 or bid)
-        can.next = (not av or a_rdy) and outc < D
         idle.next = outc == 0
         push_w.next = rdp and sram_rvalid
         pop_w.next = wcnt != 0 and wready
@@ -294,12 +335,6 @@ def fsa_dma_port(clk, rst, is_store, push, d_addr, d_len, d_row, d_lane, d_bm1, 
 
     @always_seq(clk.posedge, reset=rst)
     def regs():
-        if push:
-            av.next = 1
-            aaddr.next = d_addr
-            alen.next = d_len
-        elif av and a_rdy:
-            av.next = 0
         if push and not dec:
             outc.next = outc + 1
         elif dec and not push:
@@ -338,7 +373,8 @@ def convert(outdir: "str | Path", cfg, depth: "int | None" = None, wdepth: int =
         depth = cfg.dma_outstanding
 
     def factory():
-        return fsa_dma_port(**_fresh(g), depth=depth, wdepth=wdepth)
+        return fsa_dma_port(**_fresh(g), depth=depth, wdepth=wdepth,
+                            afifo=cfg.dma_burst_beats > 0)
 
     import warnings
     with warnings.catch_warnings():

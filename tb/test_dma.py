@@ -125,6 +125,11 @@ def test_dma_error_codes_match_device_table():
 
 LINT_CONFIGS = list(CONFIGS.values()) + [
     fconfig.get("FSA16X16Fp32Config").replace(mem_ports=3, name="Dma3Ports"),
+    # merged bursts (dma_burst_beats): a preset, and 4-byte beats with 256-beat bursts
+    fconfig.get("FSA64X64Fp16Config"),
+    fconfig.get("FSA8X8Fp32Config").replace(axi_data_bits=32, mem_ports=8, spad_banks=16,
+                                            acc_banks=8, acc_rows=16, dma_burst_beats=256,
+                                            name="DmaMerge32Bit"),
     fconfig.get("FSA4X4Fp16OnlyConfig").replace(axi_data_bits=32, axi_addr_bits=32,
                                                 mem_base=0x1000_0000, name="Dma32Bit"),
 ]

@@ -45,7 +45,7 @@ def shape(base: str, axi_bits: int, ud: bool = False, **kw) -> fconfig.FSAConfig
     b = cfg.spad_row_bytes * 8 // axi_bits
     ports = min(fconfig.MAX_PRESET_PORTS, 2 * b)
     name = f"{base[:-len('Config')]}Axi{axi_bits}B{b}{'Ud' if ud else ''}Config"
-    kw.setdefault("dma_burst_beats", fconfig.burst_beats(cfg.sa_rows, b, ports))
+    kw.setdefault("dma_burst_beats", fconfig.burst_beats(b, ports))
     return cfg.replace(name=name, axi_data_bits=axi_bits, mem_ports=ports,
                        spad_banks=min(16, 2 * ports), acc_banks=ports,
                        dataflow="ud" if ud else "reference", **kw)
@@ -57,12 +57,14 @@ def shape(base: str, axi_bits: int, ud: bool = False, **kw) -> fconfig.FSAConfig
 SHAPES = {2: shape("FSA8X8Fp16Config", 64), 4: shape("FSA8X8Fp32Config", 64, acc_rows=16),
           8: shape("FSA8X8Fp32Config", 32, acc_rows=16)}
 #: the b = 2 shape with bursts of up to 256 beats (rows merged up to a 4 KiB
-#: boundary; the presets' rule gives it 8-beat bursts), and a memory window
+#: boundary; the presets' rule gives it 8-beat bursts) and 256 scratchpad
+#: rows (random_dma_program's fill LOAD and dump STORE of the scratchpad are
+#: then two 256-beat bursts each), and a memory window
 #: that ends 64 bytes before a 4 KiB boundary, so that tb_dma's
 #: "mem_range_end" LOAD (4 contiguous rows from 2 rows before the end) would
 #: merge past the window: the DMA moves those rows alone, and the first row
 #: outside fails as in the golden model
-LONG = shape("FSA8X8Fp16Config", 64, dma_burst_beats=256).replace(
+LONG = shape("FSA8X8Fp16Config", 64, dma_burst_beats=256, spad_rows=256).replace(
     name="FSA8X8Fp16Axi64B2M256Config",
     mem_size=fconfig.get("FSA8X8Fp16Config").mem_size - 64)
 
@@ -86,8 +88,8 @@ def test_shape_matches_the_presets():
         assert (cfg.mem_ports, cfg.spad_banks, cfg.acc_banks) == (
             small.mem_ports, small.spad_banks, small.acc_banks), name
         # merged bursts: the presets' rule on the small shape's tile
-        assert cfg.dma_burst_beats == fconfig.burst_beats(cfg.sa_rows, b, cfg.mem_ports), name
-        assert small.dma_burst_beats == fconfig.burst_beats(small.sa_rows, b, small.mem_ports)
+        assert cfg.dma_burst_beats == fconfig.burst_beats(b, cfg.mem_ports), name
+        assert small.dma_burst_beats == fconfig.burst_beats(b, small.mem_ports)
     assert seen == set(SHAPES)
 
 
@@ -145,7 +147,11 @@ def random_dma_program(cfg, rng, n: int, region: int):
     base = cfg.mem_base + region * 0x10000
     src, out, dump = base, base + 0x4000, base + 0x8000
     span = 0x4000
-    ins = []
+    srb, arb = cfg.spad_row_bytes, cfg.acc_row_bytes
+    # the scratchpad filled from src first (its rows contiguous: one burst per
+    # row, or merged ones up to dma_burst_beats)
+    ins = [Dma(DmaFunc.LOAD, repeat=cfg.spad_rows, sram_addr=0, sram_stride=1, mem_addr=src,
+               mem_stride=srb, size=srb)]
     for _ in range(n):
         accum = bool(rng.integers(0, 4) == 0)
         rows, rb = (cfg.acc_rows, cfg.acc_row_bytes) if accum else (cfg.spad_rows,
@@ -173,7 +179,6 @@ def random_dma_program(cfg, rng, n: int, region: int):
                        sram_addr=int(rng.integers(lo, hi + 1)), sram_stride=sstride,
                        is_accum=accum, mem_addr=(out if store else src) + first,
                        mem_stride=mstride, size=size))
-    srb, arb = cfg.spad_row_bytes, cfg.acc_row_bytes
     ins += [Dma(DmaFunc.STORE, repeat=cfg.spad_rows, sram_addr=0, sram_stride=1,
                 mem_addr=dump, mem_stride=srb, size=srb),
             Dma(DmaFunc.STORE, repeat=cfg.acc_rows, sram_addr=0, sram_stride=1, is_accum=True,
@@ -204,9 +209,10 @@ def test_random_dma_programs_shape(b):
     progs = [random_dma_program(cfg, rng, 24, k + 1) for k in range(n_prog)]
     if cfg.dma_burst_beats:     # merged bursts really happen (fsa.dmarules.bursts)
         bb = cfg.axi_data_bits // 8
-        longest = max(n for ins, _, _ in progs for x in ins if isinstance(x, Dma)
-                      for _, n in bursts(x, bb, cfg.dma_burst_beats))
-        assert longest * cfg.spad_row_bytes // bb >= min(cfg.dma_burst_beats, 64), longest
+        longest = max(n * (x.size // bb) for ins, _, _ in progs for x in ins
+                      if isinstance(x, Dma) for _, n in bursts(x, bb, cfg.dma_burst_beats))
+        # (the fill LOAD and the dump STORE of the scratchpad reach the cap)
+        assert longest == cfg.dma_burst_beats, longest
     m = Machine(cfg)
     for _, image, _ in progs:
         for addr, data in image:

@@ -285,9 +285,13 @@ def test_presets_merge_four_rows_per_burst():
         seen.add(name)
     assert {"FSA32X32Fp32UdConfig", "FSA64X64Fp16UdConfig", "FSA64X64Fp32UdConfig",
             "FSA128X128Fp16UdConfig"} <= seen
-    assert fconfig.burst_beats(128, 8, 8) == 0
-    assert fconfig.burst_beats(8, 2, 4) == 8
-    assert fconfig.burst_beats(128, 1, 1) == 0
+    assert fconfig.burst_beats(8, 8) == 0
+    assert fconfig.burst_beats(2, 4) == 8
+    assert fconfig.burst_beats(1, 1) == 0
+    # another AXI width: the rule for the new row length
+    assert fconfig.with_axi_bits("FSA128X128Fp16Config", 256).dma_burst_beats == 0    # 8 beats
+    assert fconfig.with_axi_bits("FSA64X64Fp16Config", 256).dma_burst_beats == 16     # 4 beats
+    assert fconfig.with_axi_bits("FSA16X16Fp16Config", 64).dma_burst_beats == 0       # one port
 
 
 def _dma(func=isa.DmaFunc.LOAD, **kw):
@@ -328,5 +332,5 @@ def test_merged_bursts_lift_the_row_limit_at_128x128_ud():
     K's contiguous rows (V^T's rows are strided) leaves it half idle."""
     cfg = fconfig.get("FSA128X128Fp16UdConfig")
     need = cm.dma_demand(cfg)
-    assert need["ud_rows"] < 0.6, need
-    assert cm.dma_demand(cfg.replace(dma_burst_beats=0, name="Rows"))["ud_rows"] > 0.95
+    assert need["ud_bursts"] < 0.6, need
+    assert cm.dma_demand(cfg.replace(dma_burst_beats=0, name="Rows"))["ud_bursts"] > 0.95

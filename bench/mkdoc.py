@@ -177,8 +177,8 @@ def sec_memory(m: dict) -> list[str]:
            "key-block steps and runs the model on the whole program below that; the two can "
            "differ slightly where the fit's four short programs miss a pattern of the long one; "
            "measured: the 32x32 fp32, 64x64 fp16 and fp32 and 128x128 fp16 UD rows equal "
-           "`fsa predict`'s to the cycle; for 128x128 fp32 UD `fsa predict` gives 292,060, "
-           "0.02 % more than its row here.)", ""]
+           "`fsa predict`'s to the cycle; `fsa predict` gives 32 cycles more for 32x32 fp16 UD "
+           "(1,246,783) and 0.2 % more for 128x128 fp32 UD (286,084, +2.67 % over free).)", ""]
     out.append(md_table(["config", "AXI bits", "ports", "spad banks", "acc banks", "spad rows",
                          "burst beats", "cycles / key block", "free DMA", f"N={m['N']} cycles", "free DMA",
                          "over free, %"],
@@ -230,7 +230,12 @@ def sec_memory(m: dict) -> list[str]:
                "for a reason more ports or banks do not remove:" if miss else
                "Every UD twin is within 3 % (the 64-bit 4x4 and 4x8 ones lost 18-25 % while a "
                "program-fetch burst held the K/V LOADs until its last beat, with one scratchpad "
-               "bank and two K/V slots; 4x4 fp32 UD 4 % with 64-word fetch bursts)."), ""]
+               "bank and two K/V slots; 4x4 fp32 UD 4 % with 64-word fetch bursts; the 128x128 "
+               "ones +4.7 / +4.8 % with one AXI burst per row, before the merged bursts "
+               "(`dma_burst_beats`), and 128x128 fp32 UD, whose K/V stream alone keeps the DMA "
+               "about 97 % busy, +4.8 % while the UD kernel loaded the next block's Q right "
+               "after LOAD_Q, next to the previous block's O store, instead of in the block's "
+               "middle step)."), ""]
     if miss:
         out += [
             "* rows of eight beats (128x128 fp32 UD): the K/V stream alone keeps the DMA about "

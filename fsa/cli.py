@@ -19,11 +19,13 @@ import sys
 def _cmd_configs(args: argparse.Namespace) -> int:
     from fsa import config
 
-    print(f"{'name':<28} {'R':>4} {'C':>4} {'E':>5} {'A':>5} {'P':>3} {'ports':>5}")
+    print(f"{'name':<28} {'R':>4} {'C':>4} {'E':>5} {'A':>5} {'P':>3} {'ports':>5} "
+          f"{'AXI':>4} {'burst':>5}")
     for name in config.names():
         c = config.get(name)
         print(f"{name:<28} {c.sa_rows:>4} {c.sa_cols:>4} {c.e_type:>5} {c.a_type:>5} "
-              f"{c.exp2_pieces:>3} {c.mem_ports:>5}")
+              f"{c.exp2_pieces:>3} {c.mem_ports:>5} {c.axi_data_bits:>4} "
+              f"{c.dma_burst_beats or 'row':>5}")
     return 0
 
 
@@ -312,6 +314,13 @@ def _cmd_plan_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _dma_words(cfg) -> str:
+    ports = f" x {cfg.mem_ports} ports" if cfg.mem_ports > 1 else ""
+    bursts = (f", bursts of up to {cfg.dma_burst_beats} beats" if cfg.dma_burst_beats
+              else ", a burst per row")
+    return f"{cfg.axi_data_bits}-bit AXI{ports}{bursts}, calibrated on the RTL"
+
+
 def _cmd_predict(args: argparse.Namespace) -> int:
     from fsa import config
     from fsa.predict import predict
@@ -323,7 +332,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
            if tuple(p["padded"]) != (args.seq_q, args.seq_kv) else "")
     print(f"{cfg.name}: seq_q={args.seq_q} seq_kv={args.seq_kv}{pad} d={cfg.sa_rows}"
           f"{' causal' if args.causal else ''}, DMA: "
-          f"{'free (matrix schedule alone)' if args.free_dma else f'{cfg.axi_data_bits}-bit AXI, calibrated on the RTL'}")
+          f"{'free (matrix schedule alone)' if args.free_dma else _dma_words(cfg)}")
     print(f"  cycles            {p['cycles']}   ({p['how']})")
     print(f"  FLOPs             {p['flops']}   (useful: 4d per (query, key) pair the mask keeps)")
     print(f"  utilisation       {p['utilisation']:.4f}   (FLOPs / (cycles x 2RC))")

@@ -37,8 +37,6 @@ from common import table, write_json
 
 from fsa import config as fconfig
 from fsa import cyclemodel as cm
-from fsa import isa
-from fsa.dmarules import bursts
 
 N = 4096
 
@@ -52,17 +50,6 @@ def configs(quick: bool) -> list[str]:
         if f"FSA{n}X{n}Fp16Axi64Config" in fconfig.PRESETS:
             out.append(f"FSA{n}X{n}Fp16Axi64Config")
     return out
-
-
-def tile_bursts(cfg, rows: int, blocks: int) -> int:
-    """AXI bursts of `blocks` row-major tiles of `rows` scratchpad rows one
-    after another in memory (Q or K; from a 4 KiB boundary), as the DMA
-    makes them (``fsa.dmarules.bursts``: one per row, or merged)."""
-    srb = cfg.spad_row_bytes
-    return sum(len(bursts(isa.Dma(isa.DmaFunc.LOAD, repeat=rows, sram_addr=0, sram_stride=1,
-                                  mem_addr=cfg.mem_base + b * rows * srb, mem_stride=srb,
-                                  size=srb), cfg.axi_data_bits // 8, cfg.dma_burst_beats))
-               for b in range(blocks))
 
 
 def channel_use(cfg, n: int, cycles: float) -> dict:
@@ -79,7 +66,7 @@ def channel_use(cfg, n: int, cycles: float) -> dict:
     per_srow = math.ceil(cfg.spad_row_bytes / beat)
     per_arow = math.ceil(cfg.acc_row_bytes / beat)
     load_rows = nq * (C + nk * 2 * R)
-    load_bursts = tile_bursts(cfg, C, nq) + nq * (tile_bursts(cfg, R, nk) + nk * R)
+    load_bursts = cm.tile_bursts(cfg, C, nq) + nq * (cm.tile_bursts(cfg, R, nk) + nk * R)
     store_rows = nq * R
     cycles *= cfg.mem_ports
     return {"ar": load_bursts / cycles, "r": load_rows * per_srow / cycles,

@@ -76,7 +76,8 @@ from fsa.plan_ud import norm_slack
 __all__ = ["DmaTiming", "ModelResult", "DispatchError", "DISPATCH_MODES", "simulate",
            "check_timings", "steady_state", "predict_cycles", "block_counts",
            "attention_steps", "DEFAULT_DMA", "IDEAL_DMA", "reference_period",
-           "HostPush", "HARNESS_HOST", "FetchTiming", "dma_demand", "PROGRAM_FEEDS", "program_feed"]
+           "HostPush", "HARNESS_HOST", "FetchTiming", "dma_demand", "tile_bursts", "PROGRAM_FEEDS",
+           "program_feed"]
 
 
 
@@ -584,6 +585,18 @@ def reference_period(R: int, C: int, P: int) -> int:
     return C + 2 * R + P + 4 + max(2 * R - 1, R + C + 1)
 
 
+def tile_bursts(cfg: FSAConfig, rows: int, blocks: int = 1) -> int:
+    """AXI bursts of `blocks` row-major tiles of `rows` scratchpad rows one
+    after another in memory (Q or K tiles, from a 4 KiB boundary), as the
+    DMA makes them (:func:`fsa.dmarules.bursts`: one per row, or merged)."""
+    from fsa.dmarules import bursts
+    srb = cfg.spad_row_bytes
+    return sum(len(bursts(isa.Dma(isa.DmaFunc.LOAD, repeat=rows, sram_addr=0, sram_stride=1,
+                                  mem_addr=cfg.mem_base + b * rows * srb, mem_stride=srb,
+                                  size=srb), cfg.axi_data_bits // 8, cfg.dma_burst_beats))
+               for b in range(blocks))
+
+
 def dma_demand(cfg: FSAConfig) -> dict[str, float]:
     """What the attention kernel asks of the DMA per key block in the steady
     state (d = R; both kernels, :mod:`fsa.kernels` and :mod:`fsa.kernels_ud`,
@@ -626,14 +639,9 @@ def dma_demand(cfg: FSAConfig) -> dict[str, float]:
     lanes = min(cfg.mem_ports, cfg.spad_banks) if bank_ports(cfg.mem_ports, cfg.spad_banks) else 1
     period = reference_period(R, C, cfg.exp2_pieces)
     ud = ud_period(R, cfg.exp2_pieces)
-    b = math.ceil(R * e / beat)
     # K's rows follow each other in memory, V^T's do not (its rows are
-    # seq_kv elements apart): with merged bursts (dma_burst_beats) a K tile
-    # starting on a 4 KiB boundary is ceil(tile / min(4 KiB, cap)) bursts
-    chunk = min(4096, cfg.dma_burst_beats * beat)
-    merge = cfg.dma_burst_beats and b & (b - 1) == 0 and chunk >= 2 * R * e
-    k_bursts = math.ceil(R * R * e / chunk) if merge else R
-    bursts = R + k_bursts
+    # seq_kv elements apart)
+    bursts = R + tile_bursts(cfg, R)
     return {"bytes": 2 * R * R * e, "rows": 2 * R, "bursts": bursts, "beats": beats,
             "lanes": lanes, "period": period, "ud_period": ud,
             "occupancy": beats / (lanes * period), "ud_occupancy": beats / (lanes * ud),

@@ -222,6 +222,7 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
     solo = sig(1)               # rows overlap: every row on port 0
     issue = sig(1)
     lastb = sig(1)              # the burst issued now is the instruction's last
+    nrows = vsig(9)             # rows it moves (its last, or merged ones)
     rowerr = sig(1)
     mis = sig(1)
     inwin = sig(1)
@@ -346,7 +347,7 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
     mbytes40 = ConcatSignal(intbv(0)[RAW - 9 - lb:], mbeats, intbv(0)[lb:])
     mrows_rb = zext(mrows, RB)
     if MB:
-        szb9 = zext(c_size(10, lb), 9)
+        szb9 = zext(c_size(10, lb), 9)      # (9 bits: log2 reaches bit 3)
         rl = [sig(1) for _ in range(4)]     # log2(beats of a row), when a power of two
         rlb = ConcatSignal(*reversed(rl))
         p2 = sig(1)             # the row is a power-of-two number of beats
@@ -415,8 +416,10 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
     def ending():
         if mrg:
             lastb.next = left == mrows
+            nrows.next = mrows
         else:
             lastb.next = (second or not xing) and left == 1
+            nrows.next = 1
     insts.append(ending)
 
     @always_comb
@@ -634,42 +637,34 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
                 else:
                     code_r.next = ERR_MEM_RANGE
                 state.next = _S_IDLE
-            elif issue and mrg:
-                if left == mrows:
-                    state.next = _S_IDLE
-                else:
-                    left.next = left - mrows
-                    first.next = 0
-                    ra.next = ra + mbytes40
-                    sa.next = sa + mrows_rb
-                    if tp == P - 1:
-                        tp.next = 0
-                    else:
-                        tp.next = tp + 1
             elif issue:
-                if not second and xing:
+                if not second and not mrg and xing:     # the first half of a split row
                     second.next = 1
                     b1l.next = tpl
                     b2b.next = szb - tpb
-                else:
+                else:       # a row, its second half, or merged rows: the next burst
                     second.next = 0
-                    if left == 1:
+                    if lastb:
                         state.next = _S_IDLE
                     else:
-                        left.next = left - 1
+                        left.next = left - nrows
                         first.next = 0
-                        if c_mneg:
-                            if ra >= mmag40:
-                                ra.next = ra - mmag40
+                        if mrg:
+                            ra.next = ra + mbytes40
+                            sa.next = sa + mrows_rb
+                        else:
+                            if c_mneg:
+                                if ra >= mmag40:
+                                    ra.next = ra - mmag40
+                                else:
+                                    under.next = 1
                             else:
-                                under.next = 1
-                        else:
-                            ra.next = ra + mmag40
-                        if c_sneg:
-                            sa.next = sa - smag_r
-                        else:
-                            sa.next = sa + smag_r
-                        if not solo:
+                                ra.next = ra + mmag40
+                            if c_sneg:
+                                sa.next = sa - smag_r
+                            else:
+                                sa.next = sa + smag_r
+                        if not solo:        # (merged rows never overlap)
                             if tp == P - 1:
                                 tp.next = 0
                             else:

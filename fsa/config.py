@@ -77,6 +77,14 @@ class FSAConfig:
             model follows merged bursts in the DMA's per-port beats; one
             port keeps one row per burst, which its second LOAD in flight
             needs).
+        dma_rw_overlap: let a LOAD and a STORE be in flight in the DMA at
+            once (default False, the reference's way: a STORE waits until
+            nothing is in flight, and so does a LOAD behind a STORE).  Each
+            memory port then has a read half (AR, R) and a write half (AW,
+            W, B); the two instructions use different SRAMs and disjoint
+            memory bytes (``fsa.dmarules.load_store_ok``; otherwise the
+            second waits as before).  Needs ``mem_ports >= 2`` and at least
+            two banks in each SRAM, as ``dma_burst_beats``.
         mem_base, mem_size: the memory window the DMA may touch (bytes).
         exp2_pieces: P, pieces of the exp2 piecewise-linear approximation.
         div_bits_per_cycle: quotient bits per cycle of the ACC divider.
@@ -104,6 +112,7 @@ class FSAConfig:
     axi_addr_bits: int = 39
     dma_outstanding: int = 8
     dma_burst_beats: int = 0
+    dma_rw_overlap: bool = False
     mem_base: int = 0x8000_0000
     mem_size: int = 0x1000_0000
     exp2_pieces: int = 8
@@ -113,11 +122,12 @@ class FSAConfig:
 
     def __post_init__(self) -> None:
         for f in fields(self):             # the types first: JSON may hold anything
-            v, want = getattr(self, f.name), (str if f.type in (str, "str") else int)
+            v = getattr(self, f.name)
+            want = {str: str, "str": str, bool: bool, "bool": bool}.get(f.type, int)
             if type(v) is not want:
+                what = {str: "a string", bool: "true or false"}.get(want, "an integer")
                 raise ValueError(f"{self.name if isinstance(self.name, str) else 'FSAConfig'}: "
-                                 f"{f.name} must be {'a string' if want is str else 'an integer'}"
-                                 f", got {type(v).__name__} {v!r}")
+                                 f"{f.name} must be {what}, got {type(v).__name__} {v!r}")
         if self.spad_rows == 0:
             object.__setattr__(self, "spad_rows", 2 * self.sa_cols + 4 * self.sa_rows)
         if self.acc_rows == 0:
@@ -178,6 +188,12 @@ class FSAConfig:
              f"port or a shared narrow port the DMA keeps one row per burst), got mem_ports = "
              f"{self.mem_ports}, spad_banks = {self.spad_banks}, acc_banks = {self.acc_banks}; "
              f"set dma_burst_beats = 0 or change those")
+        need(not self.dma_rw_overlap or (self.mem_ports >= 2 and self.spad_banks >= 2
+                                         and self.acc_banks >= 2),
+             f"dma_rw_overlap needs mem_ports >= 2, spad_banks >= 2 and acc_banks >= 2 (each "
+             f"SRAM's narrow port per bank serves the LOAD's or the STORE's beats), got "
+             f"mem_ports = {self.mem_ports}, spad_banks = {self.spad_banks}, acc_banks = "
+             f"{self.acc_banks}; set dma_rw_overlap = false or change those")
         need(self.mem_size > 0 and self.mem_base >= 0
              and self.mem_base + self.mem_size <= (1 << self.axi_addr_bits),
              f"memory window [0x{self.mem_base:x}, +0x{self.mem_size:x}) must fit in "
@@ -521,6 +537,7 @@ def memory_system(sa_rows: int, sa_cols: int, e_type: str, a_type: str) -> dict[
     mb = burst_beats(beats, ports)
     if mb:
         out["dma_burst_beats"] = mb
+    out["dma_rw_overlap"] = True        # a LOAD and a STORE in flight at once
     return out
 
 

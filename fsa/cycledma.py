@@ -48,7 +48,8 @@ from __future__ import annotations
 import math
 
 from fsa import isa
-from fsa.dmarules import bank_ports, bursts, inflight_depth, rows_on_port0, second_load_ok
+from fsa.dmarules import (bank_ports, bursts, inflight_depth, load_store_ok, rows_on_port0,
+                          second_load_ok)
 
 __all__ = ["DmaEngine"]
 
@@ -81,6 +82,10 @@ class DmaEngine:
         # several ports into a banked scratchpad: each bank has its own narrow
         # port (rtl/fsa_sram.py), so each AXI port moves its own beats
         self.ports = cfg.mem_ports
+        # dma_rw_overlap: each port has a read half and a write half, each
+        # with its own bursts in flight and beat queue (index p, P + p)
+        self.overlap = bool(getattr(cfg, "dma_rw_overlap", False))
+        self.halves = 2 if self.overlap else 1
         self.per_bank = {m: bank_ports(cfg.mem_ports, nb) for m, nb in self.banks.items()}
         self.rr = {m: [0] * nb for m, nb in self.banks.items()}   # the banks' arbiters
         self.seq_pp: "dict | None" = None   # the per-port instruction being pushed
@@ -102,7 +107,11 @@ class DmaEngine:
         held = [e for e in self.fl if e["done"] is None or e["done"] > c]
         if not held:
             return True
-        if len(held) >= self.depth or x.func != LOAD or \
+        if len(held) >= self.depth:
+            return False
+        if self.overlap and len(held) == 1 and load_store_ok(held[0]["x"], x):
+            return True     # a LOAD and a STORE at once (config dma_rw_overlap)
+        if x.func != LOAD or \
                 not all(e["func"] == LOAD and e["accum"] == bool(x.is_accum) for e in held):
             return False
         if self.ports == 1:
@@ -139,7 +148,7 @@ class DmaEngine:
         nb = self.banks[mem]
         bank = [((x.sram_addr + i * x.sram_stride) % nb) for i in range(rows)
                 for _ in range(per_row)]
-        e = {"idx": idx, "func": x.func, "accum": bool(x.is_accum), "c0": c, "mem": mem,
+        e = {"idx": idx, "x": x, "func": x.func, "accum": bool(x.is_accum), "c0": c, "mem": mem,
              "bank": bank, "k": 0, "first": dma.first(x), "per_row": per_row, "rows": rows,
              "lag": [dma.lag(x, per_row, k, self.cfg.mem_ports) for k in range(len(bank))],
              "tail": dma.base(x) - dma.first(x) + 1, "own": None, "done": None, "pushed": 0}
@@ -185,8 +194,9 @@ class DmaEngine:
             # burst finishes with its last beat, a STORE burst with its B
             # response); the [instr, row, beat] queue of bursts with beats
             # to move; the last cycle a beat moved
-            self.pq = {"out": [[] for _ in range(P)], "q": [[] for _ in range(P)],
-                       "busy_to": [-1] * P}
+            H = P * self.halves
+            self.pq = {"out": [[] for _ in range(H)], "q": [[] for _ in range(H)],
+                       "busy_to": [-1] * H}
         self.seq_free = 10**18
         self.seq_pp = e
         self.pp_live.append(e)
@@ -198,7 +208,7 @@ class DmaEngine:
         if e is not None:
             pp = e["pp"]
             i = pp["next"]
-            p = pp["port"][i]
+            p = pp["port"][i] + self._half(e)
             outl = st["out"][p]
             outl[:] = [t for t in outl if t is None or t > c]
             if i < pp["bursts"] and c >= e["c0"] + 2 and len(outl) < self.outstanding:
@@ -210,30 +220,31 @@ class DmaEngine:
                     self.seq_free = c + 1
                     self.seq_pp = None
         # requests: each port's head beat, once its data is there
-        reqs: dict[int, list[int]] = {}
-        for p in range(self.ports):
-            q = st["q"][p]
-            if not q or c <= st["busy_to"][p]:
+        # (per SRAM bank, the requests come from one half: a LOAD and a
+        # STORE in flight together use different SRAMs)
+        reqs: dict[tuple[str, int], list[int]] = {}
+        n = self.ports
+        for j in range(len(st["q"])):
+            q = st["q"][j]
+            if not q or c <= st["busy_to"][j]:
                 continue
             h, i, k = q[0]
             hp = h["pp"]
-            lag = self.dma.lag(hp["x"], h["per_row"], hp["k"][p], self.ports)
+            lag = self.dma.lag(hp["x"], h["per_row"], hp["k"][j % n], self.ports)
             if c >= hp["push"][i] + hp["off"] + k + lag:
-                reqs.setdefault(hp["bank"][i][k], []).append(p)
+                reqs.setdefault((h["mem"], hp["bank"][i][k]), []).append(j)
         done_rows = []
-        mem = self.pp_live[0]["mem"]            # (the instructions in flight share it)
-        rr = self.rr[mem]
-        n = self.ports
-        for b, ps in reqs.items():
-            g = min(ps, key=lambda p: (p - rr[b]) % n)
+        for (mem, b), js in reqs.items():
+            rr = self.rr[mem]
+            g = min(js, key=lambda j: (j % n - rr[b]) % n)
             if self.port_busy(c, mem, b):
-                rr[b] = g
+                rr[b] = g % n
                 continue
-            rr[b] = (g + 1) % n
+            rr[b] = (g % n + 1) % n
             head = st["q"][g][0]
             h = head[0]
             head[2] += 1
-            h["pp"]["k"][g] += 1
+            h["pp"]["k"][g % n] += 1
             st["busy_to"][g] = c
             if head[2] == len(h["pp"]["bank"][head[1]]):
                 st["q"][g].pop(0)
@@ -248,6 +259,11 @@ class DmaEngine:
             outl = st["out"][g]
             outl[outl.index(None)] = c + 1 if h["func"] == LOAD else c + h["tail"] - 1
         self.pp_live = [h for h in self.pp_live if h["own"] is None]
+
+    def _half(self, e: dict) -> int:
+        """The index offset of `e`'s half of a port: P for a STORE with
+        ``dma_rw_overlap`` (the write half), else 0."""
+        return self.ports if self.overlap and e["func"] != LOAD else 0
 
     def step(self, c: int) -> None:
         """Pushes and beats of cycle c."""

@@ -27,7 +27,7 @@ from __future__ import annotations
 _LOAD = 0
 
 __all__ = ["INFLIGHT", "inflight_depth", "bank_ports", "sram_span", "rows_on_port0",
-           "second_load_ok", "merges_rows", "bursts"]
+           "second_load_ok", "mem_span", "load_store_ok", "merges_rows", "bursts"]
 
 #: DMA instructions in flight at once on a one-port DMA (the in-flight queue depth)
 INFLIGHT = 2
@@ -72,6 +72,32 @@ def second_load_ok(held, new) -> bool:
     lo1, hi1 = sram_span(held)
     lo2, hi2 = sram_span(new)
     return hi1 < lo2 or hi2 < lo1
+
+
+def mem_span(ins) -> tuple[int, int]:
+    """The bytes ``[lo, hi)`` a DMA instruction `ins` (``repeat >= 1``)
+    touches in memory: from its lowest row's first byte to its highest
+    row's last (the rows between included, whatever the stride)."""
+    last = ins.mem_addr + (ins.repeat - 1) * ins.mem_stride
+    return min(ins.mem_addr, last), max(ins.mem_addr, last) + ins.size
+
+
+def load_store_ok(held, new) -> bool:
+    """With the config's ``dma_rw_overlap``: whether `new` may be in flight
+    together with `held` as a LOAD and a STORE at once (one of each, in
+    either order): they use different SRAMs (so each SRAM serves one
+    direction), both move rows, and their memory byte ranges
+    (:func:`mem_span`) are disjoint, so that the LOAD cannot read bytes the
+    STORE writes (or the STORE overwrite bytes the LOAD has yet to read) in
+    either order: the result is the golden model's, which runs them one
+    after the other."""
+    if not (held.repeat and held.size and new.repeat and new.size):
+        return False
+    if (held.func == _LOAD) == (new.func == _LOAD) or bool(held.is_accum) == bool(new.is_accum):
+        return False
+    lo1, hi1 = mem_span(held)
+    lo2, hi2 = mem_span(new)
+    return hi1 <= lo2 or hi2 <= lo1
 
 
 def bank_ports(ports: int, banks: int) -> bool:

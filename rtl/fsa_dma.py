@@ -126,7 +126,7 @@ from pathlib import Path
 from myhdl import ConcatSignal, always_comb, always_seq, block, intbv
 
 from rtl import fsa_dma_banks, fsa_dma_checks, fsa_dma_port, fsa_dma_queue
-from rtl.convert import comb_expr, convert_block, sig, submodule
+from rtl.convert import Const, comb_expr, convert_block, sig, submodule
 from rtl.fsa_dma_if import (AXI_SIGNALS, CMD_SIGNALS, ERR_AXI_RD, check_ports, ERR_AXI_WR, ERR_DMA_ALIGN,  # noqa: F401
                             ERR_DMA_SIZE, ERR_MEM_RANGE, ERR_NAMES, ERR_NONE, ERR_SRAM_RANGE,
                             INFLIGHT, MAX_OUTSTANDING, NARROW_SIGNALS, WDATA_DEPTH, axi_prefixes,
@@ -450,7 +450,21 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
         sram_rdata = sig(LB)
         p_ready, p_rvalid, p_rdata = [sram_ready] * P, [sram_rvalid] * P, [sram_rdata] * P
     port_out = {n for n, d, _ in fsa_dma_port.port_table(g) if d == "out"}
-    for p, pre in enumerate(axi_prefixes(cfg)):
+    OV = bool(cfg.dma_rw_overlap)
+    if OV:      # a read half and a write half per port (_rw_ports)
+        w_side = dict(cans=[sig(1) for _ in range(P)], idles=[sig(1) for _ in range(P)],
+                      fins=[sig(1) for _ in range(P)], reqs=[sig(1) for _ in range(P)],
+                      grants=[sig(1) for _ in range(P)], q_rows=[sig(RB) for _ in range(P)],
+                      q_lanes=[vsig(LS) for _ in range(P)], p_ready=[sig(1) for _ in range(P)],
+                      p_rvalid=[sig(1) for _ in range(P)], p_rdata=[sig(LB) for _ in range(P)],
+                      wr_errs=wr_errs)
+        r_side = dict(cans=cans, idles=idles, fins=fins, reqs=reqs, grants=grants, q_rows=q_rows,
+                      q_lanes=q_lanes, p_ready=p_ready, p_rvalid=p_rvalid, p_rdata=p_rdata,
+                      rd_errs=rd_errs)
+        r_acc, w_acc = sig(1), sig(1)       # the SRAM of the LOADs / STOREs (latched on accept)
+        insts.append(_rw_ports(clk, rst, cfg, g, m, issue, tp, c_store, d_addr, d_len, d_row,
+                               d_lane, d_bm1, D, MB, r_side, w_side, port_out))
+    for p, pre in enumerate(axi_prefixes(cfg) if not OV else ()):
         if P == 1:
             push = issue
         else:
@@ -471,7 +485,36 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
 
     # ---- reductions over the ports
     any_req = sig(1)
-    if P == 1:
+    if OV:
+        wcan_v = ConcatSignal(*reversed(w_side["cans"]))
+        rcan_v = ConcatSignal(*reversed(cans))
+        idle_v = ConcatSignal(*reversed(idles + w_side["idles"]))
+        rde_v = ConcatSignal(*reversed(rd_errs))
+        wre_v = ConcatSignal(*reversed(wr_errs))
+
+        @always_comb
+        def sel_rw():
+            if c_store:
+                can_sel.next = wcan_v[tp]
+            else:
+                can_sel.next = rcan_v[tp]
+            unused_idle.next = idle_v == 0
+            axi_rd_err.next = rde_v != 0
+            axi_wr_err.next = wre_v != 0
+        insts.append(sel_rw)
+        rdatas = [getattr(m, pre[2:]).rdata for pre in axi_prefixes(cfg)]
+        insts.append(fsa_dma_banks.bank_routing_rw(
+            clk, rst, r_acc, w_acc, r_side, w_side, rdatas, spad, acc, g))
+
+        @always_seq(clk.posedge, reset=rst)
+        def rw_srams():
+            if acc_cmd and state == _S_IDLE:
+                if cmd_func:
+                    w_acc.next = cmd_is_accum
+                else:
+                    r_acc.next = cmd_is_accum
+        insts.append(rw_srams)
+    elif P == 1:
         can_v, idle_v, req_v, rde_v, wre_v = cans[0], idles[0], reqs[0], rd_errs[0], wr_errs[0]
         grant0 = grants[0]
 
@@ -566,7 +609,8 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
         issue=issue, lastb=lastb, cmd_func=cmd_func,
         cmd_is_accum=cmd_is_accum, cmd_valid=cmd_valid, c_store=c_store, c_accum=c_accum,
         fins=fins, cmd_size=cmd_size, BB=BB, tp=tp,
-        errs=list(zip(rd_errs, wr_errs)), cmd=cmd, bp=(g["spad_bp"], g["acc_bp"])))
+        errs=list(zip(rd_errs, wr_errs)), cmd=cmd, bp=(g["spad_bp"], g["acc_bp"]),
+        w_fins=w_side["fins"] if OV else None))
 
     # ---- the sequencer
     @always_seq(clk.posedge, reset=rst)
@@ -679,6 +723,66 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
             else:
                 code_r.next = ERR_AXI_WR
     insts.append(seq)
+    return insts
+
+
+@block
+def _rw_ports(clk, rst, cfg, g, m, issue, tp, c_store, d_addr, d_len, d_row, d_lane, d_bm1, D,
+              MB, r_side, w_side, port_out):
+    """``dma_rw_overlap``: two ``fsa_dma_port`` instances per AXI port, a
+    read half ``u_rport<p>`` (``is_store`` tied to 0; AR and R) and a write
+    half ``u_wport<p>`` (tied to 1; AW, W and B), so that a LOAD's bursts
+    and a STORE's are in flight on a port at once.  The sequencer pushes a
+    burst to the half of its instruction's direction.  The channels a half
+    does not use are tied to 0 on its inputs; its outputs there go to
+    ``unused_halves`` (read by nothing: Verilator's lint does not report
+    ``*unused*`` signals)."""
+    insts = []
+    spare = []
+    for p, pre in enumerate(axi_prefixes(cfg)):
+        ax = getattr(m, pre[2:])
+        for half, side, name in ((0, r_side, "rport"), (1, w_side, "wport")):
+            push = sig(1)
+            insts.append(comb_expr(push, f"issue and tp == {p} and {'' if half else 'not '}st",
+                                   issue=issue, tp=tp, st=c_store))
+            mine = {"ar", "r"} if half == 0 else {"aw", "w", "b"}
+            pax, conn_ax = {}, {}
+            for n, w, d in AXI_SIGNALS:
+                if n not in fsa_dma_port.PORT_AXI:
+                    continue
+                ch = n[:2] if n[:2] in ("ar", "aw") else n[0]
+                if ch in mine:
+                    pax[n] = conn_ax[f"axi_{n}"] = getattr(ax, n)
+                else:
+                    width = {"A": g["addr_bits"], "D": g["lane_bits"], "S": g["beat_bytes"]}.get(w, w)
+                    if d == "out":
+                        s = sig(width)
+                        spare.append(s)
+                        pax[n] = conn_ax[f"axi_{n}"] = s
+                    else:
+                        pax[n] = sig(width, 0)
+                        conn_ax[f"axi_{n}"] = Const(width, 0)
+            err_r = side["rd_errs"][p] if half == 0 else sig(1)
+            err_w = side["wr_errs"][p] if half == 1 else sig(1)
+            spare.append(err_w if half == 0 else err_r)
+            conn = dict(clk=clk, rst=rst, is_store=Const(1, half), push=push, d_addr=d_addr,
+                        d_len=d_len, d_row=d_row, d_lane=d_lane, d_bm1=d_bm1,
+                        can=side["cans"][p], idle=side["idles"][p], fin=side["fins"][p],
+                        req=side["reqs"][p], q_row=side["q_rows"][p], q_lane=side["q_lanes"][p],
+                        grant=side["grants"][p], sram_ready=side["p_ready"][p],
+                        sram_rvalid=side["p_rvalid"][p], sram_rdata=side["p_rdata"][p],
+                        rd_err=err_r, wr_err=err_w)
+            kwargs = dict(conn, axi=Bundle(**pax), depth=D, wdepth=WDATA_DEPTH, afifo=True)
+            conn.update(conn_ax)
+            insts.append(submodule(fsa_dma_port.fsa_dma_port, (), kwargs, fsa_dma_port.MODULE,
+                                   f"u_{name}{p}", conn, port_out))
+    unused_halves = sig(1)
+    spare_v = ConcatSignal(*spare)
+
+    @always_comb
+    def unused_outputs():
+        unused_halves.next = spare_v != 0
+    insts.append(unused_outputs)
     return insts
 
 

@@ -19,7 +19,7 @@ from myhdl import ConcatSignal, always_comb, always_seq, block
 from rtl.convert import comb_expr, sig
 from rtl.prim import clog2, mux_tree, rr_arbiter, vsig
 
-__all__ = ["bank_routing"]
+__all__ = ["bank_routing", "bank_routing_rw"]
 
 
 @block
@@ -117,6 +117,9 @@ def bank_routing(clk, rst, c_store, c_accum, reqs, q_rows, q_lanes, rdatas, gran
 @block
 def _banked_side(clk, rst, c_store, c_accum, reqs, q_rows, q_lanes, rdatas, grants, bd, g, pre,
                  act, bgr, p_ready, p_rvalid, p_rdata):
+    """(`act`: the condition, over ``c_accum``, that the instruction uses
+    this SRAM, or None when `reqs` are this SRAM's already; `c_store`: the
+    requests are SRAM reads.)"""
     """One SRAM with a narrow port per bank: per bank an arbiter over the
     ports whose row is in it, and per port the ready of its row's bank and
     the data of the bank it read last; `bgr[b][p]` are the banks' grants."""
@@ -134,8 +137,11 @@ def _banked_side(clk, rst, c_store, c_accum, reqs, q_rows, q_lanes, rdatas, gran
     for b in range(B):
         breqs = [sig(1) for _ in range(P)]
         for p in range(P):
-            insts.append(comb_expr(breqs[p], f"r and ({act}) and bk == {b}", r=reqs[p],
-                                   c_accum=c_accum, bk=bks[p]))
+            if act is None:
+                insts.append(comb_expr(breqs[p], f"r and bk == {b}", r=reqs[p], bk=bks[p]))
+            else:
+                insts.append(comb_expr(breqs[p], f"r and ({act}) and bk == {b}", r=reqs[p],
+                                       c_accum=c_accum, bk=bks[p]))
         anyb = sig(1)
         insts.append(comb_expr(anyb, " or ".join(f"r{p}" for p in range(P)),
                                **{f"r{p}": breqs[p] for p in range(P)}))
@@ -179,6 +185,85 @@ def _banked_side(clk, rst, c_store, c_accum, reqs, q_rows, q_lanes, rdatas, gran
         insts.append(mux_tree(vbits, pb, p_rvalid[p]))
         insts.append(mux_tree(dwords, pb, p_rdata[p]))
     return insts
+
+
+@block
+def bank_routing_rw(clk, rst, r_acc, w_acc, r_side, w_side, rdatas, spad, acc, g):
+    """The routing with ``dma_rw_overlap`` (both SRAMs with a narrow port
+    per bank): each port has a read half (LOAD beats, written into the SRAM
+    ``r_acc`` names) and a write half (STORE beats, read from ``w_acc``'s);
+    `r_side` / `w_side` hold each half's per-port lists (``reqs``,
+    ``q_rows``, ``q_lanes``, ``grants``, ``p_ready``, ``p_rvalid``,
+    ``p_rdata``).  Per SRAM, port p requests with the half that uses that
+    SRAM (a LOAD and a STORE in flight together use different SRAMs,
+    ``fsa.dmarules.load_store_ok``, so at most one half of a port asks an
+    SRAM at a time) and the SRAM's bank arbiters (``_banked_side``) choose
+    among the ports as without the overlap; a half's grant, ready and read
+    data come from the SRAM it uses."""
+    P = len(rdatas)
+    LB = g["lane_bits"]
+    insts = []
+    outs = {}
+    for pre, bd, want in (("spad", spad, 0), ("acc", acc, 1)):
+        # (the row and lane bits this SRAM uses: bank and row in the bank)
+        RW = g[f"{pre}_banks"].bit_length() - 1 + g[f"{pre}_local_bits"]
+        LW = g[f"{pre}_lane_bits"]
+        reqs = [sig(1) for _ in range(P)]
+        rows = [sig(RW) for _ in range(P)]
+        lanes = [vsig(LW) for _ in range(P)]
+        rsel = [sig(1) for _ in range(P)]       # port p's read half asks this SRAM
+        wsel = [sig(1) for _ in range(P)]
+        for p in range(P):
+            insts.append(_rw_request(r_side["reqs"][p], w_side["reqs"][p], r_acc, w_acc, want,
+                                     r_side["q_rows"][p], w_side["q_rows"][p],
+                                     r_side["q_lanes"][p], w_side["q_lanes"][p],
+                                     rsel[p], wsel[p], reqs[p], rows[p], lanes[p]))
+        st = sig(1)         # this SRAM's requests are reads (a STORE's)
+        insts.append(comb_expr(st, " or ".join(f"w{p}" for p in range(P)),
+                               **{f"w{p}": wsel[p] for p in range(P)}))
+        B = g[f"{pre}_banks"]
+        bgr = [[sig(1) for _ in range(P)] for _ in range(B)]
+        grants = [sig(1) for _ in range(P)]
+        rdy, rv, rd = [sig(1) for _ in range(P)], [sig(1) for _ in range(P)], \
+            [sig(LB) for _ in range(P)]
+        insts.append(_banked_side(clk, rst, st, None, reqs, rows, lanes, rdatas, grants, bd, g,
+                                  pre, None, bgr, rdy, rv, rd))
+        for p in range(P):
+            gs = {f"g{b}": bgr[b][p] for b in range(B)}
+            insts.append(comb_expr(grants[p], " or ".join(sorted(gs)), **gs))
+        outs[pre] = (grants, rdy, rv, rd, rsel, wsel)
+    for side, sel_i, acc_sel in ((r_side, 4, r_acc), (w_side, 5, w_acc)):
+        for p in range(P):
+            sg, ag = outs["spad"], outs["acc"]
+            insts.append(comb_expr(side["grants"][p], "(a and ag) or (s and sg)",
+                                   a=ag[sel_i][p], ag=ag[0][p], s=sg[sel_i][p], sg=sg[0][p]))
+            for k, key in ((1, "p_ready"), (2, "p_rvalid"), (3, "p_rdata")):
+                insts.append(comb_expr(side[key][p], "a if x else b", a=ag[k][p], b=sg[k][p],
+                                       x=acc_sel))
+    return insts
+
+
+@block
+def _rw_request(rq, wq, r_acc, w_acc, want, r_row, w_row, r_lane, w_lane, rsel, wsel, req, row,
+                lane):
+    """Port p's request to the SRAM `want` (0 scratchpad, 1 accumulator):
+    its read half's when that one asks and its LOADs use the SRAM, else its
+    write half's when that one asks and its STOREs use it (the row and
+    lane cut to the SRAM's widths)."""
+    RW, LW = len(row), len(lane)
+
+    @always_comb
+    def pick():
+        rsel.next = rq and r_acc == want
+        wsel.next = wq and w_acc == want and not (rq and r_acc == want)
+        req.next = (rq and r_acc == want) or (wq and w_acc == want)
+        if rq and r_acc == want:
+            row.next = r_row[RW:0]
+            lane.next = r_lane[LW:0]
+        else:
+            row.next = w_row[RW:0]
+            lane.next = w_lane[LW:0]
+    return pick
 
 
 def _low(s, n: int):

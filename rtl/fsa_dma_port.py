@@ -374,7 +374,7 @@ def convert(outdir: "str | Path", cfg, depth: "int | None" = None, wdepth: int =
 
     def factory():
         return fsa_dma_port(**_fresh(g), depth=depth, wdepth=wdepth,
-                            afifo=cfg.dma_burst_beats > 0)
+                            afifo=cfg.dma_burst_beats > 0 or cfg.dma_rw_overlap)
 
     import warnings
     with warnings.catch_warnings():

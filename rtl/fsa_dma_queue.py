@@ -37,13 +37,15 @@ def inflight_queue(clk, rst, QD, _S_IDLE, _S_CHECK, _S_RUN, _CNT_BITS, *, state,
                    occ, iss0, iss1, h_iss, rdy, acc_cmd, seq_end, hd_done, fslot, done_r,
                    err_r, aborting, c_rep, c_size, szbad, sz_lo, srbad, rowerr, issue, lastb,
                    cmd_func, cmd_is_accum, cmd_valid, c_store, c_accum,
-                   fins, cmd_size, BB, tp, errs, cmd, bp):
+                   fins, cmd_size, BB, tp, errs, cmd, bp, w_fins=None):
     """The queue's logic (see the module docstring); `QD` = 2 slots.  `fins`
     and `errs` are the ports' burst-finished and AXI-error flags, `cmd` the
     command bundle, `bp` (spad, acc): whether each SRAM has a narrow port
-    per bank."""
+    per bank; `w_fins`: with ``dma_rw_overlap``, the write halves' flags
+    (`fins` are then the read halves')."""
     P = len(fins)
     insts = []
+
     @always_comb
     def head_sel():
         if rp:
@@ -79,7 +81,8 @@ def inflight_queue(clk, rst, QD, _S_IDLE, _S_CHECK, _S_RUN, _CNT_BITS, *, state,
         insts.append(comb_expr(hd_done, "occ != 0 and not h_iss and hz", occ=occ, h_iss=h_iss,
                                hz=hz))
     else:
-        insts.append(_multi_port(clk, rst, QD, _CNT_BITS, rp=rp, cur=cur, occ=occ, h_iss=h_iss,
+        insts.append(_multi_port(clk, rst, QD, _CNT_BITS, rp=rp, wp=wp, cur=cur, occ=occ,
+                                 h_iss=h_iss, w_fins=w_fins,
                                  n_ok=second_ok, acc_cmd=acc_cmd, hd_done=hd_done,
                                  fslot=fslot, issue=issue, tp=tp, cmd_func=cmd_func,
                                  cmd_is_accum=cmd_is_accum, c_store=c_store, c_accum=c_accum,
@@ -122,8 +125,9 @@ _SPAN_BITS = 21
 
 
 @block
-def _multi_port(clk, rst, QD, _CNT_BITS, *, rp, cur, occ, h_iss, n_ok, acc_cmd, hd_done, fslot,
-                issue, tp, cmd_func, cmd_is_accum, c_store, c_accum, fins, errs, cmd, bp):
+def _multi_port(clk, rst, QD, _CNT_BITS, *, rp, wp, cur, occ, h_iss, n_ok, acc_cmd, hd_done, fslot,
+                issue, tp, cmd_func, cmd_is_accum, c_store, c_accum, fins, errs, cmd, bp,
+                w_fins=None):
     """Several ports: `n_ok`, a second LOAD may join the LOAD held: both go
     into the same SRAM, that SRAM has a narrow port per bank, both move
     rows, neither writes one row over and over (stride 0) and their SRAM row
@@ -175,13 +179,23 @@ def _multi_port(clk, rst, QD, _CNT_BITS, *, rp, cur, occ, h_iss, n_ok, acc_cmd, 
         n_solo.next = c_str == 0 and n_rm1 != 0
     insts.append(span3)
 
+    ld_ok = sig(1)              # a second LOAD (fsa.dmarules.second_load_ok)
+    rw_ok = sig(1)              # a LOAD and a STORE (fsa.dmarules.load_store_ok; overlap only)
+
     @always_comb
     def admit():
-        n_ok.next = (occ < QD and not cmd_func and not c_store and cmd_is_accum == c_accum
-                     and ((not cmd_is_accum and SBP == 1) or (cmd_is_accum and ABP == 1))
-                     and n_nz and h_nz and not n_solo and not h_solo
-                     and (h_hi < n_lo or n_hi < h_lo))
+        ld_ok.next = (occ < QD and not cmd_func and not c_store and cmd_is_accum == c_accum
+                      and ((not cmd_is_accum and SBP == 1) or (cmd_is_accum and ABP == 1))
+                      and n_nz and h_nz and not n_solo and not h_solo
+                      and (h_hi < n_lo or n_hi < h_lo))
     insts.append(admit)
+    OV = w_fins is not None
+    if OV:
+        insts.append(_rw_admit(clk, rst, QD, occ, acc_cmd, cmd, cmd_func, cmd_is_accum, c_store,
+                               c_accum, n_nz, h_nz, rw_ok))
+        insts.append(comb_expr(n_ok, "a or b", a=ld_ok, b=rw_ok))
+    else:
+        insts.append(comb_expr(n_ok, "a", a=ld_ok))
 
     @always_seq(clk.posedge, reset=rst)
     def held():
@@ -194,13 +208,20 @@ def _multi_port(clk, rst, QD, _CNT_BITS, *, rp, cur, occ, h_iss, n_ok, acc_cmd, 
 
     # ---- per port: bursts unfinished per slot
     hzs, fss, pes = [], [], []
+    if OV:      # the slots' directions (1: STORE)
+        k0, k1 = sig(1), sig(1)
+        insts.append(_slot_kinds(clk, rst, acc_cmd, wp, cmd_func, k0, k1))
     for p in range(P):
         c0, c1 = sig(_CNT_BITS), sig(_CNT_BITS)
         hz, fs, push, pe = sig(1), sig(1), sig(1), sig(1)
         fin = fins[p]
         insts.append(comb_expr(push, f"issue and tp == {p}", issue=issue, tp=tp))
         insts.append(comb_expr(pe, "r or w", r=errs[p][0], w=errs[p][1]))
-        insts.append(_port_counts(clk, rst, rp, cur, h_iss, push, fin, c0, c1, hz, fs))
+        if OV:
+            insts.append(_port_counts_rw(clk, rst, rp, cur, h_iss, occ, k0, k1, push, fin,
+                                         w_fins[p], errs[p][0], c0, c1, hz, fs))
+        else:
+            insts.append(_port_counts(clk, rst, rp, cur, h_iss, push, fin, c0, c1, hz, fs))
         hzs.append(hz)
         fss.append(fs)
         pes.append(pe)
@@ -252,3 +273,135 @@ def _port_counts(clk, rst, rp, cur, h_iss, push, fin, c0, c1, hz, fs):
         elif fin and fs and not (push and cur):
             c1.next = c1 - 1
     return view, counts
+
+
+#: offset added to memory byte spans so that they are never negative
+#: (``(repeat - 1) * |mem_stride| < 2**29``)
+_MSPAN_OFF = 1 << 29
+_MSPAN_BITS = 41
+
+
+@block
+def _rw_admit(clk, rst, QD, occ, acc_cmd, cmd, cmd_func, cmd_is_accum, c_store, c_accum, n_nz,
+              h_nz, rw_ok):
+    """``dma_rw_overlap``: `rw_ok`, the command may join the instruction
+    held as a LOAD and a STORE at once (:func:`fsa.dmarules.load_store_ok`):
+    the other direction, the other SRAM, both move rows, and the memory
+    byte ranges ``[lo, hi)`` (offset by ``_MSPAN_OFF``) are disjoint.  The
+    held instruction's range is latched when it is accepted."""
+    rm1, mmag = sig(9), sig(21)
+    prod = sig(30)                  # (repeat - 1) * |mem stride|
+    n_lo, n_hi, h_lo, h_hi = (sig(_MSPAN_BITS) for _ in range(4))
+    c_rep, c_str, c_sz = cmd.repeat, cmd.mem_stride, cmd.size
+    addr = zext(cmd.mem_addr, _MSPAN_BITS)
+    prod_w = zext(prod, _MSPAN_BITS)
+    size_w = zext(c_sz, _MSPAN_BITS)
+
+    @always_comb
+    def mspan():
+        if c_rep != 0:
+            rm1.next = c_rep - 1
+        else:
+            rm1.next = 0
+        if c_str[20]:
+            mmag.next = (~c_str) + 1
+        else:
+            mmag.next = c_str
+
+    @always_comb
+    def mspan2():
+        prod.next = rm1 * mmag
+
+    @always_comb
+    def mspan3():
+        if c_str[20]:
+            n_lo.next = addr + _MSPAN_OFF - prod_w
+            n_hi.next = addr + _MSPAN_OFF + size_w
+        else:
+            n_lo.next = addr + _MSPAN_OFF
+            n_hi.next = addr + _MSPAN_OFF + prod_w + size_w
+
+    @always_comb
+    def admit():
+        rw_ok.next = (occ < QD and cmd_func != c_store and cmd_is_accum != c_accum
+                      and n_nz and h_nz and (h_hi <= n_lo or n_hi <= h_lo))
+
+    @always_seq(clk.posedge, reset=rst)
+    def held():
+        if acc_cmd:
+            h_lo.next = n_lo
+            h_hi.next = n_hi
+    return mspan, mspan2, mspan3, admit, held
+
+
+@block
+def _slot_kinds(clk, rst, acc_cmd, wp, cmd_func, k0, k1):
+    """The direction of the instruction in each slot (1: STORE), set on accept."""
+    @always_seq(clk.posedge, reset=rst)
+    def kinds():
+        if acc_cmd:
+            if wp:
+                k1.next = cmd_func
+            else:
+                k0.next = cmd_func
+    return kinds
+
+
+@block
+def _port_counts_rw(clk, rst, rp, cur, h_iss, occ, k0, k1, push, fin_r, fin_w, rd_err, c0, c1,
+                    hz, fs):
+    """:func:`_port_counts` for a port with a read half and a write half
+    (``dma_rw_overlap``): with a LOAD and a STORE in flight (two slots of
+    different directions) a read half's burst belongs to the LOAD's slot
+    and a write half's to the STORE's, both of which may finish in one
+    cycle; otherwise only one half has bursts, and they finish in order as
+    with one half.  `fs`: the slot of an AXI error this cycle (the read
+    half's when `rd_err`)."""
+    fo = sig(1)                 # the oldest unfinished burst's slot (as _port_counts)
+    fr, fw = sig(1), sig(1)     # the slots of the read and the write half's bursts
+    d0, d1 = sig(1), sig(1)     # a burst of slot 0 / 1 finishes
+
+    @always_comb
+    def view():
+        if rp:
+            hz.next = c1 == 0
+            if h_iss or c1 != 0 or c0 == 0:
+                fo.next = 1
+            else:
+                fo.next = 0
+        else:
+            hz.next = c0 == 0
+            if h_iss or c0 != 0 or c1 == 0:
+                fo.next = 0
+            else:
+                fo.next = 1
+
+    @always_comb
+    def halves():
+        if occ == 2 and k0 != k1:
+            fr.next = k0        # the LOAD's slot: 0 when slot 0 holds it (k0 = 0)
+            fw.next = not k0
+        else:
+            fr.next = fo
+            fw.next = fo
+
+    @always_comb
+    def finishing():
+        d0.next = (fin_r and not fr) or (fin_w and not fw)
+        d1.next = (fin_r and fr) or (fin_w and fw)
+        if rd_err:
+            fs.next = fr
+        else:
+            fs.next = fw
+
+    @always_seq(clk.posedge, reset=rst)
+    def counts():
+        if push and not cur and not d0:
+            c0.next = c0 + 1
+        elif d0 and not (push and not cur):
+            c0.next = c0 - 1
+        if push and cur and not d1:
+            c1.next = c1 + 1
+        elif d1 and not (push and cur):
+            c1.next = c1 - 1
+    return view, halves, finishing, counts

@@ -15,9 +15,10 @@ A fetch burst never starts while a DMA LOAD runs, so the fetch unit never
 waits for the DMA's beats on the shared R channel: ``f_block`` keeps the
 fetch unit from starting a burst while a LOAD runs (from the cycle its
 command is accepted until the DMA engine's ``done`` of the last LOAD in
-flight: the DMA keeps up to ``rtl.fsa_dma_if.INFLIGHT`` LOADs in flight, and
-while a LOAD is in flight every instruction in flight is a LOAD, so the
-LOADs in flight are counted up on accept and down on ``done``).  A LOAD
+flight: the DMA keeps up to ``rtl.fsa_dma_if.INFLIGHT`` instructions in
+flight and finishes them in the order accepted, so the arbiter keeps their
+directions in that order, pushed on accept and popped on ``done``; with the
+config's ``dma_rw_overlap`` a LOAD and a STORE may be in flight together).  A LOAD
 command that comes while a fetch burst is in flight (``f_lock``) is held
 (``c_ready`` low, the DMA engine's ``d_valid`` low) until the burst's last
 beat is in; with one memory port only until the burst's tail (``f_tail``:
@@ -70,7 +71,11 @@ def fsa_rdarb(clk, rst, c_valid, c_ready, c_func, d_valid, d_ready, d_done, f_lo
     HOLD = int(bool(hold))
     held, held_f = sig(1), sig(1)            # an AR waits for ARREADY; it is the fetch unit's
     sel_f = sig(1)
-    loading, hs_load = sig(2), sig(1)        # LOADs in flight; one is accepted now
+    # the DMA instructions in flight (0..2, done in the order accepted) and
+    # whether the oldest / the younger is a LOAD (a LOAD and a STORE may be
+    # in flight together with the config's dma_rw_overlap)
+    n_fl, o_ld, y_ld = sig(2), sig(1), sig(1)
+    hs_any, hs_load = sig(1), sig(1)         # an instruction / a LOAD is accepted now
 
     @always_comb
     def command():
@@ -78,8 +83,10 @@ def fsa_rdarb(clk, rst, c_valid, c_ready, c_func, d_valid, d_ready, d_done, f_lo
         ok = not (is_load and f_lock and (HOLD == 1 or not f_tail))
         d_valid.next = c_valid and ok
         c_ready.next = d_ready and ok
+        hs_any.next = c_valid and d_ready and ok
         hs_load.next = c_valid and d_ready and ok and is_load
-        f_block.next = loading != 0 or (c_valid and d_ready and ok and is_load)
+        f_block.next = ((n_fl != 0 and o_ld) or (n_fl == 2 and y_ld)
+                        or (c_valid and d_ready and ok and is_load))
 
     @always_comb
     def ar_select():
@@ -131,10 +138,22 @@ def fsa_rdarb(clk, rst, c_valid, c_ready, c_func, d_valid, d_ready, d_done, f_lo
 
     @always_seq(clk.posedge, reset=rst)
     def seq():
-        if hs_load and not (d_done and loading != 0):
-            loading.next = loading + 1
-        elif d_done and loading != 0 and not hs_load:
-            loading.next = loading - 1
+        if d_done and n_fl != 0:        # the oldest leaves (and one may join)
+            if hs_any:
+                if n_fl == 1:
+                    o_ld.next = hs_load
+                else:
+                    o_ld.next = y_ld
+                    y_ld.next = hs_load
+            else:
+                o_ld.next = y_ld
+                n_fl.next = n_fl - 1
+        elif hs_any:
+            if n_fl == 0:
+                o_ld.next = hs_load
+            else:
+                y_ld.next = hs_load
+            n_fl.next = n_fl + 1
         if sel_f:
             held.next = fa_valid and not m_arready
         else:

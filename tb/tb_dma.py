@@ -754,6 +754,79 @@ async def dma_second_load(dut):
     _fail(problems + b.problems(), "second load")
 
 
+def load_store_expected(cfg: FSAConfig, first: Dma, second: Dma) -> bool:
+    """Whether the DMA accepts `second` while `first` is in flight, one a
+    LOAD and the other a STORE: only with the config's ``dma_rw_overlap``,
+    and then as :func:`fsa.dmarules.load_store_ok` says (other SRAM,
+    disjoint memory bytes)."""
+    from fsa.dmarules import load_store_ok
+    return bool(cfg.dma_rw_overlap) and load_store_ok(first, second)
+
+
+@cocotb.test()
+async def dma_load_store(dut):
+    """A LOAD and a STORE back to back, in both orders: in flight together
+    exactly when ``load_store_expected`` says (other SRAM and disjoint
+    bytes, bytes that touch without overlapping; not the same SRAM, not
+    overlapping bytes, not a LOAD of the bytes the STORE before it writes,
+    not a STORE over bytes the LOAD before it reads, with positive and
+    negative strides); the SRAMs and the memory end as in the golden model,
+    which runs them one after the other, without and with pauses on every
+    channel."""
+    b = await _start(dut, 0.0, "load store")
+    cfg, bb, base = b.cfg, b.bb, b.cfg.mem_base
+    R = min(8, cfg.spad_rows // 4, cfg.acc_rows // 2)
+    srb, arb = cfg.spad_row_bytes, cfg.acc_row_bytes
+
+    def op(func, acc, mem, stride=None, sa=0, n=R):
+        rb = arb if acc else srb
+        st = rb if stride is None else stride
+        return Dma(func, repeat=n, sram_addr=sa + (n - 1 if st < 0 else 0), sram_stride=1
+                   if st >= 0 else -1, is_accum=acc, mem_addr=base + mem, mem_stride=st, size=rb)
+    L, S = DmaFunc.LOAD, DmaFunc.STORE
+    far = 0x4000
+    cases = [
+        ("load spad, store acc, disjoint", op(L, False, 0x400), op(S, True, far)),
+        ("store acc, load spad, disjoint", op(S, True, far), op(L, False, 0x400)),
+        ("load acc, store spad, disjoint", op(L, True, 0x400), op(S, False, far)),
+        ("load spad, store acc, touching", op(L, False, 0x400),
+         op(S, True, 0x400 + R * srb)),
+        ("store acc, load spad below it, negative stride", op(S, True, 0x400 + R * arb),
+         op(L, False, 0x400, stride=-srb)),
+        ("load spad, store acc, same SRAM side", op(L, False, 0x400), op(S, False, far, sa=R)),
+        ("load spad, store acc over its bytes", op(L, False, 0x400), op(S, True, 0x400 + srb)),
+        ("store acc, load spad of its bytes", op(S, True, 0x400), op(L, False, 0x400 + bb)),
+        ("store acc, load spad of its bytes, negative strides", op(S, True, 0x800, stride=-arb),
+         op(L, False, 0x800 - 2 * arb, stride=-srb)),
+        ("load spad, store acc, last byte shared", op(L, False, 0x400),
+         op(S, True, 0x400 + R * srb - bb)),
+    ]
+    problems = []
+    together = 0
+    for stalls in (0.0, 0.5):
+        b.set_stalls(stalls)
+        for what, first, second in cases:
+            what = f"{what} (stalls {stalls})"
+            b.randomize()
+            m = b.golden()
+            m.dma(first, 0)
+            m.dma(second, 1)
+            await b.run([first, second], _limit(cfg, [first, second], stalls), what)
+            both = b.accept_cycles[-1] < b.done_cycles[-2]
+            want = load_store_expected(cfg, first, second)
+            together += both
+            if stalls == 0.0 and both != want:
+                problems.append(f"{what}: second accepted in cycle {b.accept_cycles[-1]}, "
+                                f"first done in {b.done_cycles[-2]}: in flight together "
+                                f"{both}, expected {want}")
+            if both and not want:
+                problems.append(f"{what}: a LOAD and a STORE were in flight together")
+            problems += b.compare(m, what)
+    if cfg.dma_rw_overlap and not together:
+        problems.append("no LOAD and STORE were ever in flight together")
+    _fail(problems + b.problems(), "load store")
+
+
 def _error_cases(cfg: FSAConfig) -> list[tuple[str, Dma, str]]:
     """(name, instruction, expected code name); the golden model must agree."""
     bb = cfg.axi_data_bits // 8

@@ -132,13 +132,19 @@ LINT_CONFIGS = list(CONFIGS.values()) + [
                                             name="DmaMerge32Bit"),
     fconfig.get("FSA4X4Fp16OnlyConfig").replace(axi_data_bits=32, axi_addr_bits=32,
                                                 mem_base=0x1000_0000, name="Dma32Bit"),
+    # a LOAD and a STORE at once (dma_rw_overlap) with one-lane accumulator rows
+    fconfig.get("FSA8X8Fp32Config").replace(sa_cols=2, axi_data_bits=64, mem_ports=2,
+                                            spad_banks=2, acc_banks=2, acc_rows=18,
+                                            spad_rows=32, dma_rw_overlap=True,
+                                            name="DmaOverlapOneLane"),
 ]
 
 
 @pytest.mark.parametrize("cfg", LINT_CONFIGS, ids=[c.name for c in LINT_CONFIGS])
 def test_dma_lint(cfg, tmp_path):
     """Both modules Verilator -Wall clean (with LINT_WAIVERS, none today),
-    fsa_dma instantiating fsa_dma_port once per AXI port."""
+    fsa_dma instantiating fsa_dma_port once per AXI port (twice with
+    dma_rw_overlap: a read half and a write half)."""
     from rtl import fsa_dma, fsa_dma_port
 
     simrun.setup_tool_env()
@@ -148,7 +154,12 @@ def test_dma_lint(cfg, tmp_path):
     assert time.monotonic() - t0 < 30
     assert path.name == "fsa_dma.v" and "module fsa_dma (" in path.read_text()
     assert port.name == "fsa_dma_port.v" and "module fsa_dma_port (" in port.read_text()
-    assert path.read_text().count("fsa_dma_port u_port") == cfg.mem_ports
+    text = path.read_text()
+    if cfg.dma_rw_overlap:      # a read half and a write half per port
+        assert (text.count("fsa_dma_port u_rport"), text.count("fsa_dma_port u_wport"),
+                text.count("fsa_dma_port u_port")) == (cfg.mem_ports, cfg.mem_ports, 0)
+    else:
+        assert text.count("fsa_dma_port u_port") == cfg.mem_ports
     for top, waivers in (("fsa_dma", fsa_dma.LINT_WAIVERS), ("fsa_dma_port", fsa_dma_port.LINT_WAIVERS)):
         r = subprocess.run(["verilator", "--lint-only", "-Wall", *waivers, "--top-module", top,
                             str(port), str(path)], capture_output=True, text=True, timeout=300)

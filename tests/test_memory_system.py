@@ -7,6 +7,8 @@ The RTL side (the device's cycles equal to the model's on these presets) is
 in tb/test_attention.py."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from fsa import config as fconfig
@@ -27,7 +29,8 @@ def test_preset_memory_keeps_up_with_the_schedule(name):
     need = cm.dma_demand(cfg)
     if cfg.sa_rows * cfg.e_fmt.width <= 512:
         assert need["beats"] == 2 * cfg.sa_rows and need["ud_occupancy"] < 1
-    narrow = cfg.replace(axi_data_bits=64, spad_banks=1, dma_burst_beats=0, name="N")
+    narrow = cfg.replace(axi_data_bits=64, spad_banks=1, dma_burst_beats=0, dma_rw_overlap=False,
+                         name="N")
     slow = cm.steady_state(narrow)["per_key_block"]
     assert slow >= free
     # where the narrow bus needs over half the narrow port (all but 4x4 and
@@ -59,7 +62,8 @@ def test_memory_system_rule():
     accumulator row; two banks and three UD KV slots (where C + 6R exceeds
     the reference's 2C + 4R rows); rows of b > 1 beats get min(2b, 8) ports, twice as many
     scratchpad banks, an accumulator bank per port, three UD KV slots and
-    merged bursts of four rows (rows of up to 4 beats); always two accumulator sets
+    merged bursts of four rows (rows of up to 4 beats) and a LOAD and a STORE
+    in flight at once (dma_rw_overlap); always two accumulator sets
     (2 (1 + R) rows)."""
     assert fconfig.memory_system(4, 4, "fp16", "fp32") == {"axi_data_bits": 64, "spad_banks": 2,
                                                            "spad_rows": 4 + 6 * 4, "acc_rows": 10}
@@ -71,10 +75,10 @@ def test_memory_system_rule():
                                                             "acc_rows": 18}
     assert fconfig.memory_system(64, 64, "fp16", "fp32") == {
         "axi_data_bits": 512, "mem_ports": 4, "spad_banks": 8, "acc_banks": 4,
-        "spad_rows": 64 + 6 * 64, "acc_rows": 130, "dma_burst_beats": 8}
+        "spad_rows": 64 + 6 * 64, "acc_rows": 130, "dma_burst_beats": 8, "dma_rw_overlap": True}
     assert fconfig.memory_system(128, 128, "fp32", "fp32") == {
         "axi_data_bits": 512, "mem_ports": 8, "spad_banks": 16, "acc_banks": 8,
-        "spad_rows": 128 + 6 * 128, "acc_rows": 258}
+        "spad_rows": 128 + 6 * 128, "acc_rows": 258, "dma_rw_overlap": True}
     assert fconfig.memory_system(8, 4, "fp16", "fp32")["axi_data_bits"] == 128
     for name in fconfig.names():
         cfg = fconfig.get(name)
@@ -90,6 +94,7 @@ def test_memory_system_rule():
             if "TwoPort" not in name:
                 assert cfg.mem_ports == want.get("mem_ports", 1), name
                 assert cfg.acc_banks == want.get("acc_banks", 1), name
+                assert cfg.dma_rw_overlap == want.get("dma_rw_overlap", False), name
                 assert cfg.spad_rows == want.get("spad_rows", 2 * cfg.sa_cols + 4 * cfg.sa_rows)
         # the reference's mem_align is the AXI beat in bytes
         assert cfg.reference_dict()["mem_align"] == cfg.axi_data_bits // 8
@@ -148,7 +153,8 @@ def test_bank_ports_keep_up_at_64x64_fp32():
     cfg = fconfig.get("FSA64X64Fp32Config")
     free = cm.steady_state(cfg, cm.IDEAL_DMA)["per_key_block"]
     assert cm.steady_state(cfg)["per_key_block"] == free
-    one = cfg.replace(mem_ports=1, spad_banks=2, acc_banks=1, dma_burst_beats=0, name="One")
+    one = cfg.replace(mem_ports=1, spad_banks=2, acc_banks=1, dma_burst_beats=0,
+                      dma_rw_overlap=False, name="One")
     assert cm.steady_state(one)["per_key_block"] > 1.5 * free
 
 
@@ -227,7 +233,8 @@ def test_two_loads_in_flight_on_several_ports():
     assert (b, ud.mem_ports) == (2, 4)
     free = cm.steady_state(ud, cm.IDEAL_DMA)["per_key_block"]
     assert cm.steady_state(ud)["per_key_block"] == free
-    shared = ud.replace(spad_banks=1, acc_banks=1, dma_burst_beats=0, name="Shared")
+    shared = ud.replace(spad_banks=1, acc_banks=1, dma_burst_beats=0,
+                         dma_rw_overlap=False, name="Shared")
     assert cm.steady_state(shared)["per_key_block"] > free + b
 
 
@@ -334,3 +341,75 @@ def test_merged_bursts_lift_the_row_limit_at_128x128_ud():
     need = cm.dma_demand(cfg)
     assert need["ud_bursts"] < 0.6, need
     assert cm.dma_demand(cfg.replace(dma_burst_beats=0, name="Rows"))["ud_bursts"] > 0.95
+
+
+# ---------------------------------------------------------------- a LOAD and a STORE at once
+@pytest.mark.parametrize("kw,words", [
+    (dict(mem_ports=1, spad_banks=2, acc_banks=1), "dma_rw_overlap needs mem_ports >= 2"),
+    (dict(spad_banks=1), "got mem_ports = 4, spad_banks = 1"),
+    (dict(acc_banks=1), "acc_banks = 1; set dma_rw_overlap = false"),
+    (dict(dma_rw_overlap=1), "dma_rw_overlap must be true or false, got int 1"),
+    (dict(dma_rw_overlap="yes"), "dma_rw_overlap must be true or false")])
+def test_rw_overlap_is_validated(kw, words):
+    """dma_rw_overlap is a bool, and needs several ports and a narrow port
+    per bank in both SRAMs; the error names the fields to change."""
+    cfg = fconfig.get("FSA32X32Fp32UdConfig")
+    assert cfg.dma_rw_overlap is True
+    kw = dict(kw)
+    if "mem_ports" in kw or "spad_banks" in kw or "acc_banks" in kw:
+        kw["dma_burst_beats"] = 0     # (its own rule would speak first)
+    with pytest.raises(ValueError, match=words):
+        cfg.replace(name="Bad", **kw)
+    # and it round-trips through FSAConfig.json
+    back = fconfig.FSAConfig.from_dict(json.loads(cfg.to_json()))
+    assert back.dma_rw_overlap is True and back == cfg
+
+
+def test_load_store_rule():
+    """fsa.dmarules.load_store_ok: one LOAD and one STORE (either order),
+    different SRAMs, disjoint memory bytes (touching is fine; negative
+    strides count their lowest row)."""
+    from fsa.dmarules import load_store_ok, mem_span
+    from fsa.isa import Dma, DmaFunc
+
+    def op(func, acc, addr, n=4, stride=16, size=16):
+        return Dma(func, repeat=n, sram_addr=0, sram_stride=1, is_accum=acc, mem_addr=addr,
+                   mem_stride=stride, size=size)
+    L, S = DmaFunc.LOAD, DmaFunc.STORE
+    assert mem_span(op(L, 0, 100, 4, -16)) == (52, 116)
+    assert mem_span(op(L, 0, 100, 4, 0)) == (100, 116)
+    assert mem_span(op(L, 0, 100, 3, 32)) == (100, 180)      # the gaps count
+    assert load_store_ok(op(L, 0, 0), op(S, 1, 64)) and load_store_ok(op(S, 1, 64), op(L, 0, 0))
+    assert not load_store_ok(op(L, 0, 0), op(S, 1, 48))        # 16 bytes shared
+    assert not load_store_ok(op(L, 0, 0), op(S, 0, 64))        # one SRAM
+    assert not load_store_ok(op(L, 0, 0), op(L, 1, 64))        # two LOADs
+    assert not load_store_ok(op(S, 0, 0), op(S, 1, 64))
+    assert load_store_ok(op(L, 0, 100, 4, -16), op(S, 1, 116))
+    assert not load_store_ok(op(L, 0, 100, 4, -16), op(S, 1, 115 - 15, 1))
+
+
+def test_rw_overlap_in_the_cycle_model():
+    """The cycle model keeps a LOAD and a STORE in flight together exactly
+    where dma_rw_overlap and load_store_ok allow it: a STORE of the
+    accumulator joins a LOAD of other bytes into the scratchpad, not one of
+    its own bytes, and not without the field."""
+    from fsa.isa import Dma, DmaFunc, Fence
+    cfg = fconfig.get("FSA32X32Fp32UdConfig")
+    srb, arb, base = cfg.spad_row_bytes, cfg.acc_row_bytes, cfg.mem_base
+    ld = Dma(DmaFunc.LOAD, repeat=16, sram_addr=0, sram_stride=1, mem_addr=base,
+             mem_stride=srb, size=srb)
+
+    def st(addr):
+        return Dma(DmaFunc.STORE, repeat=8, sram_addr=0, sram_stride=1, is_accum=True,
+                   mem_addr=addr, mem_stride=arb, size=arb)
+
+    def together(c, store):
+        spans = cm.simulate(c, [ld, store, Fence(dma=True, stop=True)]).dma_spans
+        return spans[1][0] < spans[0][1], cm.simulate(c, [ld, store, Fence(dma=True, stop=True)])
+    off = cfg.replace(dma_rw_overlap=False, name="Off")
+    far = st(base + 0x10000)
+    near = st(base + 16 * srb - arb)            # its first row is the LOAD's last bytes
+    (yes, on), (no, off_run) = together(cfg, far), together(off, far)
+    assert yes and not no
+    assert on.cycles < off_run.cycles
+    assert not together(cfg, near)[0]

@@ -87,6 +87,11 @@ def main(argv: "list[str] | None" = None) -> int:
         cyc = cm.predict_cycles(cfg, N, N, False, ss)
         cyc_free = cm.predict_cycles(cfg, N, N, False, free)
         need = cm.dma_demand(cfg)
+        # a LOAD and a STORE at once (dma_rw_overlap): the same config without it
+        no_ov = None
+        if cfg.dma_rw_overlap:
+            off = cfg.replace(dma_rw_overlap=False, name=f"{name}NoOverlap")
+            no_ov = cm.predict_cycles(off, N, N, False, cm.steady_state(off, program="fetch"))
         ud = cfg.dataflow == "ud"
         period = need["ud_period"] if ud else need["period"]
         rows.append({"config": name, "dataflow": cfg.dataflow, "R": cfg.sa_rows, "C": cfg.sa_cols,
@@ -102,17 +107,26 @@ def main(argv: "list[str] | None" = None) -> int:
                      "demand": need, "key_block_period": period,
                      "narrow_share": need["ud_occupancy"] if ud else need["occupancy"],
                      "dma_burst_beats": cfg.dma_burst_beats,
+                     "dma_rw_overlap": cfg.dma_rw_overlap, "cycles_no_overlap": no_ov,
                      "burst_share": need["bursts"] / period,
                      "channels": channel_use(cfg, N, cyc)})
     print(f"1. Cycles per key block and at N = {N} (model, program fetch; fsa predict vs --free-dma)")
     print(table(["config", "AXI bits", "ports", "spad banks", "acc banks", "spad rows",
-                 "burst beats", "per key block", "free DMA", f"N={N} cycles", "free DMA", "over free",
-                 "within 3 %"],
+                 "burst beats", "ld+st", "per key block", "free DMA", f"N={N} cycles", "free DMA",
+                 "over free", "within 3 %"],
                 [[r["config"], r["axi_data_bits"], r["mem_ports"], r["spad_banks"],
-                  r["acc_banks"], r["spad_rows"], r["dma_burst_beats"], r["per_key_block"],
+                  r["acc_banks"], r["spad_rows"], r["dma_burst_beats"],
+                  "yes" if r["dma_rw_overlap"] else "-", r["per_key_block"],
                   r["per_key_block_free"], r["cycles"], r["cycles_free"], 100 * r["vs_free"],
                   "yes" if r["within_3pc"] else "no"] for r in rows],
-                ["", "", "", "", "", "", "", ".2f", ".0f", ".0f", ".0f", "+.2f", ""]))
+                ["", "", "", "", "", "", "", "", ".2f", ".0f", ".0f", ".0f", "+.2f", ""]))
+    ov = [r for r in rows if r["dma_rw_overlap"]]
+    print(f"\n1b. A LOAD and a STORE at once (dma_rw_overlap) on and off, N = {N}")
+    print(table(["config", "N cycles, on", "over free", "N cycles, off", "over free", "gain"],
+                [[r["config"], r["cycles"], 100 * r["vs_free"], r["cycles_no_overlap"],
+                  100 * (r["cycles_no_overlap"] / r["cycles_free"] - 1),
+                  100 * (r["cycles_no_overlap"] / r["cycles"] - 1)] for r in ov],
+                ["", ".0f", "+.2f", ".0f", "+.2f", "+.2f"]))
     print(f"\n2. Bus occupancy at N = {N} (share of cycles per AXI channel) and the K/V demand")
     print(table(["config", "bytes / key block", "beats / key block", "bursts / key block",
                  "narrow ports", "period", "narrow-port share", "burst share", "AR", "R", "AW",

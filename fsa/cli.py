@@ -20,12 +20,12 @@ def _cmd_configs(args: argparse.Namespace) -> int:
     from fsa import config
 
     print(f"{'name':<28} {'R':>4} {'C':>4} {'E':>5} {'A':>5} {'P':>3} {'ports':>5} "
-          f"{'AXI':>4} {'burst':>5}")
+          f"{'AXI':>4} {'burst':>5} {'ld+st':>5}")
     for name in config.names():
         c = config.get(name)
         print(f"{name:<28} {c.sa_rows:>4} {c.sa_cols:>4} {c.e_type:>5} {c.a_type:>5} "
               f"{c.exp2_pieces:>3} {c.mem_ports:>5} {c.axi_data_bits:>4} "
-              f"{c.dma_burst_beats or 'row':>5}")
+              f"{c.dma_burst_beats or 'row':>5} {'yes' if c.dma_rw_overlap else '-':>5}")
     return 0
 
 
@@ -318,7 +318,8 @@ def _dma_words(cfg) -> str:
     ports = f" x {cfg.mem_ports} ports" if cfg.mem_ports > 1 else ""
     bursts = (f", bursts of up to {cfg.dma_burst_beats} beats" if cfg.dma_burst_beats
               else ", a burst per row")
-    return f"{cfg.axi_data_bits}-bit AXI{ports}{bursts}, calibrated on the RTL"
+    both = ", loads and stores at once" if cfg.dma_rw_overlap else ""
+    return f"{cfg.axi_data_bits}-bit AXI{ports}{bursts}{both}, calibrated on the RTL"
 
 
 def _cmd_predict(args: argparse.Namespace) -> int:

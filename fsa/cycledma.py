@@ -13,7 +13,11 @@ What it models (the RTL's rules, docs/architecture.md section 8):
   same SRAM, or, on several ports, when the command is a LOAD into the
   same SRAM as the LOAD held, that SRAM has a narrow port per bank and
   their rows are disjoint and neither writes one row over and over
-  (:func:`fsa.dmarules.second_load_ok`);
+  (:func:`fsa.dmarules.second_load_ok`), or, with ``dma_rw_overlap``, when
+  the command and the one held are a LOAD and a STORE of different SRAMs
+  and disjoint memory bytes (:func:`fsa.dmarules.load_store_ok`; each port
+  then has a read and a write half, with their own bursts in flight and
+  beat queues);
 * the sequencer: checks the command in the cycle after acceptance, pushes
   one burst (a row, or with several ports rows merged as
   :func:`fsa.dmarules.bursts` says) per cycle from the cycle after that while the port has
@@ -32,15 +36,19 @@ What it models (the RTL's rules, docs/architecture.md section 8):
   per cycle.
 
 A slave that holds AR/AW back never stops the pushes in the model; in the
-RTL, with merged bursts (``dma_burst_beats`` > 0) each port queues its
+RTL, with merged bursts (``dma_burst_beats`` > 0) or ``dma_rw_overlap``
+(where the sequencer's idle cycle decides when the other direction may
+start) each port queues its
 addresses in a FIFO of ``dma_outstanding`` entries so that it does not
 either (behind a long burst cocotbext-axi's two-deep AR queue fills; with
 the one-row bursts of the other configs the port's address register does
 not hold the pushes in the runs the regression checks).
 
 The RTL pushes a STORE's bursts against its B responses, which the model
-does not know; it never needs them, because nothing is accepted while a
-STORE is in flight in the engine.  Not modelled (as in the rest of the
+estimates (a STORE burst counts until ``tail - 1`` cycles after its last
+beat); without ``dma_rw_overlap`` it never needs them, because nothing is
+accepted while a STORE is in flight in the engine (with it, the regression's
+random DMA programs check the estimate).  Not modelled (as in the rest of the
 cycle model): AXI pauses, 4 KiB splits, errors.
 """
 from __future__ import annotations

@@ -14,7 +14,10 @@ Ports (``P = cfg.mem_ports``; ``LB = cfg.axi_data_bits``, ``BB = LB/8``)::
                               (size <= BB) or (several ports) a narrow port
                               per bank of that SRAM and SRAM rows disjoint
                               from the held LOAD's, neither of the two with
-                              SRAM stride 0 over several rows (depends on the
+                              SRAM stride 0 over several rows; or (config
+                              ``dma_rw_overlap``) the command and the one
+                              held are a LOAD and a STORE of different SRAMs
+                              and disjoint memory bytes (depends on the
                               command's fields, not on cmd_valid)
     cmd_func       in   1     0 LOAD memory -> SRAM, 1 STORE SRAM -> memory
     cmd_repeat     in   9     rows (0: nothing to do, the instruction completes)
@@ -91,7 +94,10 @@ once without any traffic.
 In-flight queue (``rtl/fsa_dma_queue.py`` has the rules): up to
 ``INFLIGHT`` = 2 LOADs into one SRAM (one port: of one-beat rows; several
 ports: into an SRAM with a narrow port per bank, rows disjoint, no SRAM
-stride 0 over several rows), else one instruction; each is done in the
+stride 0 over several rows), or with the config's ``dma_rw_overlap`` a LOAD
+and a STORE (either order) of different SRAMs whose memory byte ranges
+``[lowest row, highest row + size)`` are disjoint
+(``fsa.dmarules.load_store_ok``), else one instruction; each is done in the
 order accepted.
 
 Structure.  ``fsa_dma`` holds the command register, the up-front checks and
@@ -102,7 +108,12 @@ FIFO of ``max_outstanding`` bursts (the config's ``dma_outstanding``,
 default 8 = ``MAX_OUTSTANDING``), a ``WDATA_DEPTH``-entry W data FIFO, the
 count of bursts in flight: at most that many reads or writes outstanding per
 port; the instructions in flight are all reads or all writes; the in-flight
-queue counts each port's bursts per slot).  An SRAM's
+queue counts each port's bursts per slot).  With ``dma_rw_overlap`` each
+AXI port is two instances, a read half ``u_rport<i>`` (AR, R) and a write
+half ``u_wport<i>`` (AW, W, B), each with an address FIFO; a burst goes to
+the half of its instruction's direction, so a LOAD's and a STORE's bursts
+are in flight on a port together; each SRAM is served by the half whose
+instruction uses it (``fsa_dma_banks.bank_routing_rw``).  An SRAM's
 narrow port is shared by the ports through a round-robin arbiter
 (``rtl.prim.rr_arbiter``: a stalled request keeps its grant, so it is held
 stable until accepted); R data goes from the granted port's ``RDATA``

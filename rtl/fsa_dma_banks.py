@@ -10,7 +10,9 @@ narrow port (one bank) is served as before: one arbiter over all ports, one
 beat per cycle.  Only the SRAM of the instruction in flight (``c_accum``) is
 used.  Each port gets its own ``grant``, ``sram_ready`` (the ready of the
 bank its row is in) and read data (from the bank it read in the cycle
-before, remembered per port).
+before, remembered per port).  With the config's ``dma_rw_overlap``
+(:func:`bank_routing_rw`) both SRAMs have bank ports and each is served by
+the half (read or write) of each port whose instruction uses it.
 """
 from __future__ import annotations
 

@@ -44,8 +44,9 @@ Ports (``AB`` = AXI address bits, ``RB``/``LS`` = SRAM row / lane index bits
                 (:data:`PORT_AXI`); the parent connects them to its
                 ``m_axi_*`` (or ``m_axiN_*``) ports and routes RDATA to the SRAM
 
-Structure: an address register (AR or AW), or with merged bursts
-(``afifo``, the config's ``dma_burst_beats`` > 0) an address FIFO of
+Structure: an address register (AR or AW), or with merged bursts or a
+LOAD and a STORE in flight at once (``afifo``, the config's
+``dma_burst_beats`` > 0 or ``dma_rw_overlap``) an address FIFO of
 ``depth`` entries (a slave that holds AR/AW back behind a long burst then
 does not stop the parent's sequencer, as the cycle model assumes), a
 descriptor FIFO of ``depth``
@@ -135,7 +136,7 @@ def fsa_dma_port(clk, rst, is_store, push, d_addr, d_len, d_row, d_lane, d_bm1, 
     the AXI signals (:func:`axi_bundle`), `depth` the bursts in flight
     (descriptor FIFO), `wdepth` the W data FIFO depth, `afifo`: an address
     FIFO of `depth` entries instead of the address register (the DMA's
-    ``dma_burst_beats`` > 0).
+    ``dma_burst_beats`` > 0 or ``dma_rw_overlap``).
 
     Raises:
         ValueError: `depth` or `wdepth` below 2.

@@ -20,7 +20,12 @@ the SRAM of the instructions held waits until the queue is empty
 (``cmd_ready``), so the ports' direction and the SRAM they use never change
 while a burst is in flight; with several ports a second LOAD also needs a
 narrow port per bank of that SRAM and SRAM rows disjoint from the held
-LOAD's (``_multi_port``; ``fsa.dmarules.second_load_ok``).
+LOAD's (``_multi_port``; ``fsa.dmarules.second_load_ok``).  With the
+config's ``dma_rw_overlap`` a LOAD and a STORE may also be held together
+(``_rw_admit``: other direction, other SRAM, disjoint memory bytes;
+``fsa.dmarules.load_store_ok``): each port then has a read and a write half
+(``rtl/fsa_dma.py``), and a finishing burst belongs to the slot of its
+half's direction (``_port_counts_rw``).
 """
 from __future__ import annotations
 

@@ -911,7 +911,8 @@ async def dma_axi_errors(dut):
     """SLVERR / DECERR on a read beat and on a write burst: err with AXI_RD_ERR /
     AXI_WR_ERR, every owed beat and response drained, busy low, no hang; the
     injected error really was answered (the memory's log).  Two LOADs in
-    flight with an error in the first / the second: ``err_slot`` names it."""
+    flight with an error in the first / the second, and a LOAD and a STORE in
+    either order with an error on either: ``err_slot`` names it."""
     b = await _start(dut, 0.2, "axierr")
     cfg = b.cfg
     problems = []
@@ -992,4 +993,42 @@ async def dma_axi_errors(dut):
                 problems.append(f"{name}: {mon.prefix}: {mon.rbeats} R beats for "
                                 f"{sum(x.beats for x in mon.ar)} AR beats")
         dut._log.info("%s: %s slot %d (in flight together: %s)", name, hw, got_slot, both)
+    # a LOAD and a STORE (in flight together with dma_rw_overlap): an error on
+    # either names its slot, whichever of the two came first
+    ld = Dma(DmaFunc.LOAD, repeat=R, sram_addr=0, sram_stride=1, mem_addr=base + 0x1000,
+             mem_stride=srb, size=srb)
+    R2 = min(R, cfg.acc_rows)
+    st = Dma(DmaFunc.STORE, repeat=R2, sram_addr=0, sram_stride=1, is_accum=True,
+             mem_addr=base + 0x3000, mem_stride=arb, size=arb)
+    last_rd = base + 0x1000 + R * srb - b.bb             # the LOAD's last beat
+    first_wr = base + 0x3000                               # the STORE's first beat
+    for order in ((ld, st), (st, ld)):
+        for kind, addr, code in (("read", last_rd, "AXI_RD_ERR"), ("write", first_wr, "AXI_WR_ERR")):
+            victim = ld if kind == "read" else st
+            slot = order.index(victim)
+            name = (f"{'load, store' if order[0] is ld else 'store, load'}: SLVERR on the "
+                    f"{kind}")
+            await b.reset()
+            b.randomize()
+            b.faults.add(Fault(kind, addr, addr + b.bb))
+            try:
+                await b.run(list(order), 400 + 40 * 2 * R * max(1, srb // b.bb), name)
+                injected = list(b.faults.injected)
+            finally:
+                b.faults.clear()
+            both = b.accept_cycles[-1] < b.done_cycles[-2]
+            err, hw = int(b.dut.err.value), fsa_dma.ERR_NAMES.get(int(b.dut.err_code.value), "?")
+            got_slot = int(b.dut.err_slot.value)
+            if not injected:
+                problems.append(f"{name}: the memory injected nothing")
+            if both and not load_store_expected(cfg, *order):
+                problems.append(f"{name}: in flight together, expected not")
+            if not err or hw != code or got_slot != slot:
+                problems.append(f"{name}: err={err} code={hw} err_slot={got_slot}, expected "
+                                f"{code} in slot {slot}")
+            for mon in b.mons:
+                if mon.rbeats != sum(x.beats for x in mon.ar) or \
+                        mon.wbeats != sum(x.beats for x in mon.aw):
+                    problems.append(f"{name}: {mon.prefix}: not drained")
+            dut._log.info("%s: %s slot %d (in flight together: %s)", name, hw, got_slot, both)
     _fail(problems + b.problems(), "AXI error cases")

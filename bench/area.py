@@ -24,7 +24,10 @@ totals over the hierarchy) against R x C plain PEs (nothing else: a plain
 array's skew buffers and the vector unit it would need are not counted),
 beside the paper's 12 % for the whole array.
 
-Writes ``bench/results/area.json``.
+Writes ``bench/results/area.json``.  Without --quick (or alone with
+``--dma``) also the DMA of a multi-port memory system with and without a
+LOAD and a STORE in flight at once (``dma_rw_overlap``: a read and a write
+half per port), ``bench/results/area_dma.json``.
 """
 from __future__ import annotations
 
@@ -50,11 +53,54 @@ endmodule
 """
 
 
+#: the DMA of a multi-port memory system (the presets' shape for scratchpad
+#: rows of two AXI beats, as tb/test_memshapes.py's b = 2: 8x8 fp16 on a
+#: 64-bit bus, 4 ports, 8 + 4 bank ports, bursts of up to 8 beats), with and
+#: without a LOAD and a STORE in flight at once (dma_rw_overlap)
+DMA_SHAPE = dict(axi_data_bits=64, mem_ports=4, spad_banks=8, acc_banks=4, dma_burst_beats=8)
+
+
+def dma_overlap_area() -> dict:
+    """Yosys cells of ``fsa_dma`` (with its ``fsa_dma_port`` instances,
+    flattened) on :data:`DMA_SHAPE`, ``dma_rw_overlap`` off and on
+    (``bench/results/area_dma.json``)."""
+    from fsa import config as fconfig
+    from rtl import fsa_dma, fsa_dma_port
+
+    t0 = time.perf_counter()
+    base = fconfig.get("FSA8X8Fp16Config").replace(**DMA_SHAPE)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="fsa-area-dma-") as tmp:
+        for ov in (False, True):
+            cfg = base.replace(dma_rw_overlap=ov, name=f"AreaDma{'Overlap' if ov else 'Serial'}")
+            d = Path(tmp) / cfg.name
+            files = [fsa_dma_port.convert(d, cfg), fsa_dma.convert(d, cfg)]
+            r = synth(files, "fsa_dma", d / "synth", flatten=True)
+            rows.append({"dma_rw_overlap": ov, **{k: r[k] for k in
+                                                  ("cells", "flip_flops", "transistors", "seconds")}})
+            print(f"   fsa_dma, dma_rw_overlap {ov}: {r['cells']} cells ({r['seconds']:.0f} s)",
+                  flush=True)
+    print(table(["fsa_dma (8x8 fp16, 64-bit AXI x 4, bursts of 8)", "cells", "flip-flops",
+                 "transistors (comb. cells)"],
+                [["LOAD and STORE at once" if r["dma_rw_overlap"] else "one direction at a time",
+                  r["cells"], r["flip_flops"], r["transistors"]] for r in rows]))
+    out = write_json("area_dma", {"shape": DMA_SHAPE, "rows": rows,
+                                  "seconds": time.perf_counter() - t0})
+    print(f"wrote {out.relative_to(common.ROOT)}")
+    return {"rows": rows}
+
+
 def main(argv: "list[str] | None" = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="PE level only (no whole array)")
     ap.add_argument("--config", default="FSA4X4Fp16Config")
+    ap.add_argument("--dma", action="store_true",
+                    help="only the DMA with and without dma_rw_overlap (area_dma.json); the "
+                         "full mode runs it too")
     args = ap.parse_args(argv)
+    if args.dma:
+        dma_overlap_area()
+        return 0
     from fsa import config as fconfig
     from rtl.fp import fsa_fma
     from rtl.generate import generate
@@ -145,6 +191,9 @@ def main(argv: "list[str] | None" = None) -> int:
                               "overhead": over, "paper_array_overhead": PAPER_ARRAY_OVERHEAD,
                               "seconds": time.perf_counter() - t0})
     print(f"\nwrote {out.relative_to(common.ROOT)} ({time.perf_counter() - t0:.0f} s)")
+    if not args.quick:
+        print("\nThe DMA with and without a LOAD and a STORE in flight at once:")
+        dma_overlap_area()
     return 0
 
 

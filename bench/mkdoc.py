@@ -402,6 +402,20 @@ def sec_area(a: dict) -> list[str]:
                    + ", ".join(f"{n}x{n} {v:+.0f} %" for n, v in o["array_projection_pct"].items()))
     out += [f"* paper: {100 * a['paper_array_overhead']:.0f} % for the whole array (standard "
             "cells; the paper's baseline and cell library differ from these generic counts)", ""]
+    ad = load("area_dma")
+    if ad:
+        sh = ad["shape"]
+        out += [f"The DMA with a LOAD and a STORE in flight at once (`dma_rw_overlap`: each AXI "
+                f"port a read and a write half) and without, `fsa_dma` flattened, on 8x8 fp16 "
+                f"with {sh['axi_data_bits']}-bit AXI x {sh['mem_ports']} ports, "
+                f"{sh['spad_banks']} + {sh['acc_banks']} bank ports, bursts of up to "
+                f"{sh['dma_burst_beats']} beats (the presets' shape for two-beat rows). "
+                + stamp(ad, "python bench/area.py --dma"), ""]
+        out.append(md_table(["fsa_dma", "cells", "flip-flops", "transistors (comb.)"],
+                            [["LOAD and STORE at once" if r["dma_rw_overlap"] else
+                              "one direction at a time", r["cells"], r["flip_flops"],
+                              r["transistors"]] for r in ad["rows"]], ["", "", "", ""]))
+        out.append("")
     return out
 
 

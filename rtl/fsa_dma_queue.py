@@ -247,11 +247,10 @@ def _multi_port(clk, rst, QD, _CNT_BITS, *, rp, wp, cur, occ, h_iss, n_ok, acc_c
 
 
 @block
-def _port_counts(clk, rst, rp, cur, h_iss, push, fin, c0, c1, hz, fs):
-    """One port's counts of bursts queued and not finished, per slot; `hz`:
-    none of the oldest slot's; `fs`: the slot of its oldest unfinished
-    burst (the oldest slot while that one still issues or the port holds
-    nothing)."""
+def _oldest(rp, h_iss, c0, c1, hz, fs):
+    """From one port's per-slot counts of unfinished bursts: `hz`, none of
+    the oldest slot's; `fs`, the slot of its oldest unfinished burst (the
+    oldest slot while that one still issues or the port holds nothing)."""
     @always_comb
     def view():
         if rp:
@@ -266,6 +265,14 @@ def _port_counts(clk, rst, rp, cur, h_iss, push, fin, c0, c1, hz, fs):
                 fs.next = 0
             else:
                 fs.next = 1
+    return view
+
+
+@block
+def _port_counts(clk, rst, rp, cur, h_iss, push, fin, c0, c1, hz, fs):
+    """One port's counts of bursts queued and not finished, per slot; `hz`
+    and `fs`: :func:`_oldest`."""
+    view = _oldest(rp, h_iss, c0, c1, hz, fs)
 
     @always_seq(clk.posedge, reset=rst)
     def counts():
@@ -365,21 +372,7 @@ def _port_counts_rw(clk, rst, rp, cur, h_iss, occ, k0, k1, push, fin_r, fin_w, r
     fo = sig(1)                 # the oldest unfinished burst's slot (as _port_counts)
     fr, fw = sig(1), sig(1)     # the slots of the read and the write half's bursts
     d0, d1 = sig(1), sig(1)     # a burst of slot 0 / 1 finishes
-
-    @always_comb
-    def view():
-        if rp:
-            hz.next = c1 == 0
-            if h_iss or c1 != 0 or c0 == 0:
-                fo.next = 1
-            else:
-                fo.next = 0
-        else:
-            hz.next = c0 == 0
-            if h_iss or c0 != 0 or c1 == 0:
-                fo.next = 0
-            else:
-                fo.next = 1
+    view = _oldest(rp, h_iss, c0, c1, hz, fo)
 
     @always_comb
     def halves():

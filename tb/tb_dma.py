@@ -820,6 +820,23 @@ async def dma_load_store(dut):
     _fail(problems + b.problems(), "load store")
 
 
+async def _pair_with_fault(b: Bench, instrs: list[Dma], fault, name: str, limit: int):
+    """After a reset, run the two `instrs` back to back with `fault` in the
+    memory; returns (in flight together, err, its code name, err_slot, the
+    faults the memory injected)."""
+    await b.reset()
+    b.randomize()
+    b.faults.add(fault)
+    try:
+        await b.run(instrs, limit, name)
+        injected = list(b.faults.injected)
+    finally:
+        b.faults.clear()
+    both = b.accept_cycles[-1] < b.done_cycles[-2]
+    err, hw = int(b.dut.err.value), fsa_dma.ERR_NAMES.get(int(b.dut.err_code.value), "?")
+    return both, err, hw, int(b.dut.err_slot.value), injected
+
+
 def _error_cases(cfg: FSAConfig) -> list[tuple[str, Dma, str]]:
     """(name, instruction, expected code name); the golden model must agree."""
     bb = cfg.axi_data_bits // 8
@@ -963,17 +980,9 @@ async def dma_axi_errors(dut):
     for which, addr, slot in (("first", base + 0x1000 + R * srb - b.bb, 0),
                               ("second", base + 0x3000, 1)):
         name = f"two loads, SLVERR in the {which}"
-        await b.reset()
-        b.randomize()
-        b.faults.add(Fault("read", addr, addr + b.bb))
-        try:
-            await b.run([l1, l2], 400 + 40 * 2 * R * max(1, srb // b.bb), name)
-            injected = list(b.faults.injected)
-        finally:
-            b.faults.clear()
-        both = b.accept_cycles[-1] < b.done_cycles[-2]
-        err, hw = int(b.dut.err.value), fsa_dma.ERR_NAMES.get(int(b.dut.err_code.value), "?")
-        got_slot = int(b.dut.err_slot.value)
+        both, err, hw, got_slot, injected = await _pair_with_fault(
+            b, [l1, l2], Fault("read", addr, addr + b.bb), name,
+            400 + 40 * 2 * R * max(1, srb // b.bb))
         if not injected:
             problems.append(f"{name}: the memory injected nothing")
         if both != want_both:
@@ -1001,17 +1010,9 @@ async def dma_axi_errors(dut):
             slot = order.index(victim)
             name = (f"{'load, store' if order[0] is ld else 'store, load'}: SLVERR on the "
                     f"{kind}")
-            await b.reset()
-            b.randomize()
-            b.faults.add(Fault(kind, addr, addr + b.bb))
-            try:
-                await b.run(list(order), 400 + 40 * 2 * R * max(1, srb // b.bb), name)
-                injected = list(b.faults.injected)
-            finally:
-                b.faults.clear()
-            both = b.accept_cycles[-1] < b.done_cycles[-2]
-            err, hw = int(b.dut.err.value), fsa_dma.ERR_NAMES.get(int(b.dut.err_code.value), "?")
-            got_slot = int(b.dut.err_slot.value)
+            both, err, hw, got_slot, injected = await _pair_with_fault(
+                b, list(order), Fault(kind, addr, addr + b.bb), name,
+                400 + 40 * 2 * R * max(1, srb // b.bb))
             if not injected:
                 problems.append(f"{name}: the memory injected nothing")
             if both and not load_store_expected(cfg, *order):

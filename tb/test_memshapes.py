@@ -1,7 +1,7 @@
 """The multi-port memory shapes of the large presets (``fsa.config.memory_system``:
 scratchpad rows of ``b > 1`` AXI beats get ``min(2b, 8)`` AXI ports, twice
 as many scratchpad banks (at most 16) and one accumulator bank per port,
-each bank with its own narrow port) on small arrays, where a simulator build is cheap: the same ``b`` is
+each bank with its own narrow port, a LOAD and a STORE in flight at once) on small arrays, where a simulator build is cheap: the same ``b`` is
 reached with a narrower AXI bus (8x8 fp16 rows on a 64-bit bus are 2 beats,
 as 64x64 fp16 rows on the presets' 512-bit bus).
 
@@ -12,7 +12,14 @@ as 64x64 fp16 rows on the presets' 512-bit bus).
   golden model and the device counters equal to the cycle model's
   (``tb/test_attention.py``'s ``check_device``): the UD kernel on the b = 2
   and b = 8 UD shapes and the reference kernel on the b = 2 UD build (one
-  build each); ``FULL=1`` adds b = 4 and the reference-dataflow builds.
+  build each); ``FULL=1`` adds b = 4 and the reference-dataflow builds;
+* ``test_random_dma_programs_shape``: random DMA-only programs, memory
+  equal to the golden model's and counters equal to the cycle model's (two
+  LOADs, or with ``dma_rw_overlap`` a LOAD and a STORE, in flight together);
+* ``test_fast_memory_with_loads_and_stores_at_once``: the fast memory path
+  equals cocotbext-axi's AxiRam while a LOAD and a STORE share the ports.
+
+The shapes carry the presets' ``dma_rw_overlap``; ``LONG`` keeps it off.
 """
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """The multi-port memory shapes of the large presets (``fsa.config.memory_system``:
 scratchpad rows of ``b > 1`` AXI beats get ``min(2b, 8)`` AXI ports, twice
 as many scratchpad banks (at most 16) and one accumulator bank per port,
-each bank with its own narrow port, a LOAD and a STORE in flight at once) on small arrays, where a simulator build is cheap: the same ``b`` is
+each bank with its own narrow port, a LOAD and a STORE in flight at once)
+on small arrays, where a simulator build is cheap: the same ``b`` is
 reached with a narrower AXI bus (8x8 fp16 rows on a 64-bit bus are 2 beats,
 as 64x64 fp16 rows on the presets' 512-bit bus).
 

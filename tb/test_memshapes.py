@@ -37,7 +37,7 @@ from fsa.golden.machine import Machine
 from fsa.dmarules import bursts
 from fsa.isa import Dma, DmaFunc, Fence
 from fsa.report import fa3_inputs
-from fsa.simdev import run_on_device
+from fsa.simdev import program_address, run_on_device
 
 import coverage_report as cov
 from tb import simrun
@@ -293,3 +293,51 @@ def test_fast_memory_with_loads_and_stores_at_once():
                      if spans[i + 1][0] < spans[i][1] and dmas[i].func != dmas[i + 1].func)
     assert runs["fast"]["dumps"] == runs["axi"]["dumps"]
     assert mixed > 0, "no LOAD and STORE were in flight together"
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("kind", ["alternating", "random"])
+def test_long_dma_program_fetched_while_loads_and_stores_overlap(kind):
+    """A DMA program longer than the instruction queue on the b = 2 UD
+    shape, fetched by the device over port 0's read channel while LOADs and
+    STOREs are in flight, together where dma_rw_overlap allows (port 0's
+    read arbiter keeps their directions in order: a fetch burst waits for
+    the LOADs only): STOREs of the accumulator alternating with LOADs into
+    the scratchpad, and a random program; memory equal to the golden
+    model's, counters equal to the cycle model's (with program fetch)."""
+    base = SHAPES[2]
+    cfg = base.replace(name=base.name.replace("Config", "UdConfig"), dataflow="ud")
+    rng = np.random.default_rng(SEED * 100 + 12)
+    if kind == "random":
+        ins, image, (addr, n) = random_dma_program(cfg, rng, 300, 1)
+    else:
+        srb, arb = cfg.spad_row_bytes, cfg.acc_row_bytes
+        addr, n = cfg.mem_base + 0x10000, 0x8000
+        ins = []
+        for k in range(150):
+            ins += [Dma(DmaFunc.STORE, repeat=8, sram_addr=0, sram_stride=1, is_accum=True,
+                        mem_addr=addr + 0x4000 + (k % 8) * 8 * arb, mem_stride=arb, size=arb),
+                    Dma(DmaFunc.LOAD, repeat=16, sram_addr=(k % 3) * 16, sram_stride=1,
+                        mem_addr=addr + (k % 16) * 16 * srb, mem_stride=srb, size=srb)]
+        ins.append(Fence(dma=True, stop=True))
+        image = [(addr, rng.bytes(n))]
+    words = isa.encode(ins)
+    assert len(words) > 2 * cfg.inst_queue_size
+    m = Machine(cfg)
+    for a, data in image:
+        m.mem.write(a, data)
+    m.run(ins)
+    res = run_on_device(cfg, [], image, [(addr, n)], programs=[words], max_cycles=2_000_000,
+                        seed=SEED, fetch=True)
+    run = res["runs"][0]
+    assert run["state"] == "done", (run["state"], run["error"], run["error_index"])
+    got, want = res["dumps"][0], m.mem.read(addr, n)
+    diff = np.flatnonzero(np.frombuffer(want, np.uint8) != np.frombuffer(got, np.uint8))
+    assert diff.size == 0, f"bytes at offsets {diff[:8].tolist()} differ from golden"
+    model = cm.simulate(cfg, ins, fetch=cm.FetchTiming(program_address(cfg, len(words))))
+    assert (run["counters"]["exec"], run["counters"]["dma_active"]) == (
+        model.cycles, model.counters["dma_active"]), run["counters"]
+    dmas = [x for x in ins if isinstance(x, Dma)]
+    sp = model.dma_spans
+    assert any(sp[i + 1][0] < sp[i][1] and dmas[i].func != dmas[i + 1].func
+               for i in range(len(dmas) - 1)), "no LOAD and STORE were in flight together"

@@ -519,7 +519,7 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
 
         @always_seq(clk.posedge, reset=rst)
         def rw_srams():
-            if acc_cmd and state == _S_IDLE:
+            if acc_cmd:
                 if cmd_func:
                     w_acc.next = cmd_is_accum
                 else:
@@ -765,7 +765,7 @@ def _rw_ports(clk, rst, cfg, g, m, issue, tp, c_store, d_addr, d_len, d_row, d_l
                 if ch in mine:
                     pax[n] = conn_ax[f"axi_{n}"] = getattr(ax, n)
                 else:
-                    width = {"A": g["addr_bits"], "D": g["lane_bits"], "S": g["beat_bytes"]}.get(w, w)
+                    width = fsa_dma_port.axi_width(w, g)
                     if d == "out":
                         s = sig(width)
                         spare.append(s)

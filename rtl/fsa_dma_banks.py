@@ -233,15 +233,17 @@ def bank_routing_rw(clk, rst, r_acc, w_acc, r_side, w_side, rdatas, spad, acc, g
         for p in range(P):
             gs = {f"g{b}": bgr[b][p] for b in range(B)}
             insts.append(comb_expr(grants[p], " or ".join(sorted(gs)), **gs))
-        outs[pre] = (grants, rdy, rv, rd, rsel, wsel)
-    for side, sel_i, acc_sel in ((r_side, 4, r_acc), (w_side, 5, w_acc)):
+        outs[pre] = dict(grants=grants, p_ready=rdy, p_rvalid=rv, p_rdata=rd, r=rsel, w=wsel)
+    sp, ac = outs["spad"], outs["acc"]
+    for side, half, acc_sel in ((r_side, "r", r_acc), (w_side, "w", w_acc)):
         for p in range(P):
-            sg, ag = outs["spad"], outs["acc"]
+            # the grant of the SRAM this half asks; ready and read data of the one it uses
             insts.append(comb_expr(side["grants"][p], "(a and ag) or (s and sg)",
-                                   a=ag[sel_i][p], ag=ag[0][p], s=sg[sel_i][p], sg=sg[0][p]))
-            for k, key in ((1, "p_ready"), (2, "p_rvalid"), (3, "p_rdata")):
-                insts.append(comb_expr(side[key][p], "a if x else b", a=ag[k][p], b=sg[k][p],
-                                       x=acc_sel))
+                                   a=ac[half][p], ag=ac["grants"][p], s=sp[half][p],
+                                   sg=sp["grants"][p]))
+            for key in ("p_ready", "p_rvalid", "p_rdata"):
+                insts.append(comb_expr(side[key][p], "a if x else b", a=ac[key][p],
+                                       b=sp[key][p], x=acc_sel))
     return insts
 
 

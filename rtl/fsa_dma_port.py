@@ -73,7 +73,7 @@ from rtl.fsa_dma_if import AXI_SIGNALS, geometry
 from rtl.prim import Bundle, clog2, fifo, vsig
 
 __all__ = ["fsa_dma_port", "convert", "port_table", "MODULE", "LINT_WAIVERS",
-           "PORT_AXI", "AXCACHE", "AXBURST_INCR", "axi_bundle"]
+           "PORT_AXI", "AXCACHE", "AXBURST_INCR", "axi_bundle", "axi_width"]
 
 MODULE = "fsa_dma_port"
 
@@ -90,7 +90,9 @@ AXCACHE = 0b0011    #: normal non-cacheable bufferable
 AXBURST_INCR = 1
 
 
-def _axi_width(w, g: dict) -> int:
+def axi_width(w, g: dict) -> int:
+    """The width of an AXI signal from :data:`AXI_SIGNALS` (a number, or
+    "A" / "D" / "S": address, data or strobe bits of the DMA geometry `g`)."""
     return {"A": g["addr_bits"], "D": g["lane_bits"], "S": g["beat_bytes"]}[w] \
         if isinstance(w, str) else w
 
@@ -106,13 +108,13 @@ def port_table(g: dict) -> list[tuple[str, str, int]]:
            ("q_lane", "out", LS), ("grant", "in", 1), ("sram_ready", "in", 1),
            ("sram_rvalid", "in", 1), ("sram_rdata", "in", LB), ("rd_err", "out", 1),
            ("wr_err", "out", 1)]
-    out += [(f"axi_{n}", d, _axi_width(w, g)) for n, w, d in AXI_SIGNALS if n in PORT_AXI]
+    out += [(f"axi_{n}", d, axi_width(w, g)) for n, w, d in AXI_SIGNALS if n in PORT_AXI]
     return out
 
 
 def axi_bundle(g: dict) -> _Bundle:
     """Fresh signals for the AXI ports of the module (:data:`PORT_AXI`)."""
-    return Bundle(**{n: sig(_axi_width(w, g)) for n, w, _ in AXI_SIGNALS if n in PORT_AXI})
+    return Bundle(**{n: sig(axi_width(w, g)) for n, w, _ in AXI_SIGNALS if n in PORT_AXI})
 
 
 def _fresh(g: dict) -> dict:

@@ -161,11 +161,8 @@ def _multi_port(clk, rst, QD, _CNT_BITS, *, rp, wp, cur, occ, h_iss, n_ok, acc_c
             n_rm1.next = c_rep - 1
         else:
             n_rm1.next = 0
-        if c_str[4]:
-            n_smag.next = (~c_str) + 1
-        else:
-            n_smag.next = c_str
     insts.append(span)
+    insts.append(_magnitude(c_str, n_smag))
 
     @always_comb
     def span2():
@@ -197,7 +194,7 @@ def _multi_port(clk, rst, QD, _CNT_BITS, *, rp, wp, cur, occ, h_iss, n_ok, acc_c
     OV = w_fins is not None
     if OV:
         insts.append(_rw_admit(clk, rst, QD, occ, acc_cmd, cmd, cmd_func, cmd_is_accum, c_store,
-                               c_accum, n_nz, h_nz, rw_ok))
+                               c_accum, n_rm1, n_nz, h_nz, rw_ok))
         insts.append(comb_expr(n_ok, "a or b", a=ld_ok, b=rw_ok))
     else:
         insts.append(comb_expr(n_ok, "a", a=ld_ok))
@@ -294,35 +291,26 @@ _MSPAN_BITS = 41
 
 
 @block
-def _rw_admit(clk, rst, QD, occ, acc_cmd, cmd, cmd_func, cmd_is_accum, c_store, c_accum, n_nz,
-              h_nz, rw_ok):
+def _rw_admit(clk, rst, QD, occ, acc_cmd, cmd, cmd_func, cmd_is_accum, c_store, c_accum, n_rm1,
+              n_nz, h_nz, rw_ok):
     """``dma_rw_overlap``: `rw_ok`, the command may join the instruction
     held as a LOAD and a STORE at once (:func:`fsa.dmarules.load_store_ok`):
     the other direction, the other SRAM, both move rows, and the memory
     byte ranges ``[lo, hi)`` (offset by ``_MSPAN_OFF``) are disjoint.  The
-    held instruction's range is latched when it is accepted."""
-    rm1, mmag = sig(9), sig(21)
+    held instruction's range is latched when it is accepted; `n_rm1` is the
+    command's ``repeat - 1`` (``_multi_port``'s)."""
+    mmag = sig(21)
     prod = sig(30)                  # (repeat - 1) * |mem stride|
     n_lo, n_hi, h_lo, h_hi = (sig(_MSPAN_BITS) for _ in range(4))
-    c_rep, c_str, c_sz = cmd.repeat, cmd.mem_stride, cmd.size
+    c_str, c_sz = cmd.mem_stride, cmd.size
     addr = zext(cmd.mem_addr, _MSPAN_BITS)
     prod_w = zext(prod, _MSPAN_BITS)
     size_w = zext(c_sz, _MSPAN_BITS)
-
-    @always_comb
-    def mspan():
-        if c_rep != 0:
-            rm1.next = c_rep - 1
-        else:
-            rm1.next = 0
-        if c_str[20]:
-            mmag.next = (~c_str) + 1
-        else:
-            mmag.next = c_str
+    mag = _magnitude(c_str, mmag)
 
     @always_comb
     def mspan2():
-        prod.next = rm1 * mmag
+        prod.next = n_rm1 * mmag
 
     @always_comb
     def mspan3():
@@ -343,7 +331,22 @@ def _rw_admit(clk, rst, QD, occ, acc_cmd, cmd, cmd_func, cmd_is_accum, c_store, 
         if acc_cmd:
             h_lo.next = n_lo
             h_hi.next = n_hi
-    return mspan, mspan2, mspan3, admit, held
+    return mag, mspan2, mspan3, admit, held
+
+
+@block
+def _magnitude(stride, mag):
+    """`mag` = the magnitude of the two's-complement `stride` (one bit
+    wider than needed for the most negative value)."""
+    top = len(stride) - 1
+
+    @always_comb
+    def absval():
+        if stride[top]:
+            mag.next = (~stride) + 1
+        else:
+            mag.next = stride
+    return absval
 
 
 @block

@@ -404,8 +404,8 @@ def test_rw_overlap_in_the_cycle_model():
                    mem_addr=addr, mem_stride=arb, size=arb)
 
     def together(c, store):
-        spans = cm.simulate(c, [ld, store, Fence(dma=True, stop=True)]).dma_spans
-        return spans[1][0] < spans[0][1], cm.simulate(c, [ld, store, Fence(dma=True, stop=True)])
+        run = cm.simulate(c, [ld, store, Fence(dma=True, stop=True)])
+        return run.dma_spans[1][0] < run.dma_spans[0][1], run
     off = cfg.replace(dma_rw_overlap=False, name="Off")
     far = st(base + 0x10000)
     near = st(base + 16 * srb - arb)            # its first row is the LOAD's last bytes

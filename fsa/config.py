@@ -71,20 +71,19 @@ class FSAConfig:
             rows follow each other in memory (``mem_stride == size``, a
             power of two) and in the SRAM (``sram_stride == 1``) move up to
             that many beats of whole rows in one INCR burst, never across a
-            4 KiB boundary (``fsa.dmarules.bursts``).  Needs
-            ``mem_ports >= 2`` and at least two banks in each SRAM (a
-            narrow port per bank, ``fsa.dmarules.bank_ports``: the cycle
-            model follows merged bursts in the DMA's per-port beats; one
-            port keeps one row per burst, which its second LOAD in flight
-            needs).
+            4 KiB boundary (``fsa.dmarules.bursts``).  Needs at least two
+            banks in each SRAM: the SRAMs then get a narrow port per bank
+            also with one AXI port (``fsa.dmarules.bank_ports``), and the
+            DMA moves each port's beats as with several ports (the cycle
+            model follows merged bursts in those per-port beats).
         dma_rw_overlap: let a LOAD and a STORE be in flight in the DMA at
             once (default False, the reference's way: a STORE waits until
             nothing is in flight, and so does a LOAD behind a STORE).  Each
             memory port then has a read half (AR, R) and a write half (AW,
             W, B); the two instructions use different SRAMs and disjoint
             memory bytes (``fsa.dmarules.load_store_ok``; otherwise the
-            second waits as before).  Needs ``mem_ports >= 2`` and at least
-            two banks in each SRAM, as ``dma_burst_beats``.
+            second waits as before).  Needs at least two banks in each
+            SRAM, as ``dma_burst_beats``.
         mem_base, mem_size: the memory window the DMA may touch (bytes).
         exp2_pieces: P, pieces of the exp2 piecewise-linear approximation.
         div_bits_per_cycle: quotient bits per cycle of the ACC divider.
@@ -181,19 +180,16 @@ class FSAConfig:
                                            and 2 <= self.dma_burst_beats <= 256),
              f"dma_burst_beats must be 0 (one burst per row) or a power of two in 2..256 "
              f"(AXI4's longest INCR burst), got {self.dma_burst_beats!r}")
-        need(self.dma_burst_beats == 0 or (self.mem_ports >= 2 and self.spad_banks >= 2
-                                           and self.acc_banks >= 2),
-             f"dma_burst_beats = {self.dma_burst_beats} needs mem_ports >= 2, spad_banks >= 2 "
-             f"and acc_banks >= 2 (merged bursts go through a narrow port per bank; with one "
-             f"port or a shared narrow port the DMA keeps one row per burst), got mem_ports = "
-             f"{self.mem_ports}, spad_banks = {self.spad_banks}, acc_banks = {self.acc_banks}; "
-             f"set dma_burst_beats = 0 or change those")
-        need(not self.dma_rw_overlap or (self.mem_ports >= 2 and self.spad_banks >= 2
-                                         and self.acc_banks >= 2),
-             f"dma_rw_overlap needs mem_ports >= 2, spad_banks >= 2 and acc_banks >= 2 (each "
-             f"SRAM's narrow port per bank serves the LOAD's or the STORE's beats), got "
-             f"mem_ports = {self.mem_ports}, spad_banks = {self.spad_banks}, acc_banks = "
-             f"{self.acc_banks}; set dma_rw_overlap = false or change those")
+        need(self.dma_burst_beats == 0 or (self.spad_banks >= 2 and self.acc_banks >= 2),
+             f"dma_burst_beats = {self.dma_burst_beats} needs spad_banks >= 2 and acc_banks >= 2 "
+             f"(merged bursts go through a narrow port per bank; with a shared narrow port the "
+             f"DMA keeps one row per burst), got spad_banks = {self.spad_banks}, acc_banks = "
+             f"{self.acc_banks}; set dma_burst_beats = 0 or change those")
+        need(not self.dma_rw_overlap or (self.spad_banks >= 2 and self.acc_banks >= 2),
+             f"dma_rw_overlap needs spad_banks >= 2 and acc_banks >= 2 (each SRAM's narrow "
+             f"port per bank serves the LOAD's or the STORE's beats), got spad_banks = "
+             f"{self.spad_banks}, acc_banks = {self.acc_banks}; set dma_rw_overlap = false or "
+             f"change those")
         need(self.mem_size > 0 and self.mem_base >= 0
              and self.mem_base + self.mem_size <= (1 << self.axi_addr_bits),
              f"memory window [0x{self.mem_base:x}, +0x{self.mem_size:x}) must fit in "

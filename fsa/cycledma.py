@@ -56,8 +56,8 @@ from __future__ import annotations
 import math
 
 from fsa import isa
-from fsa.dmarules import (bank_ports, bursts, inflight_depth, load_store_ok, rows_on_port0,
-                          second_load_ok)
+from fsa.dmarules import (bursts, inflight_depth, load_store_ok, per_port_dma, rows_on_port0,
+                          second_load_ok, sram_bank_ports)
 
 __all__ = ["DmaEngine"]
 
@@ -94,7 +94,9 @@ class DmaEngine:
         # with its own bursts in flight and beat queue (index p, P + p)
         self.overlap = bool(getattr(cfg, "dma_rw_overlap", False))
         self.halves = 2 if self.overlap else 1
-        self.per_bank = {m: bank_ports(cfg.mem_ports, nb) for m, nb in self.banks.items()}
+        # the ports queue their AR/AW addresses in a FIFO (rtl/fsa_dma.py)
+        self.afifo = per_port_dma(cfg)
+        self.per_bank = {m: sram_bank_ports(cfg, nb) for m, nb in self.banks.items()}
         self.rr = {m: [0] * nb for m, nb in self.banks.items()}   # the banks' arbiters
         self.seq_pp: "dict | None" = None   # the per-port instruction being pushed
         self.pp_live: list[dict] = []          # per-port instructions with beats to move
@@ -122,9 +124,9 @@ class DmaEngine:
         if x.func != LOAD or \
                 not all(e["func"] == LOAD and e["accum"] == bool(x.is_accum) for e in held):
             return False
-        if self.ports == 1:
+        if self.ports == 1 and not per_port_dma(self.cfg):
             return x.size <= self.beat and all(e["per_row"] <= 1 for e in held)
-        # several ports: LOADs into an SRAM with a narrow port per bank, rows
+        # several ports (or per-port beats on one): LOADs into an SRAM with a narrow port per bank, rows
         # disjoint from those held (fsa.dmarules.second_load_ok)
         mem = "acc" if x.is_accum else "spad"
         return self.per_bank[mem] and all(
@@ -238,7 +240,7 @@ class DmaEngine:
                 continue
             h, i, k = q[0]
             hp = h["pp"]
-            lag = self.dma.lag(hp["x"], h["per_row"], hp["k"][j % n], self.ports)
+            lag = self.dma.lag(hp["x"], h["per_row"], hp["k"][j % n], self.ports, self.afifo)
             if c >= hp["push"][i] + hp["off"] + k + lag:
                 reqs.setdefault((h["mem"], hp["bank"][i][k]), []).append(j)
         done_rows = []

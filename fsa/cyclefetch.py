@@ -27,6 +27,8 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass
 
+from fsa.dmarules import per_port_dma
+
 __all__ = ["FetchTiming", "FETCH_FIRST", "BURST_MAX", "BURST_WORDS", "LOAD_TAIL",
            "burst_beats", "loads_wait_whole_burst", "Fetch"]
 
@@ -64,8 +66,9 @@ def loads_wait_whole_burst(cfg) -> bool:
     """Whether a DMA LOAD waits for a fetch burst's last beat (several memory
     ports: the per-port DMA model does not place a LOAD's port-0 beats
     behind a burst) rather than only for its tail (:data:`LOAD_TAIL`; one
-    port).  ``rtl/fsa_rdarb.py`` ``hold``."""
-    return cfg.mem_ports > 1
+    port, unless its DMA works per port, :func:`fsa.dmarules.per_port_dma`).
+    ``rtl/fsa_rdarb.py`` ``hold``."""
+    return cfg.mem_ports > 1 or per_port_dma(cfg)
 
 
 @dataclass(frozen=True)

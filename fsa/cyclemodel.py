@@ -630,13 +630,13 @@ def dma_demand(cfg: FSAConfig) -> dict[str, float]:
     hidden by a second LOAD in flight only on one port
     (:func:`fsa.dmarules.inflight_depth`; docs/performance.md section 1f).
     """
-    from fsa.dmarules import bank_ports
+    from fsa.dmarules import sram_bank_ports
     from fsa.plan_ud import period as ud_period
     R, C = cfg.sa_rows, cfg.sa_cols
     e = cfg.e_fmt.bytes
     beat = cfg.axi_data_bits // 8
     beats = 2 * R * math.ceil(R * e / beat)
-    lanes = min(cfg.mem_ports, cfg.spad_banks) if bank_ports(cfg.mem_ports, cfg.spad_banks) else 1
+    lanes = min(cfg.mem_ports, cfg.spad_banks) if sram_bank_ports(cfg, cfg.spad_banks) else 1
     period = reference_period(R, C, cfg.exp2_pieces)
     ud = ud_period(R, cfg.exp2_pieces)
     # K's rows follow each other in memory, V^T's do not (its rows are

@@ -30,7 +30,7 @@ from __future__ import annotations
 #: the DMA reads this module, and its build cache keys on what it imports)
 _LOAD = 0
 
-__all__ = ["INFLIGHT", "inflight_depth", "bank_ports", "sram_span", "rows_on_port0",
+__all__ = ["INFLIGHT", "inflight_depth", "bank_ports", "per_port_dma", "sram_bank_ports", "sram_span", "rows_on_port0",
            "second_load_ok", "mem_span", "load_store_ok", "merges_rows", "bursts"]
 
 #: DMA instructions in flight at once on a one-port DMA (the in-flight queue depth)
@@ -104,13 +104,28 @@ def load_store_ok(held, new) -> bool:
     return hi1 <= lo2 or hi2 <= lo1
 
 
-def bank_ports(ports: int, banks: int) -> bool:
+def bank_ports(ports: int, banks: int, per_port: bool = False) -> bool:
     """Whether an SRAM with `banks` banks gets one narrow port per bank
     (``rtl/fsa_sram_bp.py``) on a DMA with `ports` AXI ports: with several
-    ports and several banks, so that the ports write (or read) rows in
-    different banks in the same cycle; else the SRAM's one narrow port,
-    shared by the ports, moves one beat per cycle."""
-    return ports > 1 and banks > 1
+    banks and either several ports, so that the ports write (or read) rows
+    in different banks in the same cycle, or one port whose DMA moves its
+    beats per port (`per_port`: the config's ``dma_rw_overlap`` or
+    ``dma_burst_beats``, :func:`per_port_dma`); else the SRAM's one narrow
+    port, shared by the ports, moves one beat per cycle."""
+    return banks > 1 and (ports > 1 or per_port)
+
+
+def per_port_dma(cfg) -> bool:
+    """Whether a one-port DMA of config `cfg` works as the several-port one
+    does (each port's bursts and beats of its own, banks with a narrow port
+    each): with ``dma_rw_overlap`` (a read and a write half) or merged
+    bursts (``dma_burst_beats`` > 0), which need it."""
+    return bool(getattr(cfg, "dma_rw_overlap", False) or getattr(cfg, "dma_burst_beats", 0))
+
+
+def sram_bank_ports(cfg, banks: int) -> bool:
+    """:func:`bank_ports` for an SRAM of `banks` banks in config `cfg`."""
+    return bank_ports(cfg.mem_ports, banks, per_port_dma(cfg))
 
 
 def merges_rows(ins, beat_bytes: int, max_beats: int) -> bool:

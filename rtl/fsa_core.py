@@ -67,7 +67,7 @@ from myhdl import ConcatSignal, ResetSignal, always_comb, block
 
 from fsa.hw.errors import ERR_BITS
 from fsa.hw.regs import COUNTER_BITS, COUNTERS, STATE_BITS
-from fsa.dmarules import bank_ports
+from fsa.dmarules import sram_bank_ports
 from rtl import fsa_dma_if, fsa_sram_bp
 from rtl import (fsa_acc, fsa_array, fsa_bcmp, fsa_cmp, fsa_counters, fsa_decode, fsa_dispatch,
                  fsa_mxctrl, fsa_queue, fsa_regs, fsa_sem, fsa_sram, fsa_status)
@@ -270,7 +270,7 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, abort_req, abor
                     n_wdata=sp_n_wdata, n_rvalid=sp_n_rvalid, n_rdata=sp_n_rdata)
     # (with several AXI ports a banked SRAM has a narrow port per bank:
     # rtl/fsa_sram_bp.py, fsa.dmarules.bank_ports)
-    sp_mod = fsa_sram_bp if bank_ports(cfg.mem_ports, sp_banks) else fsa_sram
+    sp_mod = fsa_sram_bp if sram_bank_ports(cfg, sp_banks) else fsa_sram
     sp_fn = fsa_sram_bp.fsa_sram_bp if sp_mod is fsa_sram_bp else fsa_sram.fsa_sram
     insts.append(submodule(sp_fn, (), dict(sp_ports, rows=sp_rows, row_bits=sp_bits,
                                            lane_bits=sp_lane, banks=sp_banks),
@@ -281,7 +281,7 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, abort_req, abor
                     w_addr=ac_waddr_n, w_wdata=acc_wb, n_valid=ac_n_valid,
                     n_ready=ac_n_ready, n_we=ac_n_we, n_addr=ac_n_addr, n_lane=ac_n_lane,
                     n_wdata=ac_n_wdata, n_rvalid=ac_n_rvalid, n_rdata=ac_n_rdata)
-    ac_mod = fsa_sram_bp if bank_ports(cfg.mem_ports, ac_banks) else fsa_sram
+    ac_mod = fsa_sram_bp if sram_bank_ports(cfg, ac_banks) else fsa_sram
     ac_fn = fsa_sram_bp.fsa_sram_bp if ac_mod is fsa_sram_bp else fsa_sram.fsa_sram
     insts.append(submodule(ac_fn, (), dict(ac_ports, rows=ac_rows, row_bits=ac_bits,
                                            lane_bits=ac_lane, banks=ac_banks),

@@ -497,11 +497,11 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
     # ---- reductions over the ports
     any_req = sig(1)
     if OV:
-        wcan_v = ConcatSignal(*reversed(w_side["cans"]))
-        rcan_v = ConcatSignal(*reversed(cans))
-        idle_v = ConcatSignal(*reversed(idles + w_side["idles"]))
-        rde_v = ConcatSignal(*reversed(rd_errs))
-        wre_v = ConcatSignal(*reversed(wr_errs))
+        wcan_v = _vec(w_side["cans"])
+        rcan_v = _vec(cans)
+        idle_v = _vec(idles + w_side["idles"])
+        rde_v = _vec(rd_errs)
+        wre_v = _vec(wr_errs)
 
         @always_comb
         def sel_rw():
@@ -525,7 +525,7 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
                 else:
                     r_acc.next = cmd_is_accum
         insts.append(rw_srams)
-    elif P == 1:
+    elif P == 1 and not BP:
         can_v, idle_v, req_v, rde_v, wre_v = cans[0], idles[0], reqs[0], rd_errs[0], wr_errs[0]
         grant0 = grants[0]
 
@@ -539,13 +539,13 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
             grant0.next = req_v
         insts.append(sel1)
         m_row, m_lane, m_wdata = q_rows[0], q_lanes[0], getattr(m, "axi").rdata
-    else:
-        can_v = ConcatSignal(*reversed(cans))
-        idle_v = ConcatSignal(*reversed(idles))
-        req_v = ConcatSignal(*reversed(reqs))
-        rde_v = ConcatSignal(*reversed(rd_errs))
-        wre_v = ConcatSignal(*reversed(wr_errs))
-        ALL = (1 << P) - 1
+    else:       # several ports, or one port with bank ports (fsa.dmarules.per_port_dma)
+        can_v = _vec(cans)
+        idle_v = _vec(idles, 1)
+        req_v = _vec(reqs)
+        rde_v = _vec(rd_errs)
+        wre_v = _vec(wr_errs)
+        ALL = (1 << len(idle_v)) - 1
 
         @always_comb
         def selp():
@@ -735,6 +735,14 @@ def fsa_dma(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting=Non
                 code_r.next = ERR_AXI_WR
     insts.append(seq)
     return insts
+
+
+def _vec(bits, pad: int = 0):
+    """The 1-bit signals `bits` as one vector, ``bits[i]`` at bit i (one
+    signal is padded with a constant `pad` bit, so that it is a vector)."""
+    if len(bits) == 1:
+        return ConcatSignal(intbv(pad)[1:], bits[0])
+    return ConcatSignal(*reversed(bits))
 
 
 @block

@@ -147,13 +147,18 @@ def _banked_side(clk, rst, c_store, c_accum, reqs, q_rows, q_lanes, rdatas, gran
         anyb = sig(1)
         insts.append(comb_expr(anyb, " or ".join(f"r{p}" for p in range(P)),
                                **{f"r{p}": breqs[p] for p in range(P)}))
-        bg = vsig(TB)
-        insts.append(rr_arbiter(clk, rst, breqs, anyb, bd.n_ready(b), bgr[b], bg))
         BW = LW + LS + LB
         bundles = [ConcatSignal(_bits(q_rows[p], kb + LW, kb), _low(q_lanes[p], LS), rdatas[p])
                    for p in range(P)]
-        mb = sig(BW)
-        insts.append(mux_tree(bundles, bg, mb))
+        if P == 1:      # one port (fsa.dmarules.per_port_dma): its request is granted
+            insts.append(comb_expr(bgr[b][0], "r", r=breqs[0]))
+            mb = sig(BW)        # (a signal: MyHDL drops slices of a ConcatSignal's slice)
+            insts.append(comb_expr(mb, "x", x=bundles[0]))
+        else:
+            bg = vsig(TB)
+            insts.append(rr_arbiter(clk, rst, breqs, anyb, bd.n_ready(b), bgr[b], bg))
+            mb = sig(BW)
+            insts.append(mux_tree(bundles, bg, mb))
         valids.append(anyb)
         addrs.append(_bits(mb, BW, LS + LB))
         lanes.append(_bits(mb, LS + LB, LB))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from myhdl import ResetSignal
 
-from fsa.dmarules import INFLIGHT, bank_ports, inflight_depth  # noqa: F401
+from fsa.dmarules import INFLIGHT, bank_ports, inflight_depth, sram_bank_ports  # noqa: F401
 from rtl.convert import sig
 from rtl.prim import Bundle, clog2
 
@@ -104,7 +104,7 @@ def geometry(cfg) -> dict:
     for pre, rows, nb in (("spad", cfg.spad_rows, cfg.spad_banks),
                           ("acc", cfg.acc_rows, cfg.acc_banks)):
         g[f"{pre}_banks"] = nb
-        g[f"{pre}_bp"] = bank_ports(cfg.mem_ports, nb)     # a narrow port per bank
+        g[f"{pre}_bp"] = sram_bank_ports(cfg, nb)     # a narrow port per bank
         g[f"{pre}_local_bits"] = clog2(-(-rows // nb))
     g["row_bits_max"] = max(g["spad_addr_bits"], g["acc_addr_bits"])
     g["lane_sel_max"] = max(g["spad_lane_bits"], g["acc_lane_bits"])

@@ -71,7 +71,7 @@ def inflight_queue(clk, rst, QD, _S_IDLE, _S_CHECK, _S_RUN, _CNT_BITS, *, state,
     insts.append(ending)
 
     second_ok = sig(1)          # a second instruction may join the one held
-    if P == 1:
+    if P == 1 and not (bp[0] or bp[1]):
         # one port: its bursts finish in order, so a burst count per slot
         # tells when the oldest instruction's last burst has finished
         cnt0, cnt1, hz = sig(_CNT_BITS), sig(_CNT_BITS), sig(1)

@@ -71,7 +71,7 @@ def units_for(cfg) -> list[Unit]:
                      fsa_delay, fsa_dispatch, fsa_dma, fsa_dma_port, fsa_fetch, fsa_mxctrl,
                      fsa_pe, fsa_rdarb,
                      fsa_queue, fsa_regs, fsa_sem, fsa_sram, fsa_sram_bp, fsa_status, fsa_top)
-    from fsa.dmarules import bank_ports
+    from fsa.dmarules import sram_bank_ports
     from rtl.fp import fsa_cvt, fsa_div, fsa_fcmp, fsa_fma
 
     e, a, p = cfg.e_type, cfg.a_type, cfg.exp2_pieces
@@ -125,7 +125,7 @@ def units_for(cfg) -> list[Unit]:
     geo = fsa_core.sram_geometries(cfg)
     for side, role in (("spad", "scratchpad SRAM"), ("acc", "accumulator SRAM")):
         # (with several AXI ports a banked SRAM has a narrow port per bank)
-        bp = bank_ports(cfg.mem_ports, geo[side][3])
+        bp = sram_bank_ports(cfg, geo[side][3])
         add(fsa_sram_bp if bp else fsa_sram, role + (", a narrow port per bank" if bp else ""),
             rows=geo[side][0], row_bits=geo[side][1], lane_bits=geo[side][2],
             banks=geo[side][3])

@@ -700,14 +700,15 @@ async def dma_throughput(dut):
 
 def second_load_expected(cfg: FSAConfig, first: Dma, second: Dma) -> bool:
     """Whether the DMA accepts LOAD `second` while LOAD `first` is in
-    flight (fsa/dmarules.py): one port, rows of one beat; several ports, an
-    SRAM with a narrow port per bank and disjoint rows."""
-    from fsa.dmarules import bank_ports, second_load_ok
+    flight (fsa/dmarules.py): one port, rows of one beat; several ports (or
+    one port with per-port beats, ``per_port_dma``), an SRAM with a narrow
+    port per bank and disjoint rows."""
+    from fsa.dmarules import per_port_dma, second_load_ok, sram_bank_ports
     bb = cfg.axi_data_bits // 8
-    if cfg.mem_ports == 1:
+    if cfg.mem_ports == 1 and not per_port_dma(cfg):
         return first.size <= bb and second.size <= bb
     banks = cfg.acc_banks if second.is_accum else cfg.spad_banks
-    return bank_ports(cfg.mem_ports, banks) and second_load_ok(first, second)
+    return sram_bank_ports(cfg, banks) and second_load_ok(first, second)
 
 
 @cocotb.test()

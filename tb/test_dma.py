@@ -137,6 +137,12 @@ LINT_CONFIGS = list(CONFIGS.values()) + [
                                             spad_banks=2, acc_banks=2, acc_rows=18,
                                             spad_rows=32, dma_rw_overlap=True,
                                             name="DmaOverlapOneLane"),
+    # one port with the per-port DMA (fsa.dmarules.per_port_dma): the overlap
+    # and merged bursts, and merged bursts alone
+    fconfig.get("FSA4X4Fp16Config").replace(acc_banks=2, dma_rw_overlap=True,
+                                            dma_burst_beats=16, name="DmaOnePortOverlap"),
+    fconfig.get("FSA8X8Fp32Config").replace(acc_banks=2, dma_burst_beats=4,
+                                            name="DmaOnePortMerge"),
 ]
 
 

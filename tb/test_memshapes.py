@@ -21,6 +21,11 @@ as 64x64 fp16 rows on the presets' 512-bit bus).
   equals cocotbext-axi's AxiRam while a LOAD and a STORE share the ports.
 
 The shapes carry the presets' ``dma_rw_overlap``; ``LONG`` keeps it off.
+``ONE`` is a one-port config with the per-port DMA
+(``fsa.dmarules.per_port_dma``: two banks in each SRAM, each with its own
+narrow port, a LOAD and a STORE at once, merged bursts); the unit bench,
+UD attention, the random DMA programs, the fast memory path and the long
+fetched programs run on it too.
 """
 from __future__ import annotations
 
@@ -81,8 +86,23 @@ LONG = shape("FSA8X8Fp16Config", 64, dma_burst_beats=256, spad_rows=256,
     mem_size=fconfig.get("FSA8X8Fp16Config").mem_size - 64)
 
 
+#: one AXI port with the per-port DMA (fsa.dmarules.per_port_dma): the 4x4
+#: fp16 preset (one-beat rows on its 64-bit bus, program fetch a large share
+#: of the read channel) with two accumulator banks, so that both SRAMs get a
+#: narrow port per bank, a LOAD and a STORE in flight at once and rows
+#: merged into bursts of up to 16 beats
+ONE = fconfig.get("FSA4X4Fp16Config").replace(
+    name="FSA4X4Fp16OnePortOvConfig", acc_banks=2, dma_rw_overlap=True, dma_burst_beats=16)
+
+
 def _shape(b):
-    return LONG if b == "long" else SHAPES[b]
+    return {"long": LONG, "one": ONE}[b] if isinstance(b, str) else SHAPES[b]
+
+
+def _ud(b):
+    """The UD build of shape `b`."""
+    base = _shape(b)
+    return base.replace(name=base.name.replace("Config", "UdConfig"), dataflow="ud")
 
 
 def test_shape_matches_the_presets():
@@ -107,7 +127,7 @@ def test_shape_matches_the_presets():
 
 
 @pytest.mark.sim
-@pytest.mark.parametrize("b", sorted(SHAPES) + ["long"])
+@pytest.mark.parametrize("b", sorted(SHAPES) + ["long", "one"])
 def test_dma_shape(b):
     cfg = _shape(b)
     params = dict(config=cfg.to_dict(), random_instrs=1000 if FULL else 100)
@@ -123,6 +143,7 @@ def test_dma_shape(b):
     # the reference hardware's, bits and counters); FULL=1 builds the
     # reference-dataflow shapes too
     (2, True, "reference"),
+    ("one", True, "ud"),
     pytest.param(4, True, "ud", marks=pytest.mark.full),
     pytest.param(2, False, "reference", marks=pytest.mark.full),
     pytest.param(4, False, "reference", marks=pytest.mark.full),
@@ -130,8 +151,7 @@ def test_dma_shape(b):
 def test_attention_shape(b, ud, kernel):
     if (b == 4 or not ud) and not FULL:
         pytest.skip("long sweep: FULL=1")
-    base = SHAPES[b]
-    cfg = base.replace(name=base.name.replace("Config", "UdConfig"), dataflow="ud") if ud else base
+    cfg = _ud(b) if ud else _shape(b)
     sq, skv = 16, 24
     rng = np.random.default_rng(SEED)
     q, k, v = (nx.from_float64(fa3_inputs(rng, (n, cfg.sa_rows)), cfg.e_type) for n in (sq, skv, skv))
@@ -209,21 +229,18 @@ def random_dma_program(cfg, rng, n: int, region: int):
 
 
 @pytest.mark.sim
-@pytest.mark.parametrize("b", [2, 8, "long", "FSA8X8Fp16Config"])
+@pytest.mark.parametrize("b", [2, 8, "long", "one", "FSA8X8Fp16Config"])
 def test_random_dma_programs_shape(b):
     """Random DMA-only programs (random_dma_program) on the multi-port UD
-    builds of test_attention_shape (and on the one-port 8x8 preset, two
-    banks), one after another on one device: the memory each leaves equals
+    builds of test_attention_shape, on the one-port one with the per-port
+    DMA (ONE), and on the one-port 8x8 preset (two banks, one shared narrow
+    port), one after another on one device: the memory each leaves equals
     the golden model's byte for byte, and each run's ``exec`` and
     ``dma_active`` counters equal the cycle model's (two LOADs in flight
     exactly as fsa/dmarules.py and fsa/cycledma.py say).  This found the
     cycle model placing a STORE from the scratchpad in the accumulator's
     banks."""
-    if isinstance(b, str) and b != "long":
-        cfg = fconfig.get(b)
-    else:
-        base = _shape(b)
-        cfg = base.replace(name=base.name.replace("Config", "UdConfig"), dataflow="ud")
+    cfg = fconfig.get(b) if b.__class__ is str and b not in ("long", "one") else _ud(b)
     rng = np.random.default_rng(SEED * 100 + (b if isinstance(b, int) else 0))
     n_prog = 12 if FULL else 4
     progs = [random_dma_program(cfg, rng, 24, k + 1) for k in range(n_prog)]
@@ -266,15 +283,16 @@ def test_random_dma_programs_shape(b):
 
 
 @pytest.mark.sim
-def test_fast_memory_with_loads_and_stores_at_once():
+@pytest.mark.parametrize("b", [2, "one"])
+def test_fast_memory_with_loads_and_stores_at_once(b):
     """The fast memory path (fsa/fastmem.py: the slaves inside the
     simulation) answers a LOAD and a STORE in flight on one port at once
     as cocotbext-axi's AxiRam does: random DMA programs on the b = 2 shape
-    (dma_rw_overlap) give the same counters and the same bytes on both."""
+    and on ONE (dma_rw_overlap) give the same counters and the same bytes on
+    both."""
     if simrun.get_sim() != "verilator":
         pytest.skip("the fast memory path is Verilator only")
-    base = SHAPES[2]
-    cfg = base.replace(name=base.name.replace("Config", "UdConfig"), dataflow="ud")
+    cfg = _ud(b)
     assert cfg.dma_rw_overlap
     rng = np.random.default_rng(SEED * 100 + 11)
     progs = [random_dma_program(cfg, rng, 24, k + 1) for k in range(3)]
@@ -296,17 +314,18 @@ def test_fast_memory_with_loads_and_stores_at_once():
 
 
 @pytest.mark.sim
+@pytest.mark.parametrize("b", [2, "one"])
 @pytest.mark.parametrize("kind", ["alternating", "random"])
-def test_long_dma_program_fetched_while_loads_and_stores_overlap(kind):
+def test_long_dma_program_fetched_while_loads_and_stores_overlap(kind, b):
     """A DMA program longer than the instruction queue on the b = 2 UD
-    shape, fetched by the device over port 0's read channel while LOADs and
+    shape and on ONE (one port: the fetch bursts and the LOADs share its
+    read channel), fetched by the device over port 0's read channel while LOADs and
     STOREs are in flight, together where dma_rw_overlap allows (port 0's
     read arbiter keeps their directions in order: a fetch burst waits for
     the LOADs only): STOREs of the accumulator alternating with LOADs into
     the scratchpad, and a random program; memory equal to the golden
     model's, counters equal to the cycle model's (with program fetch)."""
-    base = SHAPES[2]
-    cfg = base.replace(name=base.name.replace("Config", "UdConfig"), dataflow="ud")
+    cfg = _ud(b)
     rng = np.random.default_rng(SEED * 100 + 12)
     if kind == "random":
         ins, image, (addr, n) = random_dma_program(cfg, rng, 300, 1)
@@ -314,10 +333,11 @@ def test_long_dma_program_fetched_while_loads_and_stores_overlap(kind):
         srb, arb = cfg.spad_row_bytes, cfg.acc_row_bytes
         addr, n = cfg.mem_base + 0x10000, 0x8000
         ins = []
+        r = min(16, cfg.spad_rows // 3)         # LOAD rows (three areas of the scratchpad)
         for k in range(150):
             ins += [Dma(DmaFunc.STORE, repeat=8, sram_addr=0, sram_stride=1, is_accum=True,
                         mem_addr=addr + 0x4000 + (k % 8) * 8 * arb, mem_stride=arb, size=arb),
-                    Dma(DmaFunc.LOAD, repeat=16, sram_addr=(k % 3) * 16, sram_stride=1,
+                    Dma(DmaFunc.LOAD, repeat=r, sram_addr=(k % 3) * r, sram_stride=1,
                         mem_addr=addr + (k % 16) * 16 * srb, mem_stride=srb, size=srb)]
         ins.append(Fence(dma=True, stop=True))
         image = [(addr, rng.bytes(n))]

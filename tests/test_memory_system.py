@@ -269,12 +269,18 @@ def test_dma_burst_beats_is_validated(value, words):
         fconfig.get("FSA64X64Fp16Config").replace(dma_burst_beats=value)
 
 
-@pytest.mark.parametrize("name", ["FSA16X16Fp16Config", "FSA4X4Fp16TwoPortConfig"])
-def test_dma_burst_beats_needs_bank_ports(name):
-    """One port, or a scratchpad of one bank (a shared narrow port): the
-    error names the fields to change."""
-    with pytest.raises(ValueError, match="needs mem_ports >= 2, spad_banks >= 2 and acc_banks"):
+@pytest.mark.parametrize("name,got", [("FSA16X16Fp16Config", "spad_banks = 2, acc_banks = 1"),
+                                      ("FSA4X4Fp16TwoPortConfig", "spad_banks = 1, acc_banks = 1")])
+def test_dma_burst_beats_needs_bank_ports(name, got):
+    """An SRAM of one bank (a shared narrow port): the error names the
+    fields to change; with two banks in each SRAM one port is enough (its
+    SRAMs then get a narrow port per bank, fsa.dmarules.per_port_dma)."""
+    from fsa.dmarules import per_port_dma, sram_bank_ports
+    with pytest.raises(ValueError, match=f"needs spad_banks >= 2 and acc_banks >= 2 .*got {got}"):
         fconfig.get(name).replace(dma_burst_beats=16)
+    cfg = fconfig.get(name).replace(dma_burst_beats=16, spad_banks=2, acc_banks=2, name="Two")
+    assert per_port_dma(cfg) and sram_bank_ports(cfg, 2) and not sram_bank_ports(cfg, 1)
+    assert not per_port_dma(fconfig.get(name))
 
 
 def test_presets_merge_four_rows_per_burst():
@@ -345,14 +351,16 @@ def test_merged_bursts_lift_the_row_limit_at_128x128_ud():
 
 # ---------------------------------------------------------------- a LOAD and a STORE at once
 @pytest.mark.parametrize("kw,words", [
-    (dict(mem_ports=1, spad_banks=2, acc_banks=1), "dma_rw_overlap needs mem_ports >= 2"),
-    (dict(spad_banks=1), "got mem_ports = 4, spad_banks = 1"),
+    (dict(mem_ports=1, spad_banks=2, acc_banks=1), "dma_rw_overlap needs spad_banks >= 2 and "
+     "acc_banks >= 2 .* got spad_banks = 2, acc_banks = 1"),
+    (dict(spad_banks=1), "got spad_banks = 1"),
     (dict(acc_banks=1), "acc_banks = 1; set dma_rw_overlap = false"),
     (dict(dma_rw_overlap=1), "dma_rw_overlap must be true or false, got int 1"),
     (dict(dma_rw_overlap="yes"), "dma_rw_overlap must be true or false")])
 def test_rw_overlap_is_validated(kw, words):
-    """dma_rw_overlap is a bool, and needs several ports and a narrow port
-    per bank in both SRAMs; the error names the fields to change."""
+    """dma_rw_overlap is a bool, and needs a narrow port per bank in both
+    SRAMs (two banks each; one AXI port is enough); the error names the
+    fields to change."""
     cfg = fconfig.get("FSA32X32Fp32UdConfig")
     assert cfg.dma_rw_overlap is True
     kw = dict(kw)
@@ -360,6 +368,8 @@ def test_rw_overlap_is_validated(kw, words):
         kw["dma_burst_beats"] = 0     # (its own rule would speak first)
     with pytest.raises(ValueError, match=words):
         cfg.replace(name="Bad", **kw)
+    one = cfg.replace(name="OnePort", mem_ports=1, dma_burst_beats=0)
+    assert one.dma_rw_overlap and one.spad_banks >= 2 and one.acc_banks >= 2
     # and it round-trips through FSAConfig.json
     back = fconfig.FSAConfig.from_dict(json.loads(cfg.to_json()))
     assert back.dma_rw_overlap is True and back == cfg
@@ -388,13 +398,17 @@ def test_load_store_rule():
     assert not load_store_ok(op(L, 0, 100, 4, -16), op(S, 1, 115 - 15, 1))
 
 
-def test_rw_overlap_in_the_cycle_model():
+@pytest.mark.parametrize("name,kw", [("FSA32X32Fp32UdConfig", {}),
+                                     ("FSA16X16Fp16UdConfig", dict(acc_banks=2,
+                                                                   dma_rw_overlap=True))])
+def test_rw_overlap_in_the_cycle_model(name, kw):
     """The cycle model keeps a LOAD and a STORE in flight together exactly
     where dma_rw_overlap and load_store_ok allow it: a STORE of the
     accumulator joins a LOAD of other bytes into the scratchpad, not one of
-    its own bytes, and not without the field."""
+    its own bytes, and not without the field; on four ports and on one."""
     from fsa.isa import Dma, DmaFunc, Fence
-    cfg = fconfig.get("FSA32X32Fp32UdConfig")
+    cfg = fconfig.get(name).replace(name="Ov", **kw) if kw else fconfig.get(name)
+    assert cfg.dma_rw_overlap
     srb, arb, base = cfg.spad_row_bytes, cfg.acc_row_bytes, cfg.mem_base
     ld = Dma(DmaFunc.LOAD, repeat=16, sram_addr=0, sram_stride=1, mem_addr=base,
              mem_stride=srb, size=srb)

@@ -25,6 +25,12 @@ tables and writes ``bench/results/memory.json``:
    channel is busy (AR and AW: one address per burst; R and W: beats; B:
    one response per write burst), averaged over the ports and the whole run (Q loads and O stores
    included, program fetch not).
+
+Table 1b: the presets with ``dma_rw_overlap`` against the same config
+without it; table 1c: the one-port presets (two scratchpad banks) against
+the per-port DMA on their one port (``fsa.dmarules.per_port_dma``: two
+accumulator banks, ``dma_rw_overlap``, merged bursts), which the presets
+do not take (see docs/performance.md).
 """
 from __future__ import annotations
 
@@ -39,6 +45,8 @@ from fsa import config as fconfig
 from fsa import cyclemodel as cm
 
 N = 4096
+#: the merged-burst cap of table 1c's per-port one-port variants
+PER_PORT_BURST = 16
 
 
 def configs(quick: bool) -> list[str]:
@@ -92,6 +100,13 @@ def main(argv: "list[str] | None" = None) -> int:
         if cfg.dma_rw_overlap:
             off = cfg.replace(dma_rw_overlap=False, name=f"{name}NoOverlap")
             no_ov = cm.predict_cycles(off, N, N, False, cm.steady_state(off, program="fetch"))
+        # one port: the per-port DMA (fsa.dmarules.per_port_dma) with two
+        # accumulator banks, a LOAD and a STORE at once and merged bursts
+        per_port = None
+        if cfg.mem_ports == 1 and cfg.spad_banks >= 2:
+            pp = cfg.replace(acc_banks=max(2, cfg.acc_banks), dma_rw_overlap=True,
+                             dma_burst_beats=PER_PORT_BURST, name=f"{name}PerPort")
+            per_port = cm.predict_cycles(pp, N, N, False, cm.steady_state(pp, program="fetch"))
         ud = cfg.dataflow == "ud"
         period = need["ud_period"] if ud else need["period"]
         rows.append({"config": name, "dataflow": cfg.dataflow, "R": cfg.sa_rows, "C": cfg.sa_cols,
@@ -108,6 +123,7 @@ def main(argv: "list[str] | None" = None) -> int:
                      "narrow_share": need["ud_occupancy"] if ud else need["occupancy"],
                      "dma_burst_beats": cfg.dma_burst_beats,
                      "dma_rw_overlap": cfg.dma_rw_overlap, "cycles_no_overlap": no_ov,
+                     "cycles_per_port": per_port,
                      "burst_share": need["bursts"] / period,
                      "channels": channel_use(cfg, N, cyc)})
     print(f"1. Cycles per key block and at N = {N} (model, program fetch; fsa predict vs --free-dma)")
@@ -126,6 +142,15 @@ def main(argv: "list[str] | None" = None) -> int:
                 [[r["config"], r["cycles"], 100 * r["vs_free"], r["cycles_no_overlap"],
                   100 * (r["cycles_no_overlap"] / r["cycles_free"] - 1),
                   100 * (r["cycles_no_overlap"] / r["cycles"] - 1)] for r in ov],
+                ["", ".0f", "+.2f", ".0f", "+.2f", "+.2f"]))
+    one = [r for r in rows if r["cycles_per_port"] is not None]
+    print(f"\n1c. One port: the preset against the per-port DMA (two accumulator banks, "
+          f"dma_rw_overlap, dma_burst_beats = {PER_PORT_BURST}), N = {N}")
+    print(table(["config", "N cycles, preset", "over free", "N cycles, per-port", "over free",
+                 "gain"],
+                [[r["config"], r["cycles"], 100 * r["vs_free"], r["cycles_per_port"],
+                  100 * (r["cycles_per_port"] / r["cycles_free"] - 1),
+                  100 * (r["cycles"] / r["cycles_per_port"] - 1)] for r in one],
                 ["", ".0f", "+.2f", ".0f", "+.2f", "+.2f"]))
     print(f"\n2. Bus occupancy at N = {N} (share of cycles per AXI channel) and the K/V demand")
     print(table(["config", "bytes / key block", "beats / key block", "bursts / key block",

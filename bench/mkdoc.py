@@ -193,7 +193,8 @@ def sec_memory(m: dict) -> list[str]:
     ov = [r for r in rows if r.get("dma_rw_overlap")]
     if ov:
         out += ["", "\"ld+st\": a LOAD and a STORE in flight at once (`dma_rw_overlap`, the "
-                "multi-port presets; each port a read and a write half, the two instructions of "
+                "multi-port presets; any config with two banks in each SRAM may set it; each "
+                "port a read and a write half, the two instructions of "
                 "different SRAMs and disjoint memory bytes, `fsa.dmarules.load_store_ok`). "
                 f"With it and without it, N = {m['N']} (the UD kernel's O store from the "
                 "accumulator runs under the K/V loads into the scratchpad):", ""]
@@ -203,6 +204,28 @@ def sec_memory(m: dict) -> list[str]:
                               r["cycles_no_overlap"],
                               100 * (r["cycles_no_overlap"] / r["cycles_free"] - 1),
                               100 * (r["cycles_no_overlap"] / r["cycles"] - 1)] for r in ov],
+                            ["", ".0f", "+.2f", ".0f", "+.2f", "+.2f"]))
+    one = [r for r in rows if r.get("cycles_per_port") is not None]
+    if one:
+        out += ["", "One AXI port can take the same DMA (`fsa.dmarules.per_port_dma`: with "
+                "`dma_rw_overlap` or `dma_burst_beats` and two banks in each SRAM, each SRAM "
+                "gets a narrow port per bank and the port a read and a write half, as with "
+                "several ports). The one-port presets do not take it: against the preset, the "
+                "same config with two accumulator banks, `dma_rw_overlap` and bursts of up to "
+                "16 beats gains at most a few tenths of a percent on the UD twins of 8x8 and "
+                "larger (nothing on the reference presets), and loses on the 64-bit 4x4 "
+                "fp16 / bf16 ones (there a program-fetch burst then holds the K/V LOADs until "
+                "its last beat, `fsa.cyclefetch.loads_wait_whole_burst`, and fetch is a large "
+                "share of the read channel), at the cost of a second SRAM bank-port set and "
+                "a second DMA port half. (The per-port 4x4 fp32 UD row's figure below the "
+                "free DMA is the steady-state fit's error: the whole program at N = 256 takes "
+                "79,170 cycles per-port, 79,202 with the preset, 78,548 with a free DMA.) "
+                f"N = {m['N']}:", ""]
+        out.append(md_table(["config", "N cycles, preset", "over free, %",
+                             "N cycles, per-port", "over free, %", "gain, %"],
+                            [[r["config"], r["cycles"], 100 * r["vs_free"], r["cycles_per_port"],
+                              100 * (r["cycles_per_port"] / r["cycles_free"] - 1),
+                              100 * (r["cycles"] / r["cycles_per_port"] - 1)] for r in one],
                             ["", ".0f", "+.2f", ".0f", "+.2f", "+.2f"]))
     out += ["", f"Bus occupancy at N = {m['N']}: the K/V stream per key block (bytes, beats, the "
             "narrow ports they spread over), the share of those narrow ports it needs in the "

@@ -16,13 +16,17 @@ order, so there a LOAD joins a LOAD in flight only into the same SRAM, when
 that SRAM has a narrow port per bank (:func:`bank_ports`; the cycle model
 follows the per-port beats there) and the two LOADs' SRAM rows are disjoint
 (:func:`second_load_ok`), so the order cannot matter.  With the config's
-``dma_rw_overlap`` (several ports, both SRAMs banked) a LOAD and a STORE
+``dma_rw_overlap`` (both SRAMs banked, one port or several) a LOAD and a STORE
 may also be in flight together when they use different SRAMs and disjoint
 memory bytes (:func:`load_store_ok`; each port has a read half and a
 write half).
 
 :func:`bank_ports`: with several ports, a banked SRAM has a narrow port per
-bank, so the ports' beats into different banks move in the same cycle.
+bank, so the ports' beats into different banks move in the same cycle.  A
+one-port DMA with ``dma_rw_overlap`` or merged bursts
+(:func:`per_port_dma`) works as the several-port one: banked SRAMs with a
+narrow port per bank, per-port beats, the several-port rules above, and
+its port queues AR/AW addresses in a FIFO.
 """
 from __future__ import annotations
 

@@ -93,7 +93,9 @@ once without any traffic.
 
 In-flight queue (``rtl/fsa_dma_queue.py`` has the rules): up to
 ``INFLIGHT`` = 2 LOADs into one SRAM (one port: of one-beat rows; several
-ports: into an SRAM with a narrow port per bank, rows disjoint, no SRAM
+ports, or one port with ``dma_rw_overlap`` or merged bursts
+(``fsa.dmarules.per_port_dma``, which works as several ports do): into an
+SRAM with a narrow port per bank, rows disjoint, no SRAM
 stride 0 over several rows), or with the config's ``dma_rw_overlap`` a LOAD
 and a STORE (either order) of different SRAMs whose memory byte ranges
 ``[lowest row, highest row + size)`` are disjoint

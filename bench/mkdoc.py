@@ -337,13 +337,24 @@ def sec_speed(s: "dict | None", c: "dict | None") -> list[str]:
                     "cycles per CPU second of the whole run and of idle cycles after it; "
                     "`before`: the tree before issue 16 item 2 (the PE's FMA evaluated every "
                     "cycle), measured once (bench/simspeed.py `BARE_BEFORE`).", ""]
+            cps = {(r["config"], r["N"], r.get("memory", "axi")): r.get("cycles_per_cpu_s")
+                   for r in s["speed"] if r["sim"] == "verilator"}
+
+            def slower(r, mem):
+                c = cps.get((r["config"], r["N"], mem))
+                return r["cycles_per_cpu_s"] / c if c else None
+            out += ["\"cocotb slower by\": the bare harness's cycles per CPU second over the "
+                    "cocotb run's (same config, N and build flags) with AxiRam and with the "
+                    "fast memory path.", ""]
             out.append(md_table(["config", "N", "exec cycles", "cycles/CPU s",
-                                 "idle cycles/CPU s", "before (busy / idle)", "= golden"],
+                                 "idle cycles/CPU s", "before (busy / idle)",
+                                 "cocotb slower by (axi)", "cocotb slower by (fast)", "= golden"],
                                 [[r["config"], r["N"], r["exec_cycles"], r["cycles_per_cpu_s"],
                                   r["idle_cycles_per_cpu_s"],
                                   "%.0f / %.0f" % tuple(bb[r["config"]]) if r["config"] in bb
-                                  else "", r["bit_exact"]] for r in bare],
-                                ["", "", "", ".0f", ".0f", "", ""]))
+                                  else "", slower(r, "axi"), slower(r, "fast"), r["bit_exact"]]
+                                 for r in bare],
+                                ["", "", "", ".0f", ".0f", "", ".2f", ".2f", ""]))
         jobs = s["builds"][0].get("make_jobs", "<cpus>") if s["builds"] else "?"
         out += ["", f"Verilator build of `fsa_top` from scratch (no ccache; cocotb's runner runs "
                 f"`make -j{jobs}`), in a child process; peak RSS of the largest build process:", ""]

@@ -117,11 +117,25 @@ def get_sim(sim: str | None = None) -> str:
 
 
 def _tool_version(sim: str) -> str:
+    """``<path>:<first line of the version>`` of the simulator (part of the
+    build's cache key), asked once per process and executable (the same
+    path, size and modification time)."""
     exe = "verilator" if sim == "verilator" else "iverilog"
     path = shutil.which(exe)
     if path is None:
         raise SimulationError(f"{exe} not found on PATH (in a checkout: is the venv set "
                               f"up? run `make`; installed: is the verilator package there?)")
+    st = os.stat(path)
+    key = (sim, path, st.st_size, st.st_mtime_ns)
+    if key not in _VERSIONS:
+        _VERSIONS[key] = _ask_version(sim, exe, path)
+    return _VERSIONS[key]
+
+
+_VERSIONS: dict = {}
+
+
+def _ask_version(sim: str, exe: str, path: str) -> str:
     try:
         out = subprocess.run([exe, "-V"] if sim == "icarus" else [exe, "--version"],
                              capture_output=True, text=True, timeout=30).stdout

@@ -225,6 +225,43 @@ def test_fsa_verilog_of_a_non_preset_config_runs_the_generator_process(tmp_path,
     assert "reg [31:0] fifo0_mem [0:16-1];" in (out / "fsa_queue.v").read_text()   # its queue size
 
 
+def test_generate_skips_the_generator_process_only_while_nothing_changed(tmp_path, monkeypatch):
+    """A second generate() of one config and folder in a process runs no
+    generator process while no source under fsa/ or rtl/ and no output file
+    changed (file status); touching an output file, removing one, or another
+    config runs it again, and it regenerates what is missing."""
+    import os
+
+    from fsa.hw import verilog
+
+    cfg = fconfig.get("FSA4X4Fp16Config").replace(name="FSA4X4Queue8", inst_queue_size=8)
+    out = tmp_path / "gen"
+    calls = []
+    real = verilog.subprocess.run
+
+    def counting(cmd, **kw):
+        calls.append(cmd)
+        return real(cmd, **kw)
+    monkeypatch.setattr(verilog.subprocess, "run", counting)
+    verilog.generate(cfg, out, quiet=True)
+    verilog.generate(cfg, out, quiet=True)
+    assert len(calls) == 1
+    # the fingerprint covers the sources the generator hashes and the output
+    fp = {item[0] for item in verilog._fingerprint(out)}
+    assert {str(verilog.ROOT / "rtl" / "fsa_dma.py"), str(verilog.ROOT / "fsa" / "dmarules.py"),
+            str(out / "manifest.json")} <= fp
+    st = (out / "fsa_queue.v").stat()
+    os.utime(out / "fsa_queue.v", ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    verilog.generate(cfg, out, quiet=True)
+    assert len(calls) == 2
+    (out / "fsa_queue.v").unlink()
+    verilog.generate(cfg, out, quiet=True)
+    assert len(calls) == 3 and (out / "fsa_queue.v").exists()
+    verilog.generate(cfg, out, quiet=True, force=True)
+    verilog.generate(cfg.replace(name="FSA4X4Queue8b"), tmp_path / "gen2", quiet=True)
+    assert len(calls) == 5
+
+
 @pytest.mark.parametrize("status,exc", [(2, ValueError), (3, RuntimeError)])
 def test_a_failing_generator_process_is_reported(tmp_path, monkeypatch, status, exc):
     from fsa.hw import verilog

@@ -34,8 +34,9 @@ from __future__ import annotations
 #: the DMA reads this module, and its build cache keys on what it imports)
 _LOAD = 0
 
-__all__ = ["INFLIGHT", "inflight_depth", "bank_ports", "per_port_dma", "sram_bank_ports", "sram_span", "rows_on_port0",
-           "second_load_ok", "mem_span", "load_store_ok", "merges_rows", "bursts"]
+__all__ = ["INFLIGHT", "inflight_depth", "bank_ports", "per_port_dma", "sram_bank_ports",
+           "sram_span", "rows_on_port0", "second_load_ok", "mem_span", "load_store_ok",
+           "merges_rows", "bursts"]
 
 #: DMA instructions in flight at once on a one-port DMA (the in-flight queue depth)
 INFLIGHT = 2

@@ -268,8 +268,8 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, abort_req, abor
                     w_addr=Const(SPA, 0), w_wdata=Const(sp_bits, 0), n_valid=sp_n_valid,
                     n_ready=sp_n_ready, n_we=sp_n_we, n_addr=sp_n_addr, n_lane=sp_n_lane,
                     n_wdata=sp_n_wdata, n_rvalid=sp_n_rvalid, n_rdata=sp_n_rdata)
-    # (with several AXI ports a banked SRAM has a narrow port per bank:
-    # rtl/fsa_sram_bp.py, fsa.dmarules.bank_ports)
+    # (with several AXI ports, or one working per port, a banked SRAM has a
+    # narrow port per bank: rtl/fsa_sram_bp.py, fsa.dmarules.sram_bank_ports)
     sp_mod = fsa_sram_bp if sram_bank_ports(cfg, sp_banks) else fsa_sram
     sp_fn = fsa_sram_bp.fsa_sram_bp if sp_mod is fsa_sram_bp else fsa_sram.fsa_sram
     insts.append(submodule(sp_fn, (), dict(sp_ports, rows=sp_rows, row_bits=sp_bits,

@@ -124,7 +124,8 @@ def units_for(cfg) -> list[Unit]:
     add_fixed(fsa_mxctrl.MODULE, lambda d: fsa_mxctrl.convert(d, cfg), "matrix controller (from fsa/plan.py)")
     geo = fsa_core.sram_geometries(cfg)
     for side, role in (("spad", "scratchpad SRAM"), ("acc", "accumulator SRAM")):
-        # (with several AXI ports a banked SRAM has a narrow port per bank)
+        # (with several AXI ports, or one working per port, a banked SRAM has
+        # a narrow port per bank: fsa.dmarules.sram_bank_ports)
         bp = sram_bank_ports(cfg, geo[side][3])
         add(fsa_sram_bp if bp else fsa_sram, role + (", a narrow port per bank" if bp else ""),
             rows=geo[side][0], row_bits=geo[side][1], lane_bits=geo[side][2],

@@ -10,7 +10,8 @@ What it models (the RTL's rules, docs/architecture.md section 8):
   sequencer is idle and it holds nothing (an instruction leaves the engine
   the cycle before its ``done``), or, on one port, when the command is a
   LOAD of one-beat rows and everything it holds is such a LOAD into the
-  same SRAM, or, on several ports, when the command is a LOAD into the
+  same SRAM, or, on several ports (or one whose DMA works per port,
+  :func:`fsa.dmarules.per_port_dma`), when the command is a LOAD into the
   same SRAM as the LOAD held, that SRAM has a narrow port per bank and
   their rows are disjoint and neither writes one row over and over
   (:func:`fsa.dmarules.second_load_ok`), or, with ``dma_rw_overlap``, when
@@ -19,14 +20,14 @@ What it models (the RTL's rules, docs/architecture.md section 8):
   then has a read and a write half, with their own bursts in flight and
   beat queues);
 * the sequencer: checks the command in the cycle after acceptance, pushes
-  one burst (a row, or with several ports rows merged as
+  one burst (a row, or with merged bursts several rows, as
   :func:`fsa.dmarules.bursts` says) per cycle from the cycle after that while the port has
   fewer than ``dma_outstanding`` bursts unfinished (a LOAD burst finishes
   with its last beat, and counts from the next cycle), and is idle again the
   cycle after its last push (the cycle after the check when there is nothing
   to move);
 * beats: one SRAM narrow-port access per cycle for the whole engine, in
-  program order (several ports into an SRAM with a narrow port per bank:
+  program order (several ports, or one working per port, into an SRAM with a narrow port per bank:
   each port moves its own bursts' beats in push order, per bank one beat a
   cycle, :meth:`DmaEngine._step_pp`); beat ``k`` of an instruction accepted in ``c0`` goes no
   earlier than ``c0 + first + k (+ lag)`` and not in a cycle where the array

@@ -58,7 +58,7 @@ import math
 
 from fsa import isa
 from fsa.dmarules import (bursts, inflight_depth, load_store_ok, per_port_dma, rows_on_port0,
-                          second_load_ok, sram_bank_ports)
+                          second_load_ok, several_port_rules, sram_bank_ports)
 
 __all__ = ["DmaEngine"]
 
@@ -93,7 +93,7 @@ class DmaEngine:
         self.ports = cfg.mem_ports
         # dma_rw_overlap: each port has a read half and a write half, each
         # with its own bursts in flight and beat queue (index p, P + p)
-        self.overlap = bool(getattr(cfg, "dma_rw_overlap", False))
+        self.overlap = cfg.dma_rw_overlap
         self.halves = 2 if self.overlap else 1
         # the ports queue their AR/AW addresses in a FIFO (rtl/fsa_dma.py)
         self.afifo = per_port_dma(cfg)
@@ -125,7 +125,7 @@ class DmaEngine:
         if x.func != LOAD or \
                 not all(e["func"] == LOAD and e["accum"] == bool(x.is_accum) for e in held):
             return False
-        if self.ports == 1 and not per_port_dma(self.cfg):
+        if not several_port_rules(self.cfg):
             return x.size <= self.beat and all(e["per_row"] <= 1 for e in held)
         # several ports (or per-port beats on one, fsa.dmarules.per_port_dma):
         # LOADs into an SRAM with a narrow port per bank, rows disjoint from

@@ -27,7 +27,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass
 
-from fsa.dmarules import per_port_dma
+from fsa.dmarules import several_port_rules
 
 __all__ = ["FetchTiming", "FETCH_FIRST", "BURST_MAX", "BURST_WORDS", "LOAD_TAIL",
            "burst_beats", "loads_wait_whole_burst", "Fetch"]
@@ -66,9 +66,9 @@ def loads_wait_whole_burst(cfg) -> bool:
     """Whether a DMA LOAD waits for a fetch burst's last beat (several memory
     ports: the per-port DMA model does not place a LOAD's port-0 beats
     behind a burst) rather than only for its tail (:data:`LOAD_TAIL`; one
-    port, unless its DMA works per port, :func:`fsa.dmarules.per_port_dma`).
-    ``rtl/fsa_rdarb.py`` ``hold``."""
-    return cfg.mem_ports > 1 or per_port_dma(cfg)
+    port, unless its DMA works per port, :func:`fsa.dmarules.per_port_dma`;
+    :func:`fsa.dmarules.several_port_rules`).  ``rtl/fsa_rdarb.py`` ``hold``."""
+    return several_port_rules(cfg)
 
 
 @dataclass(frozen=True)

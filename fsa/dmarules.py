@@ -34,9 +34,9 @@ from __future__ import annotations
 #: the DMA reads this module, and its build cache keys on what it imports)
 _LOAD = 0
 
-__all__ = ["INFLIGHT", "inflight_depth", "bank_ports", "per_port_dma", "sram_bank_ports",
-           "sram_span", "rows_on_port0", "second_load_ok", "mem_span", "load_store_ok",
-           "merges_rows", "bursts"]
+__all__ = ["INFLIGHT", "inflight_depth", "bank_ports", "per_port_dma", "several_port_rules",
+           "sram_bank_ports", "sram_span", "rows_on_port0", "second_load_ok", "mem_span",
+           "load_store_ok", "merges_rows", "bursts"]
 
 #: DMA instructions in flight at once on a one-port DMA (the in-flight queue depth)
 INFLIGHT = 2
@@ -109,15 +109,14 @@ def load_store_ok(held, new) -> bool:
     return hi1 <= lo2 or hi2 <= lo1
 
 
-def bank_ports(ports: int, banks: int, per_port: bool = False) -> bool:
+def bank_ports(ports: int, banks: int) -> bool:
     """Whether an SRAM with `banks` banks gets one narrow port per bank
     (``rtl/fsa_sram_bp.py``) on a DMA with `ports` AXI ports: with several
-    banks and either several ports, so that the ports write (or read) rows
-    in different banks in the same cycle, or one port whose DMA moves its
-    beats per port (`per_port`: the config's ``dma_rw_overlap`` or
-    ``dma_burst_beats``, :func:`per_port_dma`); else the SRAM's one narrow
-    port, shared by the ports, moves one beat per cycle."""
-    return banks > 1 and (ports > 1 or per_port)
+    ports and several banks, so that the ports write (or read) rows in
+    different banks in the same cycle; else the SRAM's one narrow port,
+    shared by the ports, moves one beat per cycle (a one-port config with
+    :func:`per_port_dma` gets bank ports too: :func:`sram_bank_ports`)."""
+    return ports > 1 and banks > 1
 
 
 def per_port_dma(cfg) -> bool:
@@ -125,12 +124,21 @@ def per_port_dma(cfg) -> bool:
     does (each port's bursts and beats of its own, banks with a narrow port
     each): with ``dma_rw_overlap`` (a read and a write half) or merged
     bursts (``dma_burst_beats`` > 0), which need it."""
-    return bool(getattr(cfg, "dma_rw_overlap", False) or getattr(cfg, "dma_burst_beats", 0))
+    return bool(cfg.dma_rw_overlap or cfg.dma_burst_beats)
+
+
+def several_port_rules(cfg) -> bool:
+    """Whether the DMA of config `cfg` follows the several-port rules (each
+    port its own bursts and beats, :func:`second_load_ok` for a second
+    LOAD, a LOAD held for a program-fetch burst's last beat): with several
+    ports, or one with :func:`per_port_dma`."""
+    return cfg.mem_ports > 1 or per_port_dma(cfg)
 
 
 def sram_bank_ports(cfg, banks: int) -> bool:
-    """:func:`bank_ports` for an SRAM of `banks` banks in config `cfg`."""
-    return bank_ports(cfg.mem_ports, banks, per_port_dma(cfg))
+    """Whether an SRAM of `banks` banks in config `cfg` has a narrow port per
+    bank: :func:`bank_ports`, which a one-port :func:`per_port_dma` also gets."""
+    return banks > 1 and several_port_rules(cfg)
 
 
 def merges_rows(ins, beat_bytes: int, max_beats: int) -> bool:

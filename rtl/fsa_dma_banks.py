@@ -119,12 +119,12 @@ def bank_routing(clk, rst, c_store, c_accum, reqs, q_rows, q_lanes, rdatas, gran
 @block
 def _banked_side(clk, rst, c_store, c_accum, reqs, q_rows, q_lanes, rdatas, grants, bd, g, pre,
                  act, bgr, p_ready, p_rvalid, p_rdata):
-    """(`act`: the condition, over ``c_accum``, that the instruction uses
-    this SRAM, or None when `reqs` are this SRAM's already; `c_store`: the
-    requests are SRAM reads.)"""
     """One SRAM with a narrow port per bank: per bank an arbiter over the
     ports whose row is in it, and per port the ready of its row's bank and
-    the data of the bank it read last; `bgr[b][p]` are the banks' grants."""
+    the data of the bank it read last; `bgr[b][p]` are the banks' grants.
+    `act`: the condition, over ``c_accum``, that the instruction uses this
+    SRAM, or None when `reqs` are this SRAM's already; `c_store`: the
+    requests are SRAM reads."""
     P = len(reqs)
     TB = clog2(P)
     LB = g["lane_bits"]
@@ -150,14 +150,13 @@ def _banked_side(clk, rst, c_store, c_accum, reqs, q_rows, q_lanes, rdatas, gran
         BW = LW + LS + LB
         bundles = [ConcatSignal(_bits(q_rows[p], kb + LW, kb), _low(q_lanes[p], LS), rdatas[p])
                    for p in range(P)]
+        mb = sig(BW)        # (a signal: MyHDL drops slices of a ConcatSignal's slice)
         if P == 1:      # one port (fsa.dmarules.per_port_dma): its request is granted
             insts.append(comb_expr(bgr[b][0], "r", r=breqs[0]))
-            mb = sig(BW)        # (a signal: MyHDL drops slices of a ConcatSignal's slice)
             insts.append(comb_expr(mb, "x", x=bundles[0]))
         else:
             bg = vsig(TB)
             insts.append(rr_arbiter(clk, rst, breqs, anyb, bd.n_ready(b), bgr[b], bg))
-            mb = sig(BW)
             insts.append(mux_tree(bundles, bg, mb))
         valids.append(anyb)
         addrs.append(_bits(mb, BW, LS + LB))

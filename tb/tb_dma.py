@@ -703,9 +703,9 @@ def second_load_expected(cfg: FSAConfig, first: Dma, second: Dma) -> bool:
     flight (fsa/dmarules.py): one port, rows of one beat; several ports (or
     one port with per-port beats, ``per_port_dma``), an SRAM with a narrow
     port per bank and disjoint rows."""
-    from fsa.dmarules import per_port_dma, second_load_ok, sram_bank_ports
+    from fsa.dmarules import second_load_ok, several_port_rules, sram_bank_ports
     bb = cfg.axi_data_bits // 8
-    if cfg.mem_ports == 1 and not per_port_dma(cfg):
+    if not several_port_rules(cfg):
         return first.size <= bb and second.size <= bb
     banks = cfg.acc_banks if second.is_accum else cfg.spad_banks
     return sram_bank_ports(cfg, banks) and second_load_ok(first, second)
@@ -977,13 +977,13 @@ async def dma_axi_errors(dut):
     l2 = Dma(DmaFunc.LOAD, repeat=R, sram_addr=R, sram_stride=1, mem_addr=base + 0x3000,
              mem_stride=srb, size=srb)
     want_both = second_load_expected(cfg, l1, l2)
+    limit = 400 + 40 * 2 * R * max(1, srb // b.bb)     # cycles for a pair of R-row instructions
     b.set_stalls(0.0)
     for which, addr, slot in (("first", base + 0x1000 + R * srb - b.bb, 0),
                               ("second", base + 0x3000, 1)):
         name = f"two loads, SLVERR in the {which}"
         both, err, hw, got_slot, injected = await _pair_with_fault(
-            b, [l1, l2], Fault("read", addr, addr + b.bb), name,
-            400 + 40 * 2 * R * max(1, srb // b.bb))
+            b, [l1, l2], Fault("read", addr, addr + b.bb), name, limit)
         if not injected:
             problems.append(f"{name}: the memory injected nothing")
         if both != want_both:
@@ -1006,14 +1006,14 @@ async def dma_axi_errors(dut):
     last_rd = base + 0x1000 + R * srb - b.bb             # the LOAD's last beat
     first_wr = base + 0x3000                               # the STORE's first beat
     for order in ((ld, st), (st, ld)):
-        for kind, addr, code in (("read", last_rd, "AXI_RD_ERR"), ("write", first_wr, "AXI_WR_ERR")):
+        for kind, addr, code in (("read", last_rd, "AXI_RD_ERR"),
+                                 ("write", first_wr, "AXI_WR_ERR")):
             victim = ld if kind == "read" else st
             slot = order.index(victim)
             name = (f"{'load, store' if order[0] is ld else 'store, load'}: SLVERR on the "
                     f"{kind}")
             both, err, hw, got_slot, injected = await _pair_with_fault(
-                b, list(order), Fault(kind, addr, addr + b.bb), name,
-                400 + 40 * 2 * R * max(1, srb // b.bb))
+                b, list(order), Fault(kind, addr, addr + b.bb), name, limit)
             if not injected:
                 problems.append(f"{name}: the memory injected nothing")
             if both and not load_store_expected(cfg, *order):

@@ -54,10 +54,8 @@ def generate(cfg, outdir: "str | Path | None" = None, *, force: bool = False,
     cfg = fconfig.get(cfg)
     out = check_gen_outdir(outdir if outdir is not None else GEN / cfg.name)
     key = (cfg.to_json(), str(out.resolve()))
-    if not force:
-        stamp = _fingerprint(out)
-        if _CHECKED.get(key) == stamp:
-            return out          # checked by the generator in this process, nothing changed since
+    if not force and key in _CHECKED and _CHECKED[key] == _fingerprint(out):
+        return out          # checked by the generator in this process, nothing changed since
     with tempfile.TemporaryDirectory(prefix="fsa-cfg-") as tmp:
         if fconfig.PRESETS.get(cfg.name) == cfg:
             arg = cfg.name

@@ -46,10 +46,17 @@ else ifneq ($(SIM),verilator)
 	$(error SIM must be verilator or icarus, got '$(SIM)')
 endif
 
+# (the project's sources are byte-compiled first: the ~300 Python processes the
+# regression starts (simulators, CLI runs) then read the .pyc files, also when
+# PYTHONDONTWRITEBYTECODE keeps them from writing their own)
+PYC := $(PY) -m compileall -q -j 0 fsa rtl tb tests bench examples >/dev/null
+
 test: sim-tools
+	@$(PYC)
 	$(PY) -m pytest -n $(JOBS) --durations=10 -q $(SPLIT_ARGS) $(PYTEST_ARGS)
 
 durations: sim-tools
+	@$(PYC)
 	$(PY) -m pytest -n $(JOBS) -q --store-durations --durations-path $(DURATIONS) $(PYTEST_ARGS)
 
 verilog: $(STAMP)

@@ -24,6 +24,37 @@ __all__ = ["convert_block", "sig", "instance_text", "submodule", "Const", "modul
 _prefix = ""     # module-name prefix in force (module_prefix)
 
 
+def _sorted_always_seq_registers() -> None:
+    """Make MyHDL list an ``always_seq`` block's registers (the order of its
+    reset assignments in the Verilog) sorted by name.  MyHDL collects them
+    from a set of names, whose order follows Python's string hashing, new in
+    every process: the same design converted twice could differ in text
+    (the same function, but a new simulator build, whose key is the text)."""
+    from myhdl import _always_seq as seq
+
+    if getattr(seq._AlwaysSeq, "_fsa_sorted", False):
+        return
+    init = seq._AlwaysSeq.__init__
+
+    def sorted_init(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self.sigregs, self.varregs = [], []
+        for n in sorted(self.outputs):          # (MyHDL's own loop, in sorted order)
+            reg = self.symdict[n]
+            if isinstance(reg, seq._Signal):
+                self.sigregs.append(reg)
+            elif isinstance(reg, seq.intbv):
+                self.varregs.append((n, reg, int(reg)))
+            else:
+                self.sigregs.extend(reg)
+
+    seq._AlwaysSeq.__init__ = sorted_init
+    seq._AlwaysSeq._fsa_sorted = True
+
+
+_sorted_always_seq_registers()
+
+
 def check_prefix(prefix: str) -> None:
     """Raise ValueError unless `prefix` is empty or can start a Verilog
     identifier (letters, digits, ``_``; not starting with a digit)."""

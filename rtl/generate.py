@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import hashlib
 import json
 import shutil
@@ -181,10 +182,17 @@ def _imported_modules(path: Path, module: str) -> set[str]:
     `module`) may load: the named modules, their parent packages and, for
     ``from X import n``, ``X.n`` in case ``n`` is a submodule.  Imports inside
     functions count too (``units_for`` imports the units lazily)."""
-    is_pkg = path.name == "__init__.py"
+    return set(_imports_in(path.read_text(), module, path.name == "__init__.py", str(path)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _imports_in(text: str, module: str, is_pkg: bool, where: str) -> frozenset[str]:
+    """:func:`_imported_modules` of source `text` (cached by the text itself:
+    parsing is most of the cost of :func:`input_hash`, and a file that
+    changes is parsed again)."""
     package = module if is_pkg else module.rpartition(".")[0]
     names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(ast.parse(text, where)):
         if isinstance(node, ast.Import):
             names.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -200,7 +208,7 @@ def _imported_modules(path: Path, module: str) -> set[str]:
     for n in names:
         parts = n.split(".")
         out.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
-    return out
+    return frozenset(out)
 
 
 def source_files(root: "Path | None" = None, start: str = "rtl.generate") -> list[Path]:

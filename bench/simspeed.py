@@ -248,24 +248,21 @@ def main(argv: "list[str] | None" = None) -> int:
         if "skipped" not in r:
             print(f"   bare {r['config']} N={n}: {r['cycles_per_cpu_s']:.0f} cycles per CPU s",
                   flush=True)
-    cocotb_cps = {(r["config"], r["N"]): r["cycles_per_cpu_s"] for r in speed
-                  if r["sim"] == "verilator" and r["memory"] == "axi"}
-    fast_cps = {(r["config"], r["N"]): r["cycles_per_cpu_s"] for r in speed
-                if r["sim"] == "verilator" and r["memory"] == "fast"}
-    cocotb_exec = {(r["config"], r["N"]): r["exec_cycles"] for r in speed
-                   if r["sim"] == "verilator" and r["memory"] == "axi"}
+    cocotb = {(r["config"], r["N"], r["memory"]): r for r in speed if r["sim"] == "verilator"}
+
+    def slower(r, memory):
+        """The bare harness's cycles per CPU s over the cocotb run's (`memory`)."""
+        c = cocotb.get((r["config"], r["N"], memory), {}).get("cycles_per_cpu_s")
+        return r["cycles_per_cpu_s"] / c if c and "cycles_per_cpu_s" in r else None
     print("\n1b. The ceiling: the same model in the bare C++ harness (bench/harness/fsa_bare.cpp)")
     print(table(["config", "N", "exec cycles", "(cocotb)", "simulated cycles", "cycles/CPU s",
                  "idle cycles/CPU s", "before (busy / idle)", "cocotb slower by",
                  "cocotb (fast) slower by", "build s", "= golden"],
-                [[r["config"], r["N"], r.get("exec_cycles"), cocotb_exec.get((r["config"], r["N"])),
+                [[r["config"], r["N"], r.get("exec_cycles"),
+                  cocotb.get((r["config"], r["N"], "axi"), {}).get("exec_cycles"),
                   r.get("sim_cycles"), r.get("cycles_per_cpu_s"), r.get("idle_cycles_per_cpu_s"),
                   "%.0f / %.0f" % BARE_BEFORE[r["config"]] if r["config"] in BARE_BEFORE else None,
-                  (r["cycles_per_cpu_s"] / cocotb_cps[(r["config"], r["N"])])
-                  if "cycles_per_cpu_s" in r and cocotb_cps.get((r["config"], r["N"])) else None,
-                  (r["cycles_per_cpu_s"] / fast_cps[(r["config"], r["N"])])
-                  if "cycles_per_cpu_s" in r and fast_cps.get((r["config"], r["N"])) else None,
-                  r.get("build_s"),
+                  slower(r, "axi"), slower(r, "fast"), r.get("build_s"),
                   r.get("bit_exact", r.get("skipped"))] for r in bare],
                 ["", "", "", "", "", ".0f", ".0f", "", ".2f", ".2f", ".0f", ""]))
     if not all(r.get("bit_exact", True) for r in bare):

@@ -345,6 +345,8 @@ class _TimedRunnerMixin:
                 raise SimulationError("cocotb's Verilator command has no --public-flat-rw any "
                                       "more: revisit fsa.simrun's visibility handling")
             cmds[0] = [a for a in cmds[0] if a != "--public-flat-rw"]
+        if isinstance(self, _verilator_runner_class()):
+            cmds[0] = _relative_sources(cmds[0], self._sources, Path(self.cwd))
         return cmds
 
     def _execute_cmds(self, cmds, cwd, stdout=None):  # noqa: D401 (cocotb hook)
@@ -362,6 +364,24 @@ class _TimedRunnerMixin:
                     f"({' '.join(map(str, cmd))})") from None
             if result.returncode != 0:
                 raise RuntimeError(f"Command failed with return code: {result.returncode}")
+
+
+def _verilator_runner_class():
+    from cocotb_tools.runner import Verilator
+    return Verilator
+
+
+def _relative_sources(cmd: list, sources, cwd: Path) -> list:
+    """Verilator's command with the HDL sources named relative to `cwd` (where
+    Verilator runs: the build folder).  Verilator writes the source paths it
+    was given into the C++ (file names of ``$readmemh``/``$error`` sites), so
+    absolute paths made the C++ of the same design differ between checkouts
+    (and between a checkout and an installation's cache folder) and ccache
+    could never reuse the compiled design there; relative to the build folder
+    they are the same wherever the work folder is (``sims/`` and ``gen/`` keep
+    their places within it)."""
+    names = {str(s.value) for s in sources}
+    return [os.path.relpath(a, cwd) if a in names else a for a in cmd]
 
 
 def _timed_runner(sim: str, timeout_s: float):

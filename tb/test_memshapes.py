@@ -3,8 +3,9 @@ scratchpad rows of ``b > 1`` AXI beats get ``min(2b, 8)`` AXI ports, twice
 as many scratchpad banks (at most 16) and one accumulator bank per port,
 each bank with its own narrow port, a LOAD and a STORE in flight at once)
 on small arrays, where a simulator build is cheap: the same ``b`` is
-reached with a narrower AXI bus (8x8 fp16 rows on a 64-bit bus are 2 beats,
-as 64x64 fp16 rows on the presets' 512-bit bus).
+reached with a narrower AXI bus (4x4 fp16 rows on a 32-bit bus are 2 beats,
+as 64x64 fp16 rows on the presets' 512-bit bus, and their fp32 accumulator
+rows 4 beats, as the preset's).
 
 * ``test_shape_matches_the_presets``: each small shape is the one the
   presets with the same ``b`` get (no simulator);
@@ -65,14 +66,18 @@ def shape(base: str, axi_bits: int, ud: bool = False, **kw) -> fconfig.FSAConfig
                        dataflow="ud" if ud else "reference", **kw)
 
 
-#: b -> the small config with that shape (8x8: two beats on 64 bits, four
-#: beats of fp32 rows on 64 bits, eight on 32 bits; acc_rows 16 for 8
-#: accumulator banks of two rows each)
-SHAPES = {2: shape("FSA8X8Fp16Config", 64), 4: shape("FSA8X8Fp32Config", 64, acc_rows=16),
+#: b -> the small config with that shape: the presets' beats per row for
+#: both SRAMs on the smallest array that has them (a device build of 4x4 is
+#: a third of 8x8's).  b = 2: 4x4 fp16 on 32 bits (scratchpad rows of 2
+#: beats, accumulator rows of 4: the 64x64 fp16 preset's on 512 bits);
+#: b = 4: 4x4 fp32 on 32 bits (4 and 4); b = 8: 8x8 fp32 on 32 bits (8 and 8:
+#: 4x4 has no such rows on a bus of 32 bits or more).  acc_rows 16 for 8
+#: accumulator banks of two rows each, spad_rows 32 for 16 scratchpad banks
+SHAPES = {2: shape("FSA4X4Fp16Config", 32),
+          4: shape("FSA4X4Fp32Config", 32, acc_rows=16, spad_rows=32),
           8: shape("FSA8X8Fp32Config", 32, acc_rows=16)}
-#: a b = 2 shape on the 4x4 fp32 array (the 8x8 fp16 one's 16-byte
-#: scratchpad rows, accumulator rows of 2 beats instead of 4, a simulator
-#: build of 13 CPU s instead of 33) with
+#: a b = 2 shape on the 4x4 fp32 array (16-byte rows on a 64-bit bus: 2
+#: beats in both SRAMs, where SHAPES[2] has 8-byte and 16-byte rows) with
 #: bursts of up to 256 beats (rows merged up to a 4 KiB
 #: boundary; the presets' rule gives it 8-beat bursts) and 256 scratchpad
 #: rows (random_dma_program's fill LOAD and dump STORE of the scratchpad are

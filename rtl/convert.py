@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Callable
 
@@ -166,25 +167,100 @@ def _fast_stack():
     the standard version also resolves every frame's source file and line,
     which made a 128x128 array (16k PE instances) take minutes. This
     version returns the same records without source context
-    (``code_context``/``index`` None)."""
+    (``code_context``/``index`` None), made when a record is first indexed
+    (MyHDL reads records 2 to 5 of stacks dozens of frames deep).
+
+    Source lookups are cached meanwhile (:func:`_cached_getsourcelines`,
+    :data:`_cached_dedent`)."""
     import inspect
     import sys
 
     def stack(context=1):
-        f = sys._getframe(1)
-        out = []
-        while f is not None:
-            code = f.f_code
-            out.append(inspect.FrameInfo(f, code.co_filename, f.f_lineno, code.co_name, None, None))
-            f = f.f_back
-        return out
+        return _LazyStack(sys._getframe(1))
 
-    saved = inspect.stack
+    from myhdl import _util
+
+    saved = inspect.stack, inspect.getsourcelines, _util._dedent
     inspect.stack = stack
+    inspect.getsourcelines = _cached_getsourcelines
+    _util._dedent = _cached_dedent
     try:
         yield
     finally:
-        inspect.stack = saved
+        inspect.stack, inspect.getsourcelines, _util._dedent = saved
+
+
+class _LazyStack(Sequence):
+    """The records of ``inspect.stack()`` from `frame` outwards (without
+    source context), each made when first indexed."""
+
+    def __init__(self, frame):
+        self._frames = []
+        while frame is not None:
+            self._frames.append(frame)
+            frame = frame.f_back
+        self._records: dict = {}
+
+    def __len__(self) -> int:
+        return len(self._frames)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self._frames)))]
+        f = self._frames[i]
+        rec = self._records.get(id(f))
+        if rec is None:
+            import inspect
+
+            code = f.f_code
+            rec = self._records[id(f)] = inspect.FrameInfo(f, code.co_filename, f.f_lineno,
+                                                          code.co_name, None, None)
+        return rec
+
+
+#: (file name, code object) -> (source lines, first line number): what
+#: ``inspect.getsourcelines`` gave for a function or frame of that code
+_SOURCE_LINES: dict = {}
+
+
+def _cached_getsourcelines(obj):
+    """``inspect.getsourcelines`` (the original, saved at import), once per
+    code object and process.  MyHDL reads a generator function's source for
+    every generator *instance* (``_makeAST``: ``inspect.getsource``, then
+    ``getsourcelines`` again) and a block function's for every ``@block``
+    decoration; each call tokenizes the source in Python to find where the
+    function ends.  A mux tree's hundreds of 2-way muxes, or the array's PEs,
+    repeat a few functions: this was about a third of converting an 8-port
+    DMA configuration.  The lines of a code object do not change within a
+    process (its module is not re-imported), and the key holds the file name
+    too (equal code objects of two files stay apart)."""
+    import inspect
+
+    target = inspect.unwrap(obj) if inspect.isfunction(obj) else obj
+    if inspect.isfunction(target):
+        code = target.__code__
+    elif inspect.isframe(target):
+        code = target.f_code
+    else:
+        return _GETSOURCELINES(obj)
+    key = (code.co_filename, code)
+    hit = _SOURCE_LINES.get(key)
+    if hit is None:
+        lines, lnum = _GETSOURCELINES(obj)
+        hit = _SOURCE_LINES[key] = (tuple(lines), lnum)
+    return list(hit[0]), hit[1]
+
+
+def _dedent_cache():
+    import functools
+
+    from myhdl import _util
+    return functools.lru_cache(maxsize=None)(_util._dedent)
+
+
+_GETSOURCELINES = __import__("inspect").getsourcelines
+#: MyHDL's ``_dedent`` (which tokenizes the text in Python), cached by text
+_cached_dedent = _dedent_cache()
 
 
 _SENS = re.compile(r"always @\(([^()]*)\)")

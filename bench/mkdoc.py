@@ -372,8 +372,10 @@ def sec_speed(s: "dict | None", c: "dict | None") -> list[str]:
                 "MyHDL -> Verilog conversion of every module of `FSA<N>X<N>Fp16Config` "
                 "(`rtl.generate.generate(cfg, outdir=<temp>, force=True)`), one cold process "
                 "per size. (While MyHDL elaborates, `rtl/convert.py` swaps in an "
-                "`inspect.stack()` that skips source lookups: same Verilog, 128x128 in well "
-                "under a minute instead of 451 s.)", ""]
+                "`inspect.stack()` that skips source lookups, and reads each function's "
+                "source once per process instead of once per generator instance: same "
+                "Verilog; 128x128 took 451 s with neither, and 30.1 s with the first alone "
+                "in the run of 2026-12-02.)", ""]
         out.append(md_table(["config", "PEs", "total s", "CPU s", "fsa_array s", "fsa_idelay s",
                              "fsa_odelay s", "fsa_mxctrl s", "ms per PE", "Verilog KiB",
                              "fsa_array.v KiB", "lines", "peak RSS MiB", "measured"],

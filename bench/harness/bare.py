@@ -74,10 +74,15 @@ def build_bare(cfg: FSAConfig, *, timeout_s: float = 3600, log=None) -> Path:
         if exe.exists():
             return exe
         jobs = str(max(1, min(os.cpu_count() or 1, 8)))
+        # run in the build folder with the sources named relative to it: the
+        # C++ then holds no absolute path and ccache reuses it across
+        # checkouts (as fsa.simrun does for the cocotb builds)
+        bdir.mkdir(parents=True, exist_ok=True)
+        rel = [os.path.relpath(s, bdir) for s in srcs + [SOURCE]]
         cmd = (["verilator", "--cc", "--exe", "--build", "-j", jobs, "--top-module", "fsa_top",
-                "-Mdir", str(bdir), "-o", "fsa_bare"] + args + [str(s) for s in srcs] + [str(SOURCE)])
+                "-Mdir", ".", "-o", "fsa_bare"] + args + rel)
         t = time.perf_counter()
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=bdir)
         (bdir.parent / f"{bdir.name}.build.log").write_text(p.stdout + p.stderr)
         if p.returncode != 0 or not exe.exists():
             raise simrun.SimulationError(f"fsa_bare build failed ({p.returncode}):\n"

@@ -12,12 +12,15 @@ configurations can be integrated in one design; the default is no prefix.
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Callable
 
 from myhdl import Signal, intbv, block
+from myhdl import _util as _myhdl_util
 
 __all__ = ["convert_block", "sig", "instance_text", "submodule", "Const", "module_prefix",
            "check_prefix", "named"]
@@ -172,22 +175,19 @@ def _fast_stack():
 
     Source lookups are cached meanwhile (:func:`_cached_getsourcelines`,
     :data:`_cached_dedent`)."""
-    import inspect
     import sys
 
     def stack(context=1):
         return _LazyStack(sys._getframe(1))
 
-    from myhdl import _util
-
-    saved = inspect.stack, inspect.getsourcelines, _util._dedent
+    saved = inspect.stack, inspect.getsourcelines, _myhdl_util._dedent
     inspect.stack = stack
     inspect.getsourcelines = _cached_getsourcelines
-    _util._dedent = _cached_dedent
+    _myhdl_util._dedent = _cached_dedent
     try:
         yield
     finally:
-        inspect.stack, inspect.getsourcelines, _util._dedent = saved
+        inspect.stack, inspect.getsourcelines, _myhdl_util._dedent = saved
 
 
 class _LazyStack(Sequence):
@@ -199,7 +199,7 @@ class _LazyStack(Sequence):
         while frame is not None:
             self._frames.append(frame)
             frame = frame.f_back
-        self._records: dict = {}
+        self._records: list = [None] * len(self._frames)
 
     def __len__(self) -> int:
         return len(self._frames)
@@ -207,14 +207,12 @@ class _LazyStack(Sequence):
     def __getitem__(self, i):
         if isinstance(i, slice):
             return [self[k] for k in range(*i.indices(len(self._frames)))]
-        f = self._frames[i]
-        rec = self._records.get(id(f))
+        rec = self._records[i]
         if rec is None:
-            import inspect
-
+            f = self._frames[i]
             code = f.f_code
-            rec = self._records[id(f)] = inspect.FrameInfo(f, code.co_filename, f.f_lineno,
-                                                          code.co_name, None, None)
+            rec = self._records[i] = inspect.FrameInfo(f, code.co_filename, f.f_lineno,
+                                                      code.co_name, None, None)
         return rec
 
 
@@ -234,8 +232,6 @@ def _cached_getsourcelines(obj):
     DMA configuration.  The lines of a code object do not change within a
     process (its module is not re-imported), and the key holds the file name
     too (equal code objects of two files stay apart)."""
-    import inspect
-
     target = inspect.unwrap(obj) if inspect.isfunction(obj) else obj
     if inspect.isfunction(target):
         code = target.__code__
@@ -251,16 +247,10 @@ def _cached_getsourcelines(obj):
     return list(hit[0]), hit[1]
 
 
-def _dedent_cache():
-    import functools
-
-    from myhdl import _util
-    return functools.lru_cache(maxsize=None)(_util._dedent)
-
-
-_GETSOURCELINES = __import__("inspect").getsourcelines
+#: the standard ``inspect.getsourcelines``
+_GETSOURCELINES = inspect.getsourcelines
 #: MyHDL's ``_dedent`` (which tokenizes the text in Python), cached by text
-_cached_dedent = _dedent_cache()
+_cached_dedent = functools.lru_cache(maxsize=None)(_myhdl_util._dedent)
 
 
 _SENS = re.compile(r"always @\(([^()]*)\)")

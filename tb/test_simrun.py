@@ -109,6 +109,27 @@ def test_vpi_visibility_is_what_the_build_declares(verilog):
         assert "internal_visibility" in xml and "<skipped" not in xml, "the check did not run"
 
 
+def test_verilator_gets_the_sources_relative_to_the_build_folder(tmp_path):
+    """Verilator writes the source paths it is given into the C++ (here the
+    top's, in the evaluation loop's fatal message); they are relative to the
+    build folder, so the same design gives the same C++ in every checkout
+    and ccache shares it (absolute paths made every checkout's C++ differ)."""
+    import os
+    import re
+
+    if simrun.get_sim() != "verilator":
+        pytest.skip("checks Verilator's C++ (SIM is not verilator)")
+    a, y = sig(8), sig(8)
+    v = convert_block(lambda: addone(a, y), "addone", tmp_path)
+    v.write_text(v.read_text() + "\n// the relative-path probe's own build\n")
+    bdir = simrun.build("verilator", "addone", [v])
+    text = "".join(p.read_text() for p in bdir.glob("*.cpp"))
+    # (the build is cached by content: a later run finds the one an earlier
+    # run made from another temporary folder, so no particular path is asked)
+    named = set(re.findall(r'VL_FATAL_MT\("([^"]*)"', text))
+    assert named and all(n.endswith("/addone.v") and not os.path.isabs(n) for n in named), named
+
+
 def test_fsa_top_builds_with_its_ports_public_only():
     assert simrun.VPI_PUBLIC["fsa_top"] == {"fsa_top": ("*",)}
     text = simrun.public_text(simrun.VPI_PUBLIC["fsa_top"])

@@ -29,7 +29,7 @@ fi
 echo "[setup] installing fsa (editable) with the test and sweep extras"
 $PIP install -q --no-compile -e ".[test,sweep]"
 echo "[setup] byte-compiling the modules the project imports"
-env -u PYTHONDONTWRITEBYTECODE .venv/bin/python scripts/warm_imports.py >/dev/null
+env -u PYTHONDONTWRITEBYTECODE -u PYTEST_ADDOPTS .venv/bin/python scripts/warm_imports.py >/dev/null
 # Optional speed-ups, when we may install Debian packages: ccache for
 # Verilator rebuilds, liblz4 for FST waveforms (WAVES=1).
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then

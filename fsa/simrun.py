@@ -336,6 +336,7 @@ class _TimedRunnerMixin:
     sim_timeout_s: float = 600.0
     skip_exec: bool = False
     public_file: "Path | None" = None     # set by build(): drop --public-flat-rw
+    relative_sources: bool = False        # Verilator: see _relative_sources
 
     def _build_command(self):  # noqa: D401 (cocotb hook)
         cmds = super()._build_command()
@@ -345,7 +346,7 @@ class _TimedRunnerMixin:
                 raise SimulationError("cocotb's Verilator command has no --public-flat-rw any "
                                       "more: revisit fsa.simrun's visibility handling")
             cmds[0] = [a for a in cmds[0] if a != "--public-flat-rw"]
-        if isinstance(self, _verilator_runner_class()):
+        if self.relative_sources:
             cmds[0] = _relative_sources(cmds[0], self._sources, Path(self.cwd))
         return cmds
 
@@ -366,11 +367,6 @@ class _TimedRunnerMixin:
                 raise RuntimeError(f"Command failed with return code: {result.returncode}")
 
 
-def _verilator_runner_class():
-    from cocotb_tools.runner import Verilator
-    return Verilator
-
-
 def _relative_sources(cmd: list, sources, cwd: Path) -> list:
     """Verilator's command with the HDL sources named relative to `cwd` (where
     Verilator runs: the build folder).  Verilator writes the source paths it
@@ -387,7 +383,8 @@ def _relative_sources(cmd: list, sources, cwd: Path) -> list:
 def _timed_runner(sim: str, timeout_s: float):
     from cocotb_tools.runner import get_runner
     base = type(get_runner(sim))
-    cls = type(f"Timed{base.__name__}", (_TimedRunnerMixin, base), {})
+    cls = type(f"Timed{base.__name__}", (_TimedRunnerMixin, base),
+               {"relative_sources": sim == "verilator"})
     r = cls()
     r.sim_timeout_s = timeout_s
     return r

@@ -177,12 +177,12 @@ def _module_path(name: str, root: Path) -> "Path | None":
     return None
 
 
-def _imported_modules(path: Path, module: str) -> set[str]:
+def _imported_modules(path: Path, module: str) -> frozenset[str]:
     """Every module an ``import`` statement anywhere in `path` (module
     `module`) may load: the named modules, their parent packages and, for
     ``from X import n``, ``X.n`` in case ``n`` is a submodule.  Imports inside
     functions count too (``units_for`` imports the units lazily)."""
-    return set(_imports_in(path.read_text(), module, path.name == "__init__.py", str(path)))
+    return _imports_in(path.read_text(), module, path.name == "__init__.py", str(path))
 
 
 @functools.lru_cache(maxsize=1024)

@@ -92,37 +92,24 @@ __all__ = [
 ]
 
 
-class InstrType(enum.IntEnum):
-    """Instruction type: bits 31..29 of the first word."""
-
-    FENCE = 0
-    MATRIX = 1
-    DMA = 2
-
-
-class MxFunc(enum.IntEnum):
-    """Matrix function codes (word 0 bits [15:11])."""
-
-    LOAD_STATIONARY = 0
-    ATTENTION_SCORE = 1
-    ATTENTION_VALUE = 2
-    ATTENTION_LSE_NORM_SCALE = 3
-    ATTENTION_LSE_NORM = 4
-    # UD dataflow only (fsa.hw.isa.UD_MX_FUNCS, docs/ud.md): rejected with
-    # ILLEGAL_FUNC by a device (and the golden model) of another dataflow.
-    LOAD_Q = 5
-    KSTEP = 6
-    STEP = 7
-    PVSTEP = 8
-    NORM_SCALE = 9
-    NORM = 10
+def _enum(name: str, names, doc: str) -> type[enum.IntEnum]:
+    """An IntEnum of `names` coded by position (a table of fsa.hw.isa)."""
+    cls = enum.IntEnum(name, [(n, i) for i, n in enumerate(names)], module=__name__)
+    cls.__doc__ = doc
+    return cls
 
 
-class DmaFunc(enum.IntEnum):
-    """DMA function codes (word 0 bits [15:12])."""
-
-    LOAD = 0    # memory -> scratchpad (or accumulator with is_accum)
-    STORE = 1   # accumulator -> memory
+#: Instruction type: bits 31..29 of the first word (fsa.hw.isa.TYPES).
+InstrType = _enum("InstrType", sorted(hwisa.TYPES, key=hwisa.TYPES.get),
+                  "Instruction type: bits 31..29 of the first word.")
+#: Matrix function codes (word 0 bits [15:11]), built from the function table
+#: fsa.hw.isa.MX_FUNC_TABLE: LOAD_STATIONARY 0 .. ATTENTION_LSE_NORM 4, then
+#: the UD dataflow's LOAD_Q 5 .. NORM 10 (docs/ud.md), rejected with
+#: ILLEGAL_FUNC by a device (and the golden model) of another dataflow.
+MxFunc = _enum("MxFunc", hwisa.ALL_MX_FUNCS, "Matrix function codes (word 0 bits [15:11]).")
+#: DMA function codes (word 0 bits [15:12]): LOAD = 0 memory -> scratchpad (or
+#: accumulator with is_accum), STORE = 1 accumulator -> memory.
+DmaFunc = _enum("DmaFunc", hwisa.DMA_FUNCS, "DMA function codes (word 0 bits [15:12]).")
 
 
 #: Words per instruction type (fsa.hw.isa.WORDS).
@@ -216,7 +203,7 @@ class Matrix:
     """One matrix-engine instruction (3 words).
 
     Attributes:
-        func: :class:`MxFunc` (or its code: 0..4, and 5..8 for UD hardware).
+        func: :class:`MxFunc` (or its code: 0..4, and 5..10 for UD hardware).
         sem_id, acquire_valid, acquire_value, release_valid, release_value:
             semaphore header (id 0..31, values 0..7).
         wait_prev_acc: wait until both instruction slots are idle.

@@ -33,7 +33,7 @@ configuration with the hardware's parameters (the one the matrix controller
 is generated from, the cycle model simulates and ``fsa plan show`` draws).
 
 The UD dataflow (docs/ud.md, configs with ``dataflow = "ud"``) adds the
-functions of :data:`UD_FUNCS` (ISA codes 5..8), built by
+functions of :data:`UD_FUNCS` (ISA codes 5..10), built by
 :func:`fsa.plan_ud.make_ud_plan` (``make_plan`` dispatches there): three more
 PE control bits (:data:`UD_PE_BITS`), the top CMP's ``LATCH`` command and the
 bottom comparator row's commands (:attr:`Plan.bcmp`, :data:`BCMP_CMDS`).
@@ -48,6 +48,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from fsa.hw.control import (ACC_CMDS, ACC_WRITE_CMDS, BCMP_CMDS, CMP_CMDS, ISSUE_SLOTS,
+                            NORM_FUNCS, NORM_PARTNERS, PE_BITS, SLOT_RETIRE, UD_ACC_CMDS,
+                            UD_CMP_CMDS, UD_PE_BITS)
+from fsa.hw.isa import ALL_MX_FUNCS, MX_FUNCS, UD_MX_FUNCS
+
 __all__ = [
     "PE_BITS", "CMP_CMDS", "ACC_CMDS", "FUNCS", "Wave", "SpadRead", "AccRead", "Plan",
     "make_plan", "table", "compact", "expand_compact", "Table", "schedule_starts",
@@ -56,60 +61,11 @@ __all__ = [
     "ACC_WRITE_CMDS", "NORM_FUNCS", "NORM_PARTNERS", "check_reciprocal_cycles",
 ]
 
-#: PE control bits, in the order of docs/architecture.md section 3.
-PE_BITS = ("mac", "acc_ui", "load_reg_li", "load_reg_ui", "flow_lr", "flow_ud",
-           "flow_du", "update_reg", "exp2")
-CMP_CMDS = ("NOP", "UPDATE", "PROP_MAX", "PROP_MAX_DIFF", "PROP_EXP2_INTERCEPTS",
-            "PROP_ZERO", "RESET")
-ACC_CMDS = ("NOP", "EXP_S1", "EXP_S2", "ACC_SA", "ACC", "SET_SCALE", "RECIPROCAL")
-#: UD configurations' ACC commands: ACC_CMDS and the second scale register's
-#: (``scale2``, used by NORM_SCALE / NORM only): SET_SCALE2 (scale2 <- sram),
-#: RECIPROCAL2 (starts the divider on scale2; it writes scale2 when done, the
-#: plan's ``hold``), ACC2 (wb = scale2 * sram + 0).
-UD_ACC_CMDS = ACC_CMDS + ("SET_SCALE2", "RECIPROCAL2", "ACC2")
-#: The ACC commands that write their row back to the accumulator SRAM.
-ACC_WRITE_CMDS = ("ACC_SA", "ACC", "ACC2")
-#: Matrix functions by ISA code (docs/architecture.md section 8).
-FUNCS = ("LOAD_STATIONARY", "ATTENTION_SCORE", "ATTENTION_VALUE",
-         "ATTENTION_LSE_NORM_SCALE", "ATTENTION_LSE_NORM")
-#: The UD dataflow's functions (ISA codes len(FUNCS).., fsa.hw.isa.UD_MX_FUNCS).
-UD_FUNCS = ("LOAD_Q", "KSTEP", "STEP", "PVSTEP", "NORM_SCALE", "NORM")
-#: The UD functions that run in the controller's third, ACC-only slot (the
-#: non-blocking normalisation, docs/ud.md).
-NORM_FUNCS = ("NORM_SCALE", "NORM")
-#: The functions that may start right after one of NORM_FUNCS (its partner:
-#: the normalisation's commands sit in their free ACC window).
-NORM_PARTNERS = ("STEP", "PVSTEP")
-#: Every function, indexed by ISA code.
-ALL_FUNCS = FUNCS + UD_FUNCS
-#: The UD PE's extra control bits (after PE_BITS: control 9 -> 12 bits):
-#: ``use_q`` multiplies the second register ``qreg`` instead of ``reg``;
-#: ``load_q``: ``qreg <- l_in``, ``r_out <- qreg`` (Q shifts in like a chain);
-#: ``load_reg_di``: ``reg <- d_in`` viewed as E (a score coming back up).
-UD_PE_BITS = ("use_q", "load_q", "load_reg_di")
-#: The top CMP's commands on UD hardware: code 7 ``LATCH`` (out <- the top
-#: PE's u_out, i.e. -m arriving up the u path) after the reference's 0..6.
-UD_CMP_CMDS = CMP_CMDS + ("LATCH",)
-#: The bottom comparator row (UD only), per column, three command lanes
-#: that may act in one cycle: "max" (RESET: maxima <- -inf, only when the
-#: instruction's ``reset_max`` bit is set; UPDATE: the k-th UPDATE since the
-#: last RESET / MAX_DIFF takes the bottom PE's d_out rounded to E, masked to
-#: -inf when the instruction is causal and k > c, into the running max and
-#: pushes it on the R-deep LIFO; MAX_DIFF: diff <- old_max - new_max,
-#: old_max <- new_max), "up" (the u-path driver into the bottom PE's d_in:
-#: PROP_MAX sends -new_max, POP the LIFO's top score) and "od" (to the output
-#: delayer: BYPASS the bottom PE's d_out, SEND_DIFF the max difference).
-BCMP_CMDS = {"RESET": "max", "UPDATE": "max", "MAX_DIFF": "max",
-             "PROP_MAX": "up", "POP": "up", "BYPASS": "od", "SEND_DIFF": "od"}
-
-#: Spad constant sources (broadcast to all rows instead of an SRAM row).
-SPAD_CONSTS = ("one", "scale", "slope")
-
-#: The reference controller's two instruction slots: an instruction may start
-#: only when the instruction two before it has retired, SLOT_RETIRE cycles
-#: after that one's last action.
-ISSUE_SLOTS = 2
-SLOT_RETIRE = 2
+# The tables (one place each, the hardware contract): re-exported here
+# because the plans are written in them.
+FUNCS = MX_FUNCS            # the reference functions, ISA codes 0..4
+UD_FUNCS = UD_MX_FUNCS      # the UD dataflow's, codes 5..10
+ALL_FUNCS = ALL_MX_FUNCS    # every function, indexed by ISA code
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from myhdl import ConcatSignal, always_comb, always_seq, block
 
-from fsa.plan import ACC_CMDS, UD_ACC_CMDS
+from fsa.hw.control import ACC_CMDS, UD_ACC_CMDS
 from fsa.formats import get_format
 from fsa.hw import timing
 from rtl.convert import convert_block, sig, submodule

@@ -50,7 +50,7 @@ from __future__ import annotations
 from myhdl import Signal, always, always_comb, always_seq, block, concat, intbv
 
 from fsa.formats import get_format
-from fsa.plan import BCMP_CMDS
+from fsa.hw.control import BCMP_CMDS
 from rtl.convert import convert_block, sig, submodule
 from rtl.fp import fsa_cvt, fsa_fcmp
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 from myhdl import always_comb, always_seq, block, concat, intbv
 
 from fsa.formats import get_format
-from fsa.plan import CMP_CMDS, UD_CMP_CMDS
+from fsa.hw.control import CMP_CMDS, UD_CMP_CMDS
 from rtl.convert import convert_block, sig, submodule
 from rtl.fp import fsa_cvt, fsa_fcmp
 

@@ -170,7 +170,7 @@ def norm_slot(clk, rst, load, in_func, in_acc_addr, in_acc_stride, in_zero, in_r
     (``acc_rd``, ``acc_addr``, ``acc_zero``) from the plans' interval
     comparators; its release on the third channel (``rel_*``); ``ret``: the
     retire cycle of its function."""
-    from fsa.plan import NORM_FUNCS, UD_ACC_CMDS
+    from fsa.hw.control import NORM_FUNCS, UD_ACC_CMDS
     from rtl.fsa_mxctrl_parts import ADDR_BITS, STRIDE_BITS, per_func
 
     AB, SB = ADDR_BITS, STRIDE_BITS

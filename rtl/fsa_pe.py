@@ -47,7 +47,7 @@ from __future__ import annotations
 from myhdl import always_comb, always_seq, block
 
 from fsa.formats import get_format
-from fsa.plan import PE_BITS, UD_PE_BITS
+from fsa.hw.control import PE_BITS, UD_PE_BITS
 from rtl.convert import convert_block, sig, submodule
 from rtl.fp import fsa_fma
 

@@ -51,9 +51,11 @@ reserved bit set is rejected (:data:`RESERVED_MASKS`, computed from the
 table).  The semaphores are :data:`SEM_IDS` registers of
 :data:`SEM_VALUE_BITS` bits (the widths of ``sem_id`` and the values).
 
-The field ``func`` accepts the reference codes 0..4 (:data:`MX_FUNCS`); a
+The matrix functions are one table, :data:`MX_FUNC_TABLE` (name and
+dataflow by ISA code).  The field ``func`` accepts the reference codes 0..4
+(:data:`MX_FUNCS`); a
 device built with ``dataflow = "ud"`` also accepts :data:`UD_MX_FUNCS`
-(codes 5..8, docs/ud.md), and every other device rejects them
+(codes 5..10, docs/ud.md), and every other device rejects them
 (ILLEGAL_FUNC): :func:`mx_func_max` is the largest code a configuration's
 decoder accepts.  ``reset_max`` and ``early_release`` are meaningful only to
 the UD functions (``reset_max``: the K part's bottom-row RESET in KSTEP and
@@ -74,8 +76,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = ["Field", "TYPE_FIELD", "TYPES", "WORDS", "FIELDS", "RESERVED_MASKS", "field",
-           "SEM_IDS", "SEM_VALUE_BITS", "MX_FUNCS", "DMA_FUNCS", "UD_MX_FUNCS", "mx_func_max",
-           "UD_ONLY_FIELDS"]
+           "SEM_IDS", "SEM_VALUE_BITS", "MX_FUNC_TABLE", "ALL_MX_FUNCS", "MX_FUNCS", "DMA_FUNCS",
+           "UD_MX_FUNCS", "mx_funcs", "mx_func_max", "UD_ONLY_FIELDS"]
 
 
 @dataclass(frozen=True)
@@ -155,13 +157,33 @@ TYPE_FIELD = _f("type", 0, 31, 29)
 TYPES = {"FENCE": 0, "MATRIX": 1, "DMA": 2}
 #: Words per instruction type.
 WORDS = {"FENCE": 1, "MATRIX": 3, "DMA": 4}
-#: Matrix function codes (word 0 [15:11]); DMA function codes (word 0 [15:12]).
-MX_FUNCS = ("LOAD_STATIONARY", "ATTENTION_SCORE", "ATTENTION_VALUE",
-            "ATTENTION_LSE_NORM_SCALE", "ATTENTION_LSE_NORM")
+#: The matrix function table (word 0 [15:11]): every function, indexed by
+#: its ISA code, with the dataflow whose devices accept it.  The enum
+#: ``fsa.isa.MxFunc``, the plan functions (``fsa.plan``) and the decoder's
+#: largest code (:func:`mx_func_max`) are all built from it.
+MX_FUNC_TABLE: tuple[tuple[str, str], ...] = (
+    ("LOAD_STATIONARY", "reference"),
+    ("ATTENTION_SCORE", "reference"),
+    ("ATTENTION_VALUE", "reference"),
+    ("ATTENTION_LSE_NORM_SCALE", "reference"),
+    ("ATTENTION_LSE_NORM", "reference"),
+    # the UD dataflow's (docs/ud.md): accepted only with ``dataflow = "ud"``
+    ("LOAD_Q", "ud"),
+    ("KSTEP", "ud"),
+    ("STEP", "ud"),
+    ("PVSTEP", "ud"),
+    ("NORM_SCALE", "ud"),
+    ("NORM", "ud"),
+)
+#: Every matrix function name, indexed by ISA code.
+ALL_MX_FUNCS = tuple(name for name, _ in MX_FUNC_TABLE)
+#: The reference functions (codes 0..4), accepted by every device.
+MX_FUNCS = tuple(name for name, df in MX_FUNC_TABLE if df == "reference")
+#: The UD dataflow's functions (codes 5..10, in this order): accepted only by
+#: a device built with ``dataflow = "ud"``.
+UD_MX_FUNCS = tuple(name for name, df in MX_FUNC_TABLE if df == "ud")
+#: DMA function codes (word 0 [15:12]).
 DMA_FUNCS = ("LOAD", "STORE")
-#: The UD dataflow's matrix functions (docs/ud.md), codes 5.. in this order:
-#: accepted only by a device built with ``dataflow = "ud"``.
-UD_MX_FUNCS = ("LOAD_Q", "KSTEP", "STEP", "PVSTEP", "NORM_SCALE", "NORM")
 
 
 #: Matrix fields only the UD functions use: a device without UD does not read
@@ -169,10 +191,18 @@ UD_MX_FUNCS = ("LOAD_Q", "KSTEP", "STEP", "PVSTEP", "NORM_SCALE", "NORM")
 UD_ONLY_FIELDS = ("reset_max", "early_release")
 
 
+def mx_funcs(dataflow: str = "reference") -> tuple[str, ...]:
+    """The matrix functions a device with this dataflow accepts, indexed by
+    ISA code (a prefix of :data:`ALL_MX_FUNCS`)."""
+    names = tuple(name for name, df in MX_FUNC_TABLE if df in ("reference", dataflow))
+    assert names == ALL_MX_FUNCS[:len(names)], "a dataflow's functions must be a code prefix"
+    return names
+
+
 def mx_func_max(dataflow: str = "reference") -> int:
     """The largest matrix function code the decoder of a device with this
-    dataflow accepts (4 reference, 8 UD)."""
-    return len(MX_FUNCS) - 1 + (len(UD_MX_FUNCS) if dataflow == "ud" else 0)
+    dataflow accepts (4 reference, 10 UD)."""
+    return len(mx_funcs(dataflow)) - 1
 
 _SEM = (_f("sem_id", 0, 28, 24), _f("acquire_valid", 0, 23), _f("acquire_value", 0, 22, 20),
         _f("release_valid", 0, 19), _f("release_value", 0, 18, 16))

@@ -84,8 +84,12 @@ def normalise(x, lz, xn, en=None):
 
 @block
 def _normalise_en(x, lz, xn, en, N, L2, NST, TOP, LZW):
-    """:func:`normalise` with its enable: the same shifter under ``if en``
-    (every variable is assigned before the ``if``: no latch on either path)."""
+    """:func:`normalise` with its enable: the same shifter, each stage under
+    ``if en``.  Every variable is assigned on both paths, the loop variable
+    too: the loop itself runs unconditionally (a loop inside ``if en``
+    leaves the Verilog ``integer`` unassigned while ``en`` is 0, which
+    synthesis infers as a latch).  While ``en`` is 0 no stage runs, so the
+    count and the shifted value keep their initial 0."""
     if L2 == N:
         raise ValueError(f"normalise: the enable is implemented for widths that are not a "
                          f"power of two (the FMA's windows); got {N} bits")
@@ -99,15 +103,13 @@ def _normalise_en(x, lz, xn, en, N, L2, NST, TOP, LZW):
         if en:
             nz_lv[:] = concat(x, intbv(0)[L2 - N:])
             nz_st[:] = TOP
-            for j in range(NST):
+        for j in range(NST):
+            if en:
                 nz_ra[:] = L2 - nz_st
                 if (nz_lv >> nz_ra) == 0:
                     nz_lv[:] = nz_lv << nz_st
                     nz_cnt[NST - 1 - j] = 1
                 nz_st[:] = nz_st >> 1
-            lz.next = nz_cnt
-            xn.next = nz_lv[L2:L2 - N]
-        else:
-            lz.next = 0
-            xn.next = 0
+        lz.next = nz_cnt
+        xn.next = nz_lv[L2:L2 - N]
     return lzc_pad_en

@@ -1,10 +1,10 @@
-"""Program fetch in the cycle model (:func:`fsa.cyclemodel.simulate` with
+"""Program fetch in the cycle model (:func:`fsa.cycle.model.simulate` with
 ``fetch=``): when each instruction word reaches the queue, and when DMA
 LOADs must wait for a fetch burst, exactly as ``rtl/fsa_fetch.py`` and
 ``rtl/fsa_rdarb.py`` build it.
 
 The fetch unit issues one INCR burst at a time (``L`` = at most
-:func:`burst_beats` beats, the beats left, the beats to the next 4 KiB
+:func:`fsa.hw.fetch.burst_beats` beats, the beats left, the beats to the next 4 KiB
 boundary) in a cycle ``i`` when, at the start of that cycle:
 
 * the previous burst's last beat has arrived (before ``i``);
@@ -27,48 +27,14 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass
 
-from fsa.dmarules import several_port_rules
+from fsa.hw.fetch import LOAD_TAIL, burst_beats, loads_wait_whole_burst
 
-__all__ = ["FetchTiming", "FETCH_FIRST", "BURST_MAX", "BURST_WORDS", "LOAD_TAIL",
-           "burst_beats", "loads_wait_whole_burst", "Fetch"]
-
-#: the largest fetch burst in beats
-BURST_MAX = 16
-#: the most words a fetch burst carries (at least two beats): a burst holds
-#: the DMA's LOADs for its whole length, so on wide buses shorter bursts
-#: leave the K/V loads more room (measured with the cycle model, N = 1024:
-#: 4x4 fp32 UD +4.1 % over a free DMA with 16-beat (64-word) bursts, +0.3 %
-#: with 8-beat (32-word) ones; no preset was slower; 16-word bursts were
-#: slower on most)
-BURST_WORDS = 32
-#: with one memory port a DMA LOAD may be accepted while a fetch burst is in
-#: flight once a beat of the burst has arrived and at most this many are
-#: still owed: the LOAD's ARs then reach the memory after the burst's AR
-#: has been served (the memory's AR queue never fills), and its first beat
-#: (5 cycles after acceptance) comes after the burst's last
-LOAD_TAIL = 4
+__all__ = ["FetchTiming", "FETCH_FIRST", "Fetch"]
 
 #: cycles from a burst's decision to its first beat with cocotbext-axi's
 #: AxiRam (the registered ARVALID, the AR handshake, the slave's latency),
-#: measured on the RTL (tests/test_cyclemodel.py, tb/test_fetch.py check it)
+#: measured on the RTL (tests/test_cyclemodel.py, tb/fetch/test_fetch.py check it)
 FETCH_FIRST = 3
-
-
-def burst_beats(cfg) -> int:
-    """The fetch unit's longest burst (and beat FIFO depth, at least 2) for
-    `cfg` (rtl/fsa_fetch.py): at most BURST_MAX beats, BURST_WORDS words
-    (but two beats at least) and half the queue's words."""
-    w = cfg.axi_data_bits // 32
-    return max(1, min(BURST_MAX, max(2, BURST_WORDS // w), cfg.inst_queue_size // (2 * w)))
-
-
-def loads_wait_whole_burst(cfg) -> bool:
-    """Whether a DMA LOAD waits for a fetch burst's last beat (several memory
-    ports: the per-port DMA model does not place a LOAD's port-0 beats
-    behind a burst) rather than only for its tail (:data:`LOAD_TAIL`; one
-    port, unless its DMA works per port, :func:`fsa.dmarules.per_port_dma`;
-    :func:`fsa.dmarules.several_port_rules`).  ``rtl/fsa_rdarb.py`` ``hold``."""
-    return several_port_rules(cfg)
 
 
 @dataclass(frozen=True)

@@ -67,7 +67,7 @@ from myhdl import ConcatSignal, ResetSignal, always_comb, block
 
 from fsa.hw.errors import ERR_BITS
 from fsa.hw.regs import COUNTER_BITS, COUNTERS, STATE_BITS
-from fsa.dmarules import sram_bank_ports
+from fsa.hw.dmarules import sram_bank_ports
 from rtl import fsa_dma_if, fsa_sram_bp
 from rtl import (fsa_acc, fsa_array, fsa_bcmp, fsa_cmp, fsa_counters, fsa_decode, fsa_dispatch,
                  fsa_mxctrl, fsa_queue, fsa_regs, fsa_sem, fsa_sram, fsa_status)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from myhdl import ResetSignal
 
-from fsa.dmarules import INFLIGHT, bank_ports, inflight_depth, sram_bank_ports  # noqa: F401
+from fsa.hw.dmarules import INFLIGHT, bank_ports, inflight_depth, sram_bank_ports  # noqa: F401
 from rtl.convert import sig
 from rtl.prim import Bundle, clog2
 

@@ -59,7 +59,7 @@ from __future__ import annotations
 
 from myhdl import ConcatSignal, ResetSignal, always_comb, always_seq, block, intbv
 
-from fsa.cyclefetch import BURST_MAX, LOAD_TAIL, burst_beats  # noqa: F401 (re-exported)
+from fsa.hw.fetch import BURST_MAX, LOAD_TAIL, burst_beats  # noqa: F401 (re-exported)
 from fsa.hw.regs import FETCH_HI_BITS, STATE_BITS, State
 from rtl.convert import comb_expr, convert_block, sig
 from rtl.prim import clog2, fifo, mux_tree, vsig, zext

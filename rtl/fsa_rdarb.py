@@ -46,7 +46,7 @@ from __future__ import annotations
 
 from myhdl import ResetSignal, always_comb, always_seq, block
 
-from fsa.cyclefetch import loads_wait_whole_burst
+from fsa.hw.fetch import loads_wait_whole_burst
 from rtl.convert import convert_block, sig
 
 MODULE = "fsa_rdarb"

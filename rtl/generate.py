@@ -72,7 +72,8 @@ def units_for(cfg) -> list[Unit]:
                      fsa_delay, fsa_dispatch, fsa_dma, fsa_dma_port, fsa_fetch, fsa_mxctrl,
                      fsa_pe, fsa_rdarb,
                      fsa_queue, fsa_regs, fsa_sem, fsa_sram, fsa_sram_bp, fsa_status, fsa_top)
-    from fsa.dmarules import sram_bank_ports
+    from fsa.hw.dmarules import sram_bank_ports
+    from fsa.hw import dataflow
     from rtl.fp import fsa_cvt, fsa_div, fsa_fcmp, fsa_fma
 
     e, a, p = cfg.e_type, cfg.a_type, cfg.exp2_pieces
@@ -104,18 +105,16 @@ def units_for(cfg) -> list[Unit]:
         add(fsa_cvt, "CMP widening E -> A", src=e, dst=a)
     add(fsa_div, "ACC reciprocal", fmt=a, bits_per_cycle=cfg.div_bits_per_cycle)
     # array units
-    ud = cfg.dataflow == "ud"       # the UD units (docs/ud.md)
-    if ud:
-        add_fixed(fsa_pe.MODULE, lambda d: fsa_pe.convert(d, e, a, p, ud=True),
-                  f"UD processing element with qreg (x{cfg.sa_rows * cfg.sa_cols})")
-        add_fixed(fsa_cmp.MODULE, lambda d: fsa_cmp.convert(d, e, a, p, ud=True),
-                  f"comparator unit with LATCH (x{cfg.sa_cols})")
+    df = dataflow.of(cfg)           # the dataflow's parts (fsa/hw/dataflow.py, docs/ud.md)
+    add_fixed(fsa_pe.MODULE, lambda d: fsa_pe.convert(d, e, a, p, df.name),
+              ("UD processing element with qreg" if df.pe_qreg else "processing element")
+              + f" (x{cfg.sa_rows * cfg.sa_cols})")
+    add_fixed(fsa_cmp.MODULE, lambda d: fsa_cmp.convert(d, e, a, p, df.name),
+              "comparator unit" + (" with LATCH" if df.cmp_latch else "") + f" (x{cfg.sa_cols})")
+    if df.bottom_row:
         add_fixed(fsa_bcmp.MODULE, lambda d: fsa_bcmp.convert(d, cfg.sa_rows, e, a),
                   f"bottom comparator unit (x{cfg.sa_cols})")
-    else:
-        add_fixed(fsa_pe.MODULE, lambda d: fsa_pe.convert(d, e, a, p), f"processing element (x{cfg.sa_rows * cfg.sa_cols})")
-        add_fixed(fsa_cmp.MODULE, lambda d: fsa_cmp.convert(d, e, a, p), f"comparator unit (x{cfg.sa_cols})")
-    add_fixed(fsa_acc.MODULE, lambda d: fsa_acc.convert(d, a, p, cfg.div_bits_per_cycle, ud=ud),
+    add_fixed(fsa_acc.MODULE, lambda d: fsa_acc.convert(d, a, p, cfg.div_bits_per_cycle, df.name),
               f"accumulator unit (x{cfg.sa_cols})")
     add_fixed("fsa_idelay", lambda d: fsa_delay.convert_idelay(d, cfg.sa_rows, e), "input delayer",
               fsa_delay)

@@ -1,14 +1,16 @@
 """Program fetch without a simulator: the cycle model's fetch unit
 (fsa/cyclefetch.py: bursts, 4 KiB splits, the turns with DMA LOADs), the
 golden model's Machine.fetch (the device's errors), the harness's program
-address and the register contract (tb/test_fetch.py checks the RTL against
+address and the register contract (tb/fetch/test_fetch.py checks the RTL against
 all of it)."""
 from __future__ import annotations
 
 import pytest
 
-from fsa import config, cyclemodel, isa, kernels
-from fsa.cyclefetch import FETCH_FIRST, Fetch, FetchTiming, burst_beats
+from fsa import config, isa, kernels
+from fsa.cycle import model as cm
+from fsa.cyclefetch import FETCH_FIRST, Fetch, FetchTiming
+from fsa.hw.fetch import burst_beats
 from fsa.golden.machine import Machine, MachineError
 from fsa.hw import errors, regs
 from fsa.simdev import PROGRAM_ALIGN, program_address
@@ -62,9 +64,9 @@ def test_model_fetch_between_full_queue_and_host_pushes_and_loads_follow_bursts(
     prog = kernels.attention(CFG, 64, 64)
     words = prog.words()
     fetch = FetchTiming(program_address(CFG, len(words)))
-    m = cyclemodel.simulate(CFG, prog.instructions, fetch=fetch)
-    full = cyclemodel.simulate(CFG, prog.instructions)
-    pushed = cyclemodel.simulate(CFG, prog.instructions, host=cyclemodel.HARNESS_HOST)
+    m = cm.simulate(CFG, prog.instructions, fetch=fetch)
+    full = cm.simulate(CFG, prog.instructions)
+    pushed = cm.simulate(CFG, prog.instructions, host=cm.HARNESS_HOST)
     assert full.cycles < m.cycles < pushed.cycles
     assert m.counters["mx"] == full.counters["mx"] and m.counters["dma"] == full.counters["dma"]
     assert sum(b for _, b, _ in m.fetch_bursts) == -(-len(words) // 2)
@@ -86,7 +88,7 @@ def test_model_fetch_between_full_queue_and_host_pushes_and_loads_follow_bursts(
     assert during > 0, "no LOAD was accepted during a fetch burst"
     two = config.get("FSA4X4Fp16TwoPortConfig")
     prog2 = kernels.attention(two, 64, 64)
-    m2 = cyclemodel.simulate(two, prog2.instructions,
+    m2 = cm.simulate(two, prog2.instructions,
                              fetch=FetchTiming(program_address(two, len(prog2.words()))))
     for start, _, last in m2.fetch_bursts:
         for (a, d), _ in loads(two, m2, prog2):

@@ -52,13 +52,13 @@ def test_rtl_divider_and_acc_use_the_contract():
 
 @pytest.mark.parametrize("cfg", PLAN_CONFIGS + VARIANTS, ids=lambda c: getattr(c, "name", c))
 def test_controller_cycle_model_and_chart_use_one_plan(cfg):
-    from fsa import cyclemodel
+    from fsa.cycle import model as cm
     from rtl import fsa_mxctrl
 
     cfg = fconfig.get(cfg)
     want = timing.plans(cfg)
     assert fsa_mxctrl.plans_for(cfg) == want          # the controller is generated from these
-    assert cyclemodel._plans(cfg) == want              # the cycle model simulates these
+    assert cm._plans(cfg) == want              # the cycle model simulates these
     lse = want[fplan.FUNCS.index("ATTENTION_LSE_NORM_SCALE")]
     n = timing.reciprocal_cycles(cfg.a_type, cfg.div_bits_per_cycle)
     assert [c for _, c in lse.acc].count("RECIPROCAL") == n == lse.reciprocal_cycles
@@ -126,7 +126,7 @@ def test_encoder_puts_each_field_where_the_table_says(kind, cls):
 
 
 def test_semaphore_count_and_kernel_limits_come_from_the_table():
-    from fsa import kernel
+    from fsa.kernel_lang import builder as kernel
 
     assert hwisa.SEM_IDS == 32 and hwisa.SEM_VALUE_BITS == 3
     assert kernel.SEM_IDS == hwisa.SEM_IDS and kernel.SEM_VALUES == 1 << hwisa.SEM_VALUE_BITS
@@ -248,7 +248,7 @@ def test_generate_skips_the_generator_process_only_while_nothing_changed(tmp_pat
     assert len(calls) == 1
     # the fingerprint covers the sources the generator hashes and the output
     fp = {item[0] for item in verilog._fingerprint(out)}
-    assert {str(verilog.ROOT / "rtl" / "fsa_dma.py"), str(verilog.ROOT / "fsa" / "dmarules.py"),
+    assert {str(verilog.ROOT / "rtl" / "fsa_dma.py"), str(verilog.ROOT / "fsa" / "hw" / "dmarules.py"),
             str(out / "manifest.json")} <= fp
     st = (out / "fsa_queue.v").stat()
     os.utime(out / "fsa_queue.v", ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))

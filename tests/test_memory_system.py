@@ -1,10 +1,10 @@
 """The presets' memory systems (issue 14 items 2 and 3): one AXI beat per
 scratchpad row up to 512 bits and two row-interleaved scratchpad banks
 (:func:`fsa.config.memory_system`), the narrow-bus ``...Axi64Config``
-variants, the documented demand formula (:func:`fsa.cyclemodel.dma_demand`) and
+variants, the documented demand formula (:func:`fsa.cycle.predict.dma_demand`) and
 the ``dma_outstanding`` field (issue 14 item 1), all without a simulator.
 The RTL side (the device's cycles equal to the model's on these presets) is
-in tb/test_attention.py."""
+in tb/attention/test_attention.py."""
 from __future__ import annotations
 
 import json
@@ -12,7 +12,8 @@ import json
 import pytest
 
 from fsa import config as fconfig
-from fsa import cyclemodel as cm
+from fsa.cycle import model as cm
+from fsa.cycle import predict as cpredict
 from fsa import isa, kernels
 
 
@@ -24,19 +25,19 @@ def test_preset_memory_keeps_up_with_the_schedule(name):
     up to 64x64 fp16, and up to 512-bit rows the K/V stream needs less than
     the whole narrow port even at twice today's demand (UD)."""
     cfg = fconfig.get(name)
-    free = cm.steady_state(cfg, cm.IDEAL_DMA)["per_key_block"]
-    assert cm.steady_state(cfg)["per_key_block"] == free
-    need = cm.dma_demand(cfg)
+    free = cpredict.steady_state(cfg, cm.IDEAL_DMA)["per_key_block"]
+    assert cpredict.steady_state(cfg)["per_key_block"] == free
+    need = cpredict.dma_demand(cfg)
     if cfg.sa_rows * cfg.e_fmt.width <= 512:
         assert need["beats"] == 2 * cfg.sa_rows and need["ud_occupancy"] < 1
     narrow = cfg.replace(axi_data_bits=64, spad_banks=1, dma_burst_beats=0, dma_rw_overlap=False,
                          name="N")
-    slow = cm.steady_state(narrow)["per_key_block"]
+    slow = cpredict.steady_state(narrow)["per_key_block"]
     assert slow >= free
     # where the narrow bus needs over half the narrow port (all but 4x4 and
     # 8x16, whose LOADs in flight hide the latency) it is slower: the test
     # can tell them apart
-    if cm.dma_demand(narrow)["occupancy"] > 0.5:
+    if cpredict.dma_demand(narrow)["occupancy"] > 0.5:
         assert slow > free
 
 
@@ -51,10 +52,10 @@ def test_demand_formula_counts_the_kernels_beats():
         def beats(p):
             return sum(x.repeat * -(-x.size // beat) for x in p.instructions
                        if isinstance(x, isa.Dma) and x.func == isa.DmaFunc.LOAD)
-        d = cm.dma_demand(cfg)
+        d = cpredict.dma_demand(cfg)
         assert beats(two) - beats(one) == d["beats"]
         assert d["bytes"] == 2 * cfg.sa_rows ** 2 * cfg.e_fmt.bytes
-        assert d["period"] == cm.reference_period(cfg.sa_rows, cfg.sa_cols, cfg.exp2_pieces)
+        assert d["period"] == cpredict.reference_period(cfg.sa_rows, cfg.sa_cols, cfg.exp2_pieces)
 
 
 def test_memory_system_rule():
@@ -132,7 +133,7 @@ def test_wide_rows_get_a_port_per_bank():
     AXI ports into twice as many scratchpad banks and one accumulator bank
     per port, each bank with its own narrow port; narrower rows keep one
     port."""
-    from fsa.dmarules import bank_ports
+    from fsa.hw.dmarules import bank_ports
     for name, b in (("FSA32X32Fp32Config", 2), ("FSA64X64Fp16Config", 2), ("FSA64X64Fp32Config", 4),
                     ("FSA128X128Fp16Config", 4), ("FSA128X128Fp32Config", 8)):
         cfg = fconfig.get(name)
@@ -151,11 +152,11 @@ def test_bank_ports_keep_up_at_64x64_fp32():
     key block): with a narrow port per bank the period is the schedule's;
     with the one shared narrow port it is not."""
     cfg = fconfig.get("FSA64X64Fp32Config")
-    free = cm.steady_state(cfg, cm.IDEAL_DMA)["per_key_block"]
-    assert cm.steady_state(cfg)["per_key_block"] == free
+    free = cpredict.steady_state(cfg, cm.IDEAL_DMA)["per_key_block"]
+    assert cpredict.steady_state(cfg)["per_key_block"] == free
     one = cfg.replace(mem_ports=1, spad_banks=2, acc_banks=1, dma_burst_beats=0,
                       dma_rw_overlap=False, name="One")
-    assert cm.steady_state(one)["per_key_block"] > 1.5 * free
+    assert cpredict.steady_state(one)["per_key_block"] > 1.5 * free
 
 
 # ------------------------------------------------- the UD twins (issue 15 item 1)
@@ -171,7 +172,7 @@ def test_memory_system_carries_the_ud_twin(name):
     period 2R + P + 3, and the twin has exactly the same memory system."""
     ref, ud = fconfig.get(name), fconfig.get(fconfig.ud_twin_name(name))
     assert ud.replace(dataflow="reference", name=name) == ref
-    d = cm.dma_demand(ud)
+    d = cpredict.dma_demand(ud)
     assert d["ud_period"] == 2 * ud.sa_rows + ud.exp2_pieces + 3
     assert d["beats"] <= d["lanes"] * d["ud_period"], (name, d)
     assert d["rows"] < d["ud_period"] and d["ud_occupancy"] < 1, (name, d)
@@ -183,7 +184,7 @@ def test_demand_lanes_follow_the_bank_ports():
     base = fconfig.get("FSA8X8Fp16Config")
     for kw, lanes in ((dict(), 1), (dict(mem_ports=2, spad_banks=1), 1),
                       (dict(mem_ports=2, spad_banks=4), 2), (dict(mem_ports=4, spad_banks=2), 2)):
-        d = cm.dma_demand(base.replace(name="L", **kw))
+        d = cpredict.dma_demand(base.replace(name="L", **kw))
         assert d["lanes"] == lanes, kw
         assert d["ud_occupancy"] == d["beats"] / (lanes * d["ud_period"])
 
@@ -198,12 +199,12 @@ def test_one_port_ud_twins_keep_up(name):
     issue-14 target; 4x4 fp32 UD, +4 %, is bound by program fetch bursts
     that hold its K/V LOADs, docs/performance.md section 1f)."""
     ud = fconfig.get(fconfig.ud_twin_name(name))
-    free = cm.steady_state(ud, cm.IDEAL_DMA)
-    assert cm.steady_state(ud, program="queue")["per_key_block"] == free["per_key_block"]
+    free = cpredict.steady_state(ud, cm.IDEAL_DMA)
+    assert cpredict.steady_state(ud, program="queue")["per_key_block"] == free["per_key_block"]
     if ud.sa_rows >= 8:
-        fetch = cm.steady_state(ud, program="fetch")
+        fetch = cpredict.steady_state(ud, program="fetch")
         n = 4096
-        assert cm.predict_cycles(ud, n, n, False, fetch) <= 1.03 * cm.predict_cycles(
+        assert cpredict.predict_cycles(ud, n, n, False, fetch) <= 1.03 * cpredict.predict_cycles(
             ud, n, n, False, free), name
 
 
@@ -217,10 +218,10 @@ def test_third_ud_slot_is_what_keeps_4x4_ud_up():
     ud = fconfig.get("FSA4X4Fp16UdConfig")
     assert ud.spad_rows == ud.sa_cols + 6 * ud.sa_rows
     two = ud.replace(spad_rows=0, name="TwoSlots")
-    free = cm.steady_state(ud, cm.IDEAL_DMA)["per_key_block"]
-    three = cm.steady_state(ud, program="fetch")["per_key_block"]
+    free = cpredict.steady_state(ud, cm.IDEAL_DMA)["per_key_block"]
+    three = cpredict.steady_state(ud, program="fetch")["per_key_block"]
     assert free <= three <= 1.015 * free, (three, free)
-    assert cm.steady_state(two, program="fetch")["per_key_block"] > 1.05 * free
+    assert cpredict.steady_state(two, program="fetch")["per_key_block"] > 1.05 * free
 
 
 def test_two_loads_in_flight_on_several_ports():
@@ -231,18 +232,18 @@ def test_two_loads_in_flight_on_several_ports():
     ud = fconfig.get("FSA32X32Fp32UdConfig")
     b = ud.spad_row_bytes * 8 // ud.axi_data_bits
     assert (b, ud.mem_ports) == (2, 4)
-    free = cm.steady_state(ud, cm.IDEAL_DMA)["per_key_block"]
-    assert cm.steady_state(ud)["per_key_block"] == free
+    free = cpredict.steady_state(ud, cm.IDEAL_DMA)["per_key_block"]
+    assert cpredict.steady_state(ud)["per_key_block"] == free
     shared = ud.replace(spad_banks=1, acc_banks=1, dma_burst_beats=0,
                          dma_rw_overlap=False, name="Shared")
-    assert cm.steady_state(shared)["per_key_block"] > free + b
+    assert cpredict.steady_state(shared)["per_key_block"] > free + b
 
 
 def test_second_load_rule():
     """fsa.dmarules.second_load_ok: two LOADs may be in flight on several
     ports only with disjoint SRAM row spans (negative strides included),
     both moving rows, neither writing one row over and over."""
-    from fsa.dmarules import second_load_ok, sram_span
+    from fsa.hw.dmarules import second_load_ok, sram_span
     from fsa.isa import Dma, DmaFunc
 
     def ld(addr, n, stride=1, size=16):
@@ -275,7 +276,7 @@ def test_dma_burst_beats_needs_bank_ports(name, got):
     """An SRAM of one bank (a shared narrow port): the error names the
     fields to change; with two banks in each SRAM one port is enough (its
     SRAMs then get a narrow port per bank, fsa.dmarules.per_port_dma)."""
-    from fsa.dmarules import per_port_dma, sram_bank_ports
+    from fsa.hw.dmarules import per_port_dma, sram_bank_ports
     with pytest.raises(ValueError, match=f"needs spad_banks >= 2 and acc_banks >= 2 .*got {got}"):
         fconfig.get(name).replace(dma_burst_beats=16)
     cfg = fconfig.get(name).replace(dma_burst_beats=16, spad_banks=2, acc_banks=2, name="Two")
@@ -314,7 +315,7 @@ def _dma(func=isa.DmaFunc.LOAD, **kw):
 
 
 def test_bursts_merge_contiguous_rows_up_to_4k_and_the_cap():
-    from fsa.dmarules import bursts, merges_rows
+    from fsa.hw.dmarules import bursts, merges_rows
     bb = 16                                         # 4 beats a row of 64 bytes
     assert bursts(_dma(), bb, 0) == [(i, 1) for i in range(8)]
     assert bursts(_dma(), bb, 16) == [(0, 4), (4, 4)]
@@ -344,9 +345,9 @@ def test_merged_bursts_lift_the_row_limit_at_128x128_ud():
     of a key block from the DMA's sequencer (one burst a cycle); merging
     K's contiguous rows (V^T's rows are strided) leaves it half idle."""
     cfg = fconfig.get("FSA128X128Fp16UdConfig")
-    need = cm.dma_demand(cfg)
+    need = cpredict.dma_demand(cfg)
     assert need["ud_bursts"] < 0.6, need
-    assert cm.dma_demand(cfg.replace(dma_burst_beats=0, name="Rows"))["ud_bursts"] > 0.95
+    assert cpredict.dma_demand(cfg.replace(dma_burst_beats=0, name="Rows"))["ud_bursts"] > 0.95
 
 
 # ---------------------------------------------------------------- a LOAD and a STORE at once
@@ -379,7 +380,7 @@ def test_load_store_rule():
     """fsa.dmarules.load_store_ok: one LOAD and one STORE (either order),
     different SRAMs, disjoint memory bytes (touching is fine; negative
     strides count their lowest row)."""
-    from fsa.dmarules import load_store_ok, mem_span
+    from fsa.hw.dmarules import load_store_ok, mem_span
     from fsa.isa import Dma, DmaFunc
 
     def op(func, acc, addr, n=4, stride=16, size=16):

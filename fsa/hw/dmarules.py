@@ -1,11 +1,10 @@
-"""The DMA engine's in-flight queue and bank ports (part of the hardware
-contract, kept out of :mod:`fsa.hw` so that the DMA's Verilog depends on
-nothing but this and the config): how many DMA instructions the device
-keeps in flight at once, and which SRAMs get a narrow port per bank.
+"""DMA contract: the DMA engine's in-flight queue and bank ports: how many
+DMA instructions the device keeps in flight at once, and which SRAMs get a
+narrow port per bank.
 
 ``rtl/fsa_dma.py`` and the dispatch (``rtl/fsa_dispatch.py``) hold up to
 :func:`inflight_depth` DMA instructions in flight; the cycle model
-(:mod:`fsa.cycledma`) follows the same rule.  On one memory port a LOAD may
+(:mod:`fsa.cycle.dma`) follows the same rule.  On one memory port a LOAD may
 be accepted while earlier LOADs into the same SRAM are still receiving their
 data, when all of them move one-beat rows (row size <= the AXI beat; longer
 rows let the slave's AR queue hold the DMA's sequencer, and the cycle model
@@ -30,9 +29,10 @@ its port queues AR/AW addresses in a FIFO.
 """
 from __future__ import annotations
 
-#: the LOAD function code, ``fsa.isa.DmaFunc.LOAD`` (not imported: converting
-#: the DMA reads this module, and its build cache keys on what it imports)
-_LOAD = 0
+from fsa.hw.isa import DMA_FUNCS
+
+#: the LOAD function code (fsa.hw.isa.DMA_FUNCS; ``fsa.isa.DmaFunc.LOAD``)
+_LOAD = DMA_FUNCS.index("LOAD")
 
 __all__ = ["INFLIGHT", "inflight_depth", "bank_ports", "per_port_dma", "several_port_rules",
            "sram_bank_ports", "sram_span", "rows_on_port0", "second_load_ok", "mem_span",

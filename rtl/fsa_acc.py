@@ -18,7 +18,7 @@ SET_SCALE (scale <- sram), RECIPROCAL (scale <- 1/scale with the divider:
 the first RECIPROCAL cycle starts it, ``scale`` is written when it is done;
 the plan keeps RECIPROCAL for ``fsa.hw.timing.reciprocal_cycles`` cycles).
 
-UD configurations (``ud=True``, docs/ud.md) take 4-bit commands (the table
+UD configurations (``fsa.hw.dataflow.UD``, docs/ud.md) take 4-bit commands (the table
 ``fsa.plan.UD_ACC_CMDS``) and add a second scale register ``scale2`` for
 the non-blocking normalisation: SET_SCALE2 (scale2 <- sram), RECIPROCAL2
 (one cycle: starts the divider on scale2, which writes scale2 when done),
@@ -37,7 +37,7 @@ from myhdl import ConcatSignal, always_comb, always_seq, block
 
 from fsa.hw.control import ACC_CMDS, UD_ACC_CMDS
 from fsa.formats import get_format
-from fsa.hw import timing
+from fsa.hw import dataflow, timing
 from rtl.convert import convert_block, sig, submodule
 from rtl.fp import fsa_div, fsa_fma
 
@@ -54,9 +54,10 @@ CMD_SET_SCALE2, CMD_RECIPROCAL2, CMD_ACC2 = (UD_ACC_CMDS.index(c) for c in (
     "SET_SCALE2", "RECIPROCAL2", "ACC2"))
 
 
-def cmd_bits(cfg) -> int:
-    """Bits of the ACC command of a configuration: 3, 4 on UD ones."""
-    return UD_CMD_BITS if cfg.dataflow == "ud" else CMD_BITS
+def cmd_bits(cfg_or_df) -> int:
+    """Bits of the ACC command of a configuration (or dataflow): 3, 4 on UD
+    ones (the dataflow's ACC command table)."""
+    return max(CMD_BITS, (len(dataflow.of(cfg_or_df).acc_cmds) - 1).bit_length())
 
 
 #: RECIPROCAL commands the plan must issue (start cycle, the divider's latency,
@@ -77,8 +78,9 @@ def acc_constants(a_type: str, pieces: int) -> tuple[tuple[int, ...], tuple[int,
 
 @block
 def fsa_acc(clk, rst, cmd, scale_a, sa, sram, wb, a_type="fp32", pieces=8,
-            div_bits_per_cycle=2, ud=False):
+            div_bits_per_cycle=2, dataflow_name="reference"):
     """One accumulator unit; see the module docstring."""
+    s2 = dataflow.of(dataflow_name).acc_scale2      # the second scale register
     fa = get_format(a_type)
     aw = fa.width
     slopes, icpts = acc_constants(a_type, pieces)
@@ -93,19 +95,19 @@ def fsa_acc(clk, rst, cmd, scale_a, sa, sram, wb, a_type="fp32", pieces=8,
     (acc_cmd_exp_s1, acc_cmd_exp_s2, acc_cmd_acc_sa, acc_cmd_acc, acc_cmd_set_scale,
      acc_cmd_reciprocal) = (sig(1) for _ in range(6))
     fma_en = sig(1)         # the FMA works only in the cycles that use its result
-    # UD: the second scale register and its commands; the divider's operand
+    # scale2: the second scale register and its commands; the divider's operand
     # and which register it writes.  The shared generators below read
     # `scale_mul` (the FMA's multiplier: scale, or scale2 for ACC2), `acc_mul`
     # (ACC or ACC2) and `done1` (a division for `scale` is done), which are
-    # scale, acc_cmd_acc and div_done themselves on reference configurations.
+    # scale, acc_cmd_acc and div_done themselves without scale2.
     scale2, div_x = sig(aw, fa.one), sig(aw)
     acc_cmd_set_scale2, acc_cmd_reciprocal2, acc_cmd_acc2, div_to2 = (sig(1) for _ in range(4))
     div_start, unused_div_ready, div_done = sig(1), sig(1), sig(1)
     div_y = sig(aw)
     prev_recip = sig(1)
-    scale_mul = sig(aw) if ud else scale
-    acc_mul = sig(1) if ud else acc_cmd_acc
-    done1 = sig(1) if ud else div_done
+    scale_mul = sig(aw) if s2 else scale
+    acc_mul = sig(1) if s2 else acc_cmd_acc
+    done1 = sig(1) if s2 else div_done
 
     u_fma = submodule(fsa_fma.fsa_fma, (op_a, op_b, op_c, acc_cmd_exp_s2, f_a, unused_f_e, unused_piece, unused_match),
                       dict(mul=a_type, add=a_type, pieces=pieces, en=fma_en),
@@ -114,7 +116,7 @@ def fsa_acc(clk, rst, cmd, scale_a, sa, sram, wb, a_type="fp32", pieces=8,
                        "out_e": unused_f_e, "piece": unused_piece, "match": unused_match,
                        "en": fma_en},
                       {"out_a", "out_e", "piece", "match"})
-    dx = div_x if ud else scale
+    dx = div_x if s2 else scale
     u_div = submodule(fsa_div.fsa_div, (clk, rst, div_start, dx, unused_div_ready, div_done, div_y),
                       dict(fmt=a_type, bits_per_cycle=div_bits_per_cycle),
                       fsa_div.module_name(a_type, div_bits_per_cycle), "u_div",
@@ -233,10 +235,10 @@ def fsa_acc(clk, rst, cmd, scale_a, sa, sram, wb, a_type="fp32", pieces=8,
 
     common = (u_fma, u_div, commands, fma_gate, scale_fields, scale_exponent, scale_shift,
               shift_significand, piece_of_scale, piece_consts, operand_a, operands, output, step)
-    if not ud:
+    if not s2:
         return common + (divider_start,)
 
-    # ---- UD: scale2 and its three commands
+    # ---- scale2 and its three commands
     @always_comb
     def commands2():
         acc_cmd_set_scale2.next = cmd == CMD_SET_SCALE2
@@ -273,19 +275,21 @@ def fsa_acc(clk, rst, cmd, scale_a, sa, sram, wb, a_type="fp32", pieces=8,
     return common + (commands2, select2, divider_in, step2)
 
 
-def ports(a_type: str = "fp32", ud: bool = False) -> dict:
+def ports(a_type: str = "fp32", dataflow_name: str = "reference") -> dict:
     from myhdl import ResetSignal
 
     aw = get_format(a_type).width
     return dict(clk=sig(1), rst=ResetSignal(0, active=1, isasync=False),
-                cmd=sig(UD_CMD_BITS if ud else CMD_BITS),
+                cmd=sig(cmd_bits(dataflow_name)),
                 scale_a=sig(aw), sa=sig(aw), sram=sig(aw), wb=sig(aw))
 
 
 def convert(outdir, a_type: str = "fp32", pieces: int = 8, div_bits_per_cycle: int = 2,
-            ud: bool = False):
-    """Write ``<outdir>/fsa_acc.v`` (instantiates fsa_fma and fsa_div modules)."""
-    p = ports(a_type, ud)
+            dataflow_name: str = "reference"):
+    """Write ``<outdir>/fsa_acc.v`` (instantiates fsa_fma and fsa_div modules)
+    for the ACC of dataflow `dataflow_name`."""
+    p = ports(a_type, dataflow_name)
     return convert_block(lambda: fsa_acc(**p, a_type=a_type, pieces=pieces,
-                                         div_bits_per_cycle=div_bits_per_cycle, ud=ud),
+                                         div_bits_per_cycle=div_bits_per_cycle,
+                                         dataflow_name=dataflow_name),
                          MODULE, outdir)

@@ -19,8 +19,9 @@ Ports (the controller, or a testbench, drives everything per cycle)::
 Hierarchy: ``fsa_pe`` x R*C, ``fsa_cmp`` x C, ``fsa_acc`` x C, one
 ``fsa_idelay`` and one ``fsa_odelay``; each is its own Verilog module.
 
-UD configurations (``cfg.dataflow == "ud"``, docs/ud.md): ``ctrl`` is R*12
-bits (``fsa_pe.ctrl_width``; the UD PE), the CMPs decode LATCH, and a row of
+The dataflow (``fsa.hw.dataflow``) picks the units' parts.  UD
+configurations (docs/ud.md): ``ctrl`` is R*12 bits (``fsa_pe.ctrl_width``;
+the PE with ``qreg``), the CMPs decode LATCH, and (``bottom_row``) a row of
 ``fsa_bcmp`` x C sits below the last PE row (instances ``u_bcmp_<c>``):
 PE(R-1,c).d_out is its ``s_in``, its ``u_out`` drives PE(R-1,c).d_in (0 on
 reference configs) and its ``od`` register feeds the output delayer instead
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 from myhdl import ConcatSignal, ResetSignal, always_comb, block
 
+from fsa.hw import dataflow
 from rtl.convert import Const, convert_block, sig, submodule
 from rtl import fsa_acc, fsa_bcmp, fsa_cmp, fsa_delay, fsa_pe
 
@@ -57,10 +59,11 @@ def fsa_array(clk, rst, ctrl, cmp_cmd, cmp_causal, cmp_mask, key_limit, scale_a,
     R, C, P = cfg.sa_rows, cfg.sa_cols, cfg.exp2_pieces
     e, a = cfg.e_type, cfg.a_type
     EW, AW = cfg.e_fmt.width, cfg.a_fmt.width
-    ud = cfg.dataflow == "ud"
-    NB = fsa_pe.ctrl_width(cfg)
-    if ud and any(x is None for x in (bcmp_max, bcmp_up, bcmp_od, bcmp_causal)):
-        raise ValueError("fsa_array: a UD config needs the bcmp_* ports")
+    df = dataflow.of(cfg)
+    bottom_row = df.bottom_row          # the bottom comparator row (fsa_bcmp)
+    NB = df.ctrl_bits
+    if bottom_row and any(x is None for x in (bcmp_max, bcmp_up, bcmp_od, bcmp_causal)):
+        raise ValueError(f"fsa_array: dataflow {df.name!r} needs the bcmp_* ports")
     checks = (("ctrl", ctrl, R * NB), ("id_data", id_data, R * EW), ("acc_sram", acc_sram, C * AW),
               ("acc_wb", acc_wb, C * AW), ("cmp_cmd", cmp_cmd, fsa_cmp.CMD_BITS),
               ("acc_cmd", acc_cmd, fsa_acc.cmd_bits(cfg)), ("key_limit", key_limit, fsa_cmp.KL_BITS),
@@ -87,17 +90,17 @@ def fsa_array(clk, rst, ctrl, cmp_cmd, cmp_causal, cmp_mask, key_limit, scale_a,
     cz = [cmp_causal] + [sig(1) for _ in range(C)]
     cm = [cmp_mask] + [sig(1) for _ in range(C)]
     zero = Const(AW, 0)
-    b_up = [sig(AW) for _ in range(C)] if ud else None      # BCMP u_out -> PE(R-1,c).d_in
-    b_od = [sig(AW) for _ in range(C)] if ud else None      # BCMP od -> output delayer
-    pe_block = fsa_pe.pe_block(ud)
+    b_up = [sig(AW) for _ in range(C)] if bottom_row else None   # BCMP u_out -> PE(R-1,c).d_in
+    b_od = [sig(AW) for _ in range(C)] if bottom_row else None   # BCMP od -> output delayer
+    units = dict(e_type=e, a_type=a, pieces=P, dataflow_name=df.name)
 
     for r in range(R):
         for c in range(C):
-            d_in = up[r + 1][c] if r + 1 < R else (b_up[c] if ud else zero)
+            d_in = up[r + 1][c] if r + 1 < R else (b_up[c] if bottom_row else zero)
             port = {"clk": clk, "rst": rst, "l_in": h[r][c], "u_in": down[r][c], "d_in": d_in,
                     "ctrl_in": ct[r][c], "r_out": h[r][c + 1], "d_out": down[r + 1][c],
                     "u_out": up[r][c], "ctrl_out": ct[r][c + 1]}
-            insts.append(submodule(pe_block, (), dict(port, e_type=e, a_type=a, pieces=P),
+            insts.append(submodule(fsa_pe.fsa_pe, (), dict(port, **units),
                                    fsa_pe.MODULE, f"u_pe_{r}_{c}", port,
                                    {"r_out", "d_out", "u_out", "ctrl_out"}))
     for c in range(C):
@@ -105,11 +108,10 @@ def fsa_array(clk, rst, ctrl, cmp_cmd, cmp_causal, cmp_mask, key_limit, scale_a,
                 "s_in": up[0][c], "col": Const(fsa_cmp.COL_BITS, c), "key_limit": key_limit,
                 "out": down[0][c], "cmd_out": cc[c + 1], "causal_out": cz[c + 1],
                 "mask_out": cm[c + 1]}
-        kw = dict(port, e_type=e, a_type=a, pieces=P, **(dict(ud=True) if ud else {}))
-        insts.append(submodule(fsa_cmp.fsa_cmp, (), kw,
+        insts.append(submodule(fsa_cmp.fsa_cmp, (), dict(port, **units),
                                fsa_cmp.MODULE, f"u_cmp_{c}", port,
                                {"out", "cmd_out", "causal_out", "mask_out"}))
-    if ud:
+    if bottom_row:
         LB = fsa_bcmp.LANE_BITS
         bm = [bcmp_max] + [sig(LB) for _ in range(C)]
         bu = [bcmp_up] + [sig(LB) for _ in range(C)]
@@ -125,7 +127,7 @@ def fsa_array(clk, rst, ctrl, cmp_cmd, cmp_causal, cmp_mask, key_limit, scale_a,
 
     # output delayer: bottom d_out of every column -> aligned
     # (a ConcatSignal cannot be a submodule port directly: copy it to a wire)
-    bottom = ConcatSignal(*reversed(b_od if ud else down[R]))
+    bottom = ConcatSignal(*reversed(b_od if bottom_row else down[R]))
     od_in = sig(C * AW)
 
     @always_comb
@@ -143,13 +145,13 @@ def fsa_array(clk, rst, ctrl, cmp_cmd, cmp_causal, cmp_mask, key_limit, scale_a,
                 "wb": wbs[c]}
         insts.append(submodule(fsa_acc.fsa_acc, (), dict(port, a_type=a, pieces=P,
                                                          div_bits_per_cycle=cfg.div_bits_per_cycle,
-                                                         ud=cfg.dataflow == "ud"),
+                                                         dataflow_name=df.name),
                                fsa_acc.MODULE, f"u_acc_{c}", port, {"wb"}))
     all_wb = ConcatSignal(*reversed(wbs))
     # the last column's pass-through outputs go nowhere: gather them in one
     # signal whose name tells lint they are unused by design
     unused_edge = ConcatSignal(*[h[r][C] for r in range(R)], *[ct[r][C] for r in range(R)],
-                               cc[C], cz[C], cm[C], *((bm[C], bu[C], bo[C], bz[C]) if ud else ()))
+                               cc[C], cz[C], cm[C], *((bm[C], bu[C], bo[C], bz[C]) if bottom_row else ()))
     unused_sink = sig(len(unused_edge))
 
     @always_comb
@@ -173,13 +175,13 @@ def ports(cfg) -> dict:
                 id_data=sig(R * EW), id_valid=sig(1), id_rev_in=sig(1), id_rev_out=sig(1),
                 id_delay=sig(1), acc_cmd=sig(fsa_acc.cmd_bits(cfg)), acc_sram=sig(C * AW),
                 acc_wb=sig(C * AW))
-    if cfg.dataflow == "ud":
+    if dataflow.of(cfg).bottom_row:
         LB = fsa_bcmp.LANE_BITS
         p.update(bcmp_max=sig(LB), bcmp_up=sig(LB), bcmp_od=sig(LB), bcmp_causal=sig(1))
     return p
 
 
-#: the UD array's extra input ports (fsa_array's keyword arguments)
+#: the extra input ports of an array with the bottom row (fsa_array's keyword arguments)
 UD_PORTS = ("bcmp_max", "bcmp_up", "bcmp_od", "bcmp_causal")
 
 

@@ -52,7 +52,7 @@ from myhdl import Signal, always, always_comb, always_seq, block, concat, intbv
 from fsa.formats import get_format
 from fsa.hw.control import BCMP_CMDS
 from rtl.convert import convert_block, sig, submodule
-from rtl.fp import fsa_cvt, fsa_fcmp
+from rtl.fsa_cmp import fmt_consts, max_unit, score_units
 
 MODULE = "fsa_bcmp"
 LANES = ("max", "up", "od")
@@ -80,11 +80,7 @@ def fsa_bcmp(clk, rst, max_in, up_in, od_in, causal_in, s_in, col, u_out, od, ma
             raise ValueError(f"fsa_bcmp: port {name} must be {w} bits wide, got {len(s)}")
     if R < 2:
         raise ValueError(f"fsa_bcmp: R must be >= 2, got {R}")
-    a_neg_inf = fa.sign_mask | fa.pos_inf
-    e_neg_inf = fe.sign_mask | fe.pos_inf
-    a_nan = fa.canonical_nan
-    a_exp_mask = fa.pos_inf
-    a_man_mask = (1 << fa.man_bits) - 1
+    a_neg_inf, e_neg_inf, a_nan, a_exp_mask, a_man_mask = fmt_consts(e_type, a_type)
     PB = max(1, (R - 1).bit_length())
     RL = R - 1                       # the last LIFO entry
 
@@ -112,23 +108,14 @@ def fsa_bcmp(clk, rst, max_in, up_in, od_in, causal_in, s_in, col, u_out, od, ma
     (bcmp_cmd_reset, bcmp_cmd_update, bcmp_cmd_max_diff, bcmp_cmd_prop_max, bcmp_cmd_pop,
      bcmp_cmd_bypass, bcmp_cmd_send_diff) = (sig(1) for _ in range(7))
 
-    insts = []
-    if e_type != a_type:
-        insts.append(submodule(fsa_cvt.fsa_cvt, (s_in, s_e), dict(src=a_type, dst=e_type),
-                               fsa_cvt.module_name(a_type, e_type), "u_round",
-                               {"x": s_in, "y": s_e}, {"y"}))
-        insts.append(submodule(fsa_cvt.fsa_cvt, (s_e_m, s_e_a), dict(src=e_type, dst=a_type),
-                               fsa_cvt.module_name(e_type, a_type), "u_widen",
-                               {"x": s_e_m, "y": s_e_a}, {"y"}))
-    else:
+    insts = [submodule(*u) for u in score_units(e_type, a_type, s_in, s_e, s_e_m, s_e_a)]
+    if e_type == a_type:
         @always_comb
         def same_fmt():
             s_e.next = s_in
             s_e_a.next = s_e_m
         insts.append(same_fmt)
-    insts.append(submodule(fsa_fcmp.fsa_fcmp, (op_a, op_b, diff, mx), dict(fmt=a_type),
-                           fsa_fcmp.module_name(a_type), "u_fcmp",
-                           {"a": op_a, "b": op_b, "diff": diff, "mx": mx}, {"diff", "mx"}))
+    insts.append(submodule(*max_unit(a_type, op_a, op_b, diff, mx)))
 
     @always_comb
     def commands():

@@ -35,9 +35,11 @@ from __future__ import annotations
 from myhdl import always_comb, always_seq, block, concat, intbv
 
 from fsa.formats import get_format
+from fsa.hw import dataflow
 from fsa.hw.control import CMP_CMDS, UD_CMP_CMDS
 from rtl.convert import convert_block, sig, submodule
 from rtl.fp import fsa_cvt, fsa_fcmp
+from rtl.parts import part_of
 
 MODULE = "fsa_cmp"
 CMD_BITS = 3
@@ -63,17 +65,45 @@ def encoded_intercepts(e_type: str, a_type: str, pieces: int) -> tuple[int, ...]
     return tuple(int(v) for v in enc)
 
 
+def fmt_consts(e_type: str, a_type: str) -> tuple[int, int, int, int, int]:
+    """The comparators' constants: -inf (A), -inf (E), the canonical NaN (A),
+    A's exponent mask and mantissa mask."""
+    fe, fa = get_format(e_type), get_format(a_type)
+    return (fa.sign_mask | fa.pos_inf, fe.sign_mask | fe.pos_inf, fa.canonical_nan, fa.pos_inf,
+            (1 << fa.man_bits) - 1)
+
+
+def score_units(e_type: str, a_type: str, s_in, s_e, s_e_m, s_e_a) -> list[tuple]:
+    """The :func:`rtl.convert.submodule` arguments of a comparator's rounding
+    (``s_in`` A -> ``s_e`` E, ``u_round``) and widening (``s_e_m`` E ->
+    ``s_e_a`` A, ``u_widen``) units; none when E == A.  (The CMP and the
+    BCMP call ``submodule`` themselves: MyHDL takes a block's names from
+    the frame that instantiates.)"""
+    if e_type == a_type:
+        return []
+    return [(fsa_cvt.fsa_cvt, (s_in, s_e), dict(src=a_type, dst=e_type),
+             fsa_cvt.module_name(a_type, e_type), "u_round", {"x": s_in, "y": s_e}, {"y"}),
+            (fsa_cvt.fsa_cvt, (s_e_m, s_e_a), dict(src=e_type, dst=a_type),
+             fsa_cvt.module_name(e_type, a_type), "u_widen", {"x": s_e_m, "y": s_e_a}, {"y"})]
+
+
+def max_unit(a_type: str, op_a, op_b, diff, mx) -> tuple:
+    """The :func:`rtl.convert.submodule` arguments of a comparator's
+    ``fsa_fcmp`` (``u_fcmp``: the maximum and the difference)."""
+    return (fsa_fcmp.fsa_fcmp, (op_a, op_b, diff, mx), dict(fmt=a_type),
+            fsa_fcmp.module_name(a_type), "u_fcmp",
+            {"a": op_a, "b": op_b, "diff": diff, "mx": mx}, {"diff", "mx"})
+
+
 @block
 def fsa_cmp(clk, rst, cmd_in, causal_in, mask_in, s_in, col, key_limit, out, cmd_out,
-            causal_out, mask_out, e_type="fp16", a_type="fp32", pieces=8, ud=False):
+            causal_out, mask_out, e_type="fp16", a_type="fp32", pieces=8,
+            dataflow_name="reference"):
     """One comparator unit; see the module docstring."""
+    latch = dataflow.of(dataflow_name).cmp_latch
     fe, fa = get_format(e_type), get_format(a_type)
     ew, aw = fe.width, fa.width
-    a_neg_inf = fa.sign_mask | fa.pos_inf
-    e_neg_inf = fe.sign_mask | fe.pos_inf
-    a_nan = fa.canonical_nan
-    a_exp_mask = fa.pos_inf
-    a_man_mask = (1 << fa.man_bits) - 1
+    a_neg_inf, e_neg_inf, a_nan, a_exp_mask, a_man_mask = fmt_consts(e_type, a_type)
     icpts = encoded_intercepts(e_type, a_type, pieces)
     kbits = max(1, (pieces - 1).bit_length())
     last_k = pieces - 1
@@ -92,21 +122,14 @@ def fsa_cmp(clk, rst, cmd_in, causal_in, mask_in, s_in, col, key_limit, out, cmd
     a_sign = sig(aw, fa.sign_mask)      # constants, sized
     neg_inf = sig(aw, a_neg_inf)
     neg_inf_e = sig(ew, e_neg_inf)
-    # the commands by name (one decode each)
+    # the commands by name (one decode each; LATCH only where the dataflow
+    # has it, rtl/parts.py)
     (cmp_cmd_update, cmp_cmd_prop_max, cmp_cmd_prop_max_diff, cmp_cmd_prop_exp2_intercepts,
      cmp_cmd_prop_zero, cmp_cmd_reset) = (sig(1) for _ in range(6))
+    cmp_cmd_latch = sig(1) if latch else None
 
-    insts = []
-    if e_type != a_type:
-        insts.append(submodule(fsa_cvt.fsa_cvt, (s_in, s_e), dict(src=a_type, dst=e_type),
-                               fsa_cvt.module_name(a_type, e_type), "u_round",
-                               {"x": s_in, "y": s_e}, {"y"}))
-        insts.append(submodule(fsa_cvt.fsa_cvt, (s_e_m, s_e_a), dict(src=e_type, dst=a_type),
-                               fsa_cvt.module_name(e_type, a_type), "u_widen",
-                               {"x": s_e_m, "y": s_e_a}, {"y"}))
-    insts.append(submodule(fsa_fcmp.fsa_fcmp, (op_a, op_b, diff, mx), dict(fmt=a_type),
-                           fsa_fcmp.module_name(a_type), "u_fcmp",
-                           {"a": op_a, "b": op_b, "diff": diff, "mx": mx}, {"diff", "mx"}))
+    insts = [submodule(*u) for u in score_units(e_type, a_type, s_in, s_e, s_e_m, s_e_a)]
+    insts.append(submodule(*max_unit(a_type, op_a, op_b, diff, mx)))
 
     if e_type == a_type:
         # RNE_E(s) is the identity here except for NaN: every NaN result is
@@ -154,8 +177,14 @@ def fsa_cmp(clk, rst, cmd_in, causal_in, mask_in, s_in, col, key_limit, out, cmd
             op_a.next = new_max
             op_b.next = s_e_a
         icpt.next = icpts[k]
+    insts.append(operands)
 
-    @always_seq(clk.posedge, reset=rst)
+    if latch:
+        @always_comb
+        def latch_command():
+            cmp_cmd_latch.next = cmd_in == CMD_LATCH
+        insts.append(latch_command)
+
     def step():
         cmd_out.next = cmd_in
         causal_out.next = causal_in
@@ -187,52 +216,11 @@ def fsa_cmp(clk, rst, cmd_in, causal_in, mask_in, s_in, col, key_limit, out, cmd
         elif cmp_cmd_reset:
             old_max.next = neg_inf
             new_max.next = neg_inf
-
-    if ud:
-        cmp_cmd_latch = sig(1)
-
-        @always_comb
-        def latch_command():
-            cmp_cmd_latch.next = cmd_in == CMD_LATCH
-
-        @always_seq(clk.posedge, reset=rst)
-        def step_ud():
-            cmd_out.next = cmd_in
-            causal_out.next = causal_in
-            mask_out.next = mask_in
-            if cmp_cmd_update:
-                out.next = s_e_m_z
-                new_max.next = mx
-                cnt.next = cnt + 1
-            else:
-                cnt.next = 0
-            if cmp_cmd_prop_exp2_intercepts:
-                out.next = icpt
-                if k == last_k:
-                    k.next = 0
-                else:
-                    k.next = k + 1
-            else:
-                k.next = 0
-            if cmp_cmd_prop_max:
-                if (new_max & a_exp_mask) == a_exp_mask and (new_max & a_man_mask) != 0:
-                    out.next = a_nan
-                else:
-                    out.next = new_max ^ a_sign
-            elif cmp_cmd_prop_max_diff:
-                out.next = diff
-                old_max.next = new_max
-            elif cmp_cmd_prop_zero:
-                out.next = 0
-            elif cmp_cmd_reset:
-                old_max.next = neg_inf
-                new_max.next = neg_inf
-            elif cmp_cmd_latch:
-                out.next = s_in
-
-        insts += [operands, latch_command, step_ud]
-        return insts
-    insts += [operands, step]
+        elif cmp_cmd_latch:
+            out.next = s_in
+    # (the process of the CMP with LATCH keeps its name, step_ud)
+    insts.append(always_seq(clk.posedge, reset=rst)(
+        part_of(step, name="step_ud" if latch else None)))
     return insts
 
 
@@ -247,9 +235,9 @@ def ports(e_type: str = "fp16", a_type: str = "fp32") -> dict:
 
 
 def convert(outdir, e_type: str = "fp16", a_type: str = "fp32", pieces: int = 8,
-            ud: bool = False):
-    """Write ``<outdir>/fsa_cmp.v`` (instantiates fsa_cvt and fsa_fcmp modules;
-    `ud`: with the LATCH command)."""
+            dataflow_name: str = "reference"):
+    """Write ``<outdir>/fsa_cmp.v`` (instantiates fsa_cvt and fsa_fcmp modules)
+    for the CMP of dataflow `dataflow_name`."""
     p = ports(e_type, a_type)
-    return convert_block(lambda: fsa_cmp(**p, e_type=e_type, a_type=a_type, pieces=pieces, ud=ud),
-                         MODULE, outdir)
+    return convert_block(lambda: fsa_cmp(**p, e_type=e_type, a_type=a_type, pieces=pieces,
+                                         dataflow_name=dataflow_name), MODULE, outdir)

@@ -47,9 +47,11 @@ from __future__ import annotations
 from myhdl import always_comb, always_seq, block
 
 from fsa.formats import get_format
+from fsa.hw import dataflow
 from fsa.hw.control import PE_BITS, UD_PE_BITS
 from rtl.convert import convert_block, sig, submodule
 from rtl.fp import fsa_fma
+from rtl.parts import part_of
 
 #: Control bit positions in ``ctrl_in``: the table is ``fsa.plan.PE_BITS``.
 (MAC, ACC_UI, LOAD_REG_LI, LOAD_REG_UI, FLOW_LR, FLOW_UD, FLOW_DU, UPDATE_REG,
@@ -64,36 +66,44 @@ USE_Q, LOAD_Q, LOAD_REG_DI = (len(PE_BITS) + UD_PE_BITS.index(b)
 UD_CTRL_BITS = len(PE_BITS) + len(UD_PE_BITS)
 
 
-def ctrl_width(cfg_or_ud) -> int:
-    """Control word width: 9 (reference), 12 (UD); `cfg_or_ud` is an
-    FSAConfig or a bool (UD)."""
-    ud = cfg_or_ud if isinstance(cfg_or_ud, bool) else cfg_or_ud.dataflow == "ud"
-    return UD_CTRL_BITS if ud else CTRL_BITS
+def ctrl_width(cfg_or_df) -> int:
+    """Control word width: 9 (reference), 12 (UD); `cfg_or_df` is an
+    FSAConfig, a dataflow name or a :class:`fsa.hw.dataflow.Dataflow`."""
+    return dataflow.of(cfg_or_df).ctrl_bits
 
 
-def pe_bits(cfg_or_ud) -> tuple:
+def pe_bits(cfg_or_df) -> tuple:
     """The control bit names by position (PE_BITS, plus UD_PE_BITS on UD)."""
-    return PE_BITS + (UD_PE_BITS if ctrl_width(cfg_or_ud) == UD_CTRL_BITS else ())
+    return dataflow.of(cfg_or_df).pe_bits
 
 
 #: One Verilog tree per configuration (gen/<config>/), so the PE module is
 #: simply ``fsa_pe`` there.
 MODULE = "fsa_pe"
+#: The module comment of the PE with the second register (docs/ud.md).
+QREG_DOC = """The UD PE (module docstring): the reference PE plus ``qreg``,
+    ``use_q``, ``load_q`` and ``load_reg_di``; the same ports, a 12-bit
+    control word.  Converted as module ``fsa_pe`` of a UD configuration."""
 
 
 @block
 def fsa_pe(clk, rst, l_in, u_in, d_in, ctrl_in, r_out, d_out, u_out, ctrl_out,
-           e_type="fp16", a_type="fp32", pieces=8):
+           e_type="fp16", a_type="fp32", pieces=8, dataflow_name="reference"):
     """One processing element; see the module docstring for ports and timing."""
+    df = dataflow.of(dataflow_name)
     fe, fa = get_format(e_type), get_format(a_type)
     ew, aw = fe.width, fa.width
+    nb = df.ctrl_bits
     for name, s, w in (("l_in", l_in, ew), ("r_out", r_out, ew), ("u_in", u_in, aw),
                        ("d_in", d_in, aw), ("d_out", d_out, aw), ("u_out", u_out, aw),
-                       ("ctrl_in", ctrl_in, CTRL_BITS), ("ctrl_out", ctrl_out, CTRL_BITS)):
+                       ("ctrl_in", ctrl_in, nb), ("ctrl_out", ctrl_out, nb)):
         if len(s) != w:
             raise ValueError(f"fsa_pe: port {name} must be {w} bits wide, got {len(s)}")
 
     sreg = sig(ew)          # the PE register ("reg" is a Verilog keyword)
+    q = df.pe_qreg          # the second register's part (rtl/parts.py: None when absent)
+    qreg = sig(ew) if q else None       # the second register (Q, resident)
+    mul = sig(ew) if q else None        # the multiplicand: qreg (use_q) or reg
     addend = sig(aw)
     f_a, f_e = sig(aw), sig(ew)
     pbits = max(1, (pieces - 1).bit_length())
@@ -102,13 +112,14 @@ def fsa_pe(clk, rst, l_in, u_in, d_in, ctrl_in, r_out, d_out, u_out, ctrl_out,
     # the control bits by name (the Verilog names are these variables' names)
     (pe_ctrl_mac, pe_ctrl_acc_ui, pe_ctrl_load_reg_li, pe_ctrl_load_reg_ui, pe_ctrl_flow_lr,
      pe_ctrl_flow_ud, pe_ctrl_flow_du, pe_ctrl_update_reg, pe_ctrl_exp2) = (sig(1) for _ in PE_BITS)
+    pe_ctrl_use_q, pe_ctrl_load_q, pe_ctrl_load_reg_di = (sig(1) if q else None for _ in UD_PE_BITS)
 
     fma_en = sig(1)         # the FMA works only in the cycles that use its result
-    u_fma = submodule(fsa_fma.fsa_fma, (sreg, l_in, addend, pe_ctrl_exp2, f_a, f_e, unused_piece,
+    u_fma = submodule(fsa_fma.fsa_fma, (mul if q else sreg, l_in, addend, pe_ctrl_exp2, f_a, f_e, unused_piece,
                                         match),
                       dict(mul=e_type, add=a_type, pieces=pieces, en=fma_en),
                       fsa_fma.module_name(e_type, a_type, pieces, gated=True), "u_fma",
-                      {"a": sreg, "b": l_in, "c": addend, "exp2": pe_ctrl_exp2, "out_a": f_a,
+                      {"a": mul if q else sreg, "b": l_in, "c": addend, "exp2": pe_ctrl_exp2, "out_a": f_a,
                        "out_e": f_e, "piece": unused_piece, "match": match, "en": fma_en},
                       {"out_a", "out_e", "piece", "match"})
 
@@ -117,102 +128,8 @@ def fsa_pe(clk, rst, l_in, u_in, d_in, ctrl_in, r_out, d_out, u_out, ctrl_out,
         """The FMA's enable: mac (d_out / u_out), update_reg and exp2 (reg)."""
         fma_en.next = pe_ctrl_mac or pe_ctrl_update_reg or pe_ctrl_exp2
 
-    @always_comb
     def ctrl_bits():
         """The control word's bits by name (fsa.plan.PE_BITS)."""
-        pe_ctrl_mac.next = ctrl_in[MAC]
-        pe_ctrl_acc_ui.next = ctrl_in[ACC_UI]
-        pe_ctrl_load_reg_li.next = ctrl_in[LOAD_REG_LI]
-        pe_ctrl_load_reg_ui.next = ctrl_in[LOAD_REG_UI]
-        pe_ctrl_flow_lr.next = ctrl_in[FLOW_LR]
-        pe_ctrl_flow_ud.next = ctrl_in[FLOW_UD]
-        pe_ctrl_flow_du.next = ctrl_in[FLOW_DU]
-        pe_ctrl_update_reg.next = ctrl_in[UPDATE_REG]
-        pe_ctrl_exp2.next = ctrl_in[EXP2]
-
-    @always_comb
-    def select():
-        if pe_ctrl_acc_ui:
-            addend.next = u_in
-        else:
-            addend.next = d_in
-
-    @always_seq(clk.posedge, reset=rst)
-    def step():
-        ctrl_out.next = ctrl_in
-        # d_out: mac (sum goes down) or flow_ud
-        if pe_ctrl_mac and pe_ctrl_acc_ui:
-            d_out.next = f_a
-        elif pe_ctrl_flow_ud:
-            d_out.next = u_in
-        # u_out: mac (sum goes up) or flow_du
-        if pe_ctrl_mac and not pe_ctrl_acc_ui:
-            u_out.next = f_a
-        elif pe_ctrl_flow_du:
-            u_out.next = d_in
-        # r_out: Q shifts like a chain, or data passes right
-        if pe_ctrl_load_reg_li:
-            r_out.next = sreg
-        elif pe_ctrl_flow_lr:
-            r_out.next = l_in
-        # the register
-        if pe_ctrl_load_reg_li:
-            sreg.next = l_in
-        elif pe_ctrl_load_reg_ui:
-            sreg.next = u_in[ew:]
-        elif pe_ctrl_update_reg:
-            sreg.next = f_e
-        elif pe_ctrl_exp2 and match:
-            sreg.next = f_e
-
-    return u_fma, fma_gate, ctrl_bits, select, step
-
-
-def _check_ports(ew, aw, nb, l_in, u_in, d_in, ctrl_in, r_out, d_out, u_out, ctrl_out):
-    for name, s, w in (("l_in", l_in, ew), ("r_out", r_out, ew), ("u_in", u_in, aw),
-                       ("d_in", d_in, aw), ("d_out", d_out, aw), ("u_out", u_out, aw),
-                       ("ctrl_in", ctrl_in, nb), ("ctrl_out", ctrl_out, nb)):
-        if len(s) != w:
-            raise ValueError(f"fsa_pe: port {name} must be {w} bits wide, got {len(s)}")
-
-
-@block
-def fsa_pe_ud(clk, rst, l_in, u_in, d_in, ctrl_in, r_out, d_out, u_out, ctrl_out,
-              e_type="fp16", a_type="fp32", pieces=8):
-    """The UD PE (module docstring): the reference PE plus ``qreg``,
-    ``use_q``, ``load_q`` and ``load_reg_di``; the same ports, a 12-bit
-    control word.  Converted as module ``fsa_pe`` of a UD configuration."""
-    ew, aw = get_format(e_type).width, get_format(a_type).width
-    _check_ports(ew, aw, UD_CTRL_BITS, l_in, u_in, d_in, ctrl_in, r_out, d_out, u_out, ctrl_out)
-    sreg = sig(ew)          # the PE register ("reg" is a Verilog keyword)
-    qreg = sig(ew)          # the second register (Q, resident)
-    mul = sig(ew)           # the multiplicand: qreg (use_q) or reg
-    addend = sig(aw)
-    f_a, f_e = sig(aw), sig(ew)
-    pbits = max(1, (pieces - 1).bit_length())
-    unused_piece = sig(pbits)    # (the PE uses match, not the index)
-    match = sig(1)
-    (pe_ctrl_mac, pe_ctrl_acc_ui, pe_ctrl_load_reg_li, pe_ctrl_load_reg_ui, pe_ctrl_flow_lr,
-     pe_ctrl_flow_ud, pe_ctrl_flow_du, pe_ctrl_update_reg, pe_ctrl_exp2, pe_ctrl_use_q,
-     pe_ctrl_load_q, pe_ctrl_load_reg_di) = (sig(1) for _ in range(UD_CTRL_BITS))
-
-    fma_en = sig(1)         # as in fsa_pe: mac, update_reg or exp2
-    u_fma = submodule(fsa_fma.fsa_fma, (mul, l_in, addend, pe_ctrl_exp2, f_a, f_e, unused_piece,
-                                        match),
-                      dict(mul=e_type, add=a_type, pieces=pieces, en=fma_en),
-                      fsa_fma.module_name(e_type, a_type, pieces, gated=True), "u_fma",
-                      {"a": mul, "b": l_in, "c": addend, "exp2": pe_ctrl_exp2, "out_a": f_a,
-                       "out_e": f_e, "piece": unused_piece, "match": match, "en": fma_en},
-                      {"out_a", "out_e", "piece", "match"})
-
-    @always_comb
-    def fma_gate_ud():
-        """The FMA's enable: mac (d_out / u_out), update_reg and exp2 (reg)."""
-        fma_en.next = pe_ctrl_mac or pe_ctrl_update_reg or pe_ctrl_exp2
-
-    @always_comb
-    def ctrl_bits_ud():
-        """The control word's bits by name (fsa.plan.PE_BITS + UD_PE_BITS)."""
         pe_ctrl_mac.next = ctrl_in[MAC]
         pe_ctrl_acc_ui.next = ctrl_in[ACC_UI]
         pe_ctrl_load_reg_li.next = ctrl_in[LOAD_REG_LI]
@@ -226,8 +143,7 @@ def fsa_pe_ud(clk, rst, l_in, u_in, d_in, ctrl_in, r_out, d_out, u_out, ctrl_out
         pe_ctrl_load_q.next = ctrl_in[LOAD_Q]
         pe_ctrl_load_reg_di.next = ctrl_in[LOAD_REG_DI]
 
-    @always_comb
-    def select_ud():
+    def select():
         if pe_ctrl_acc_ui:
             addend.next = u_in
         else:
@@ -237,10 +153,7 @@ def fsa_pe_ud(clk, rst, l_in, u_in, d_in, ctrl_in, r_out, d_out, u_out, ctrl_out
         else:
             mul.next = sreg
 
-    insts = [u_fma, fma_gate_ud, ctrl_bits_ud, select_ud]
-
-    @always_seq(clk.posedge, reset=rst)
-    def step_ud():
+    def step():
         ctrl_out.next = ctrl_in
         # d_out: mac (sum goes down) or flow_ud
         if pe_ctrl_mac and pe_ctrl_acc_ui:
@@ -273,14 +186,19 @@ def fsa_pe_ud(clk, rst, l_in, u_in, d_in, ctrl_in, r_out, d_out, u_out, ctrl_out
         elif pe_ctrl_exp2 and match:
             sreg.next = f_e
 
-    insts.append(step_ud)
-    return insts
+    # (the processes of the PE with the second register keep their names, *_ud)
+    sfx = "_ud" if q else ""
+    ctrl_bits = always_comb(part_of(ctrl_bits, doc=(
+        "The control word's bits by name (fsa.plan.PE_BITS + UD_PE_BITS)." if q else None)))
+    select = always_comb(part_of(select, name="select" + sfx))
+    step = always_seq(clk.posedge, reset=rst)(part_of(step, name="step" + sfx))
+    return u_fma, fma_gate, ctrl_bits, select, step
 
 
-def ports(e_type: str = "fp16", a_type: str = "fp32", ud: bool = False) -> dict:
-    """Fresh signals for every port of fsa_pe (`ud`: the UD PE's 12-bit control)."""
+def ports(e_type: str = "fp16", a_type: str = "fp32", dataflow_name: str = "reference") -> dict:
+    """Fresh signals for every port of fsa_pe (the UD PE's control is 12 bits)."""
     ew, aw = get_format(e_type).width, get_format(a_type).width
-    nb = ctrl_width(bool(ud))
+    nb = ctrl_width(dataflow_name)
     return dict(clk=sig(1), rst=sig(1), l_in=sig(ew), u_in=sig(aw), d_in=sig(aw),
                 ctrl_in=sig(nb), r_out=sig(ew), d_out=sig(aw), u_out=sig(aw),
                 ctrl_out=sig(nb))
@@ -293,14 +211,15 @@ def make_reset(p: dict) -> dict:
 
 
 def convert(outdir, e_type: str = "fp16", a_type: str = "fp32", pieces: int = 8,
-            ud: bool = False):
-    """Write ``<outdir>/<module_name>.v`` (instantiates the gated fsa_fma module;
-    `ud`: the UD PE)."""
-    p = make_reset(ports(e_type, a_type, ud))
-    return convert_block(lambda: pe_block(ud)(**p, e_type=e_type, a_type=a_type, pieces=pieces),
-                         MODULE, outdir)
+            dataflow_name: str = "reference"):
+    """Write ``<outdir>/fsa_pe.v`` (instantiates the gated fsa_fma module) for
+    the PE of dataflow `dataflow_name`."""
+    p = make_reset(ports(e_type, a_type, dataflow_name))
 
-
-def pe_block(ud: bool):
-    """The PE block function: :func:`fsa_pe_ud` on UD configs, else :func:`fsa_pe`."""
-    return fsa_pe_ud if ud else fsa_pe
+    def make():
+        inst = fsa_pe(**p, e_type=e_type, a_type=a_type, pieces=pieces,
+                      dataflow_name=dataflow_name)
+        if dataflow.of(dataflow_name).pe_qreg:
+            inst.__doc__ = QREG_DOC      # (the module comment in the Verilog)
+        return inst
+    return convert_block(make, MODULE, outdir)

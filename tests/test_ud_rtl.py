@@ -52,9 +52,9 @@ def test_ud_comparators_are_named_by_what_they_drive(tmp_path):
 def test_ud_units_only_on_ud_configs(tmp_path):
     ref, ud = tmp_path / "ref", tmp_path / "ud"
     fsa_pe.convert(ref)
-    fsa_pe.convert(ud, ud=True)
+    fsa_pe.convert(ud, dataflow_name="ud")
     fsa_cmp.convert(ref)
-    fsa_cmp.convert(ud, ud=True)
+    fsa_cmp.convert(ud, dataflow_name="ud")
     pe_ref, pe_ud = (d / "fsa_pe.v" for d in (ref, ud))
     assert "qreg" not in pe_ref.read_text() and "input [8:0] ctrl_in;" in pe_ref.read_text()
     assert "qreg" in pe_ud.read_text() and "input [11:0] ctrl_in;" in pe_ud.read_text()
@@ -62,7 +62,7 @@ def test_ud_units_only_on_ud_configs(tmp_path):
     assert "cmp_cmd_latch = (cmd_in == 7)" in (ud / "fsa_cmp.v").read_text()
     assert fsa_pe.ctrl_width(fconfig.get("FSA4X4Fp16Config")) == 9
     assert fsa_pe.ctrl_width(fconfig.get("FSA4X4Fp16UdConfig")) == 12
-    assert fsa_pe.pe_bits(True) == fplan.PE_BITS + fplan.UD_PE_BITS
+    assert fsa_pe.pe_bits("ud") == fplan.PE_BITS + fplan.UD_PE_BITS
     # the BCMP lane codes follow fsa.plan.BCMP_CMDS, numbered from 1 per lane
     assert fsa_bcmp.LANE_CODES == {"max": {"RESET": 1, "UPDATE": 2, "MAX_DIFF": 3},
                                    "up": {"PROP_MAX": 1, "POP": 2},

@@ -1,4 +1,4 @@
-"""Engines run a :class:`~fsa.kernel.Program` and return a :class:`Result`.
+"""Engines run a :class:`~fsa.kernel_lang.Program` and return a :class:`Result`.
 
 :class:`Engine` does everything that does not depend on what executes the
 program: it checks the config, converts the caller's inputs (floats are
@@ -14,7 +14,7 @@ run, and return an :class:`Execution` (a memory reader, counters, cycles).
   else (or with ``machine=True``) on the instruction-level model
   (:class:`fsa.golden.machine.Machine`); both give the same bits and apply
   the program's ``settings`` (the setting registers) as the host would. No cycle
-  count (``fsa run --sim golden`` takes its cycles from :mod:`fsa.cyclemodel`).
+  count (``fsa run --sim golden`` takes its cycles from :mod:`fsa.cycle.model`).
 * :class:`SimEngine` -- the RTL (``fsa_top``) in Verilator or Icarus, driven
   over AXI by cocotb (:func:`fsa.simdev.run_on_device`, ``fsa/harness/tb_top.py``):
   ``execute`` loads the image into the AXI RAM, writes the program's
@@ -45,6 +45,7 @@ Example::
 """
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -56,7 +57,7 @@ from fsa import numerics as nx
 from fsa.config import FSAConfig
 from fsa.hw.regs import setting_defaults
 from fsa.isa import Dma, Fence, Matrix
-from fsa.kernel import KernelError, Program, memory_reader
+from fsa.kernel_lang import KernelError, Program, memory_reader
 
 __all__ = ["Result", "Execution", "Engine", "GoldenEngine", "SimEngine", "DeviceError"]
 
@@ -179,7 +180,7 @@ class Engine:
                 wrong shapes or bit widths (the message says what to change).
         """
         if not isinstance(program, Program):
-            raise TypeError(f"{self.name}.run: expected a fsa.kernel.Program, got "
+            raise TypeError(f"{self.name}.run: expected a fsa.kernel_lang.Program, got "
                             f"{type(program).__name__}")
         if program.cfg != self.cfg:
             raise KernelError(f"{self.name}.run: the program was built for {program.cfg.name} but "
@@ -361,6 +362,10 @@ class SimEngine(Engine):
             ports; "fast": the memory inside the simulation (fsa/fastmem.py,
             Verilator only, no pauses): the same bits and cycles, faster on
             long runs.
+        keep: keep the run folder (log, results, waves; ``last_run["run_dir"]``)
+            after a successful run; False removes it then
+            (``last_run["run_dir_kept"]`` says which).  A run that ends in
+            the error state keeps it and names it in the DeviceError.
     """
 
     name = "sim"
@@ -368,7 +373,7 @@ class SimEngine(Engine):
 
     def __init__(self, cfg: "FSAConfig | str", sim: str = "verilator", max_cycles: int = 5_000_000,
                  pauses: float = 0.0, progress=None, waves: bool = False, seed: int = 1,
-                 push: bool = False, memory: str = "axi"):
+                 push: bool = False, memory: str = "axi", keep: bool = True):
         super().__init__(cfg)
         if sim not in self.SIMS:
             raise ValueError(f"SimEngine: sim must be one of {self.SIMS}, got {sim!r}")
@@ -377,7 +382,7 @@ class SimEngine(Engine):
             raise ValueError(f"SimEngine: memory must be one of {MEMORIES}, got {memory!r}")
         self.sim, self.max_cycles, self.pauses = sim, max_cycles, pauses
         self.progress, self.waves, self.seed = progress, waves, seed
-        self.push, self.memory = push, memory
+        self.push, self.memory, self.keep = push, memory, keep
         self.last_run: dict | None = None
 
     def execute(self, program: Program, words: list[int],
@@ -405,6 +410,9 @@ class SimEngine(Engine):
         if run["state"] != "done":
             raise DeviceError(f"the device ended in state {run['state']} with error {run['error']} "
                               f"at instruction {run['error_index']} (run folder {res['run_dir']})", run)
+        res["run_dir_kept"] = self.keep
+        if not self.keep:
+            shutil.rmtree(res["run_dir"], ignore_errors=True)
         counters = dict(run["counters"])
         segments = [(a, d) for (a, _), d in zip(regions, res["dumps"])]
         return Execution.from_segments(segments, counters, counters["exec"])

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from fsa import config as fconfig
-from fsa import cyclemodel as cm
+from fsa.cycle import model as cm
+from fsa.cycle import predict as cpredict
 from fsa import isa, kernels
 from fsa import plan as fplan
 from fsa.cli import main
@@ -20,9 +21,9 @@ from fsa.hw import timing
 def test_steady_state_is_the_step_period(name):
     cfg = fconfig.get(name)
     R, P = cfg.sa_rows, cfg.exp2_pieces
-    ss = cm.steady_state(cfg, cm.IDEAL_DMA)
+    ss = cpredict.steady_state(cfg, cm.IDEAL_DMA)
     assert ss["per_key_block"] == ss["per_key_block_check"] == 2 * R + P + 3
-    ref = cm.steady_state(cfg, cm.IDEAL_DMA, kernel="reference")
+    ref = cpredict.steady_state(cfg, cm.IDEAL_DMA, kernel="reference")
     assert ref["per_key_block"] > ss["per_key_block"]
 
 
@@ -67,14 +68,14 @@ def test_cli_plan_show_ud(func, capsys):
 
 
 def test_cli_run_and_compile_ud(tmp_path, capsys):
-    # (the UD RTL on a simulator: tb/test_ud_attention.py)
+    # (the UD RTL on a simulator: tb/attention/test_ud_attention.py)
     assert main(["run", "--config", "FSA4X4Fp16UdConfig", "--sim", "golden", "--seq-q", "8",
                  "--seq-kv", "12"]) == 0
     capsys.readouterr()
     for kern, want_ud in (("ud", True), ("reference", False)):
         p = tmp_path / f"{kern}.bin"
         assert main(["compile", "--config", "FSA4X4Fp16UdConfig", "--seq-q", "8", "--seq-kv", "8",
-                     "--kernel", kern, "--program", str(p), "--elf", str(tmp_path / "m.elf")]) == 0
+                     "--kernel", kern, "--program", str(p), "--elf", str(tmp_path / f"{kern}.elf")]) == 0
         funcs = {i.func for i in isa.decode(isa.from_bytes(p.read_bytes())) if isinstance(i, isa.Matrix)}
         assert (isa.MxFunc.STEP in funcs) == want_ud
         assert (isa.MxFunc.ATTENTION_SCORE in funcs) == (not want_ud)
@@ -199,9 +200,9 @@ def test_query_block_costs_c_plus_6_with_the_non_blocking_normalisation(name):
     cfg = fconfig.get(name)
     C = cfg.sa_cols
     assert kernels.attention(cfg, 3 * C, 12 * cfg.sa_rows).meta["buffers"]["acc"] == 2
-    ss = cm.steady_state(cfg, cm.IDEAL_DMA)
+    ss = cpredict.steady_state(cfg, cm.IDEAL_DMA)
     assert ss["per_query_block"] == C + 6, ss
-    one = cm.steady_state(cfg.replace(name=name + "Acc1", acc_rows=0), cm.IDEAL_DMA)
+    one = cpredict.steady_state(cfg.replace(name=name + "Acc1", acc_rows=0), cm.IDEAL_DMA)
     assert one["per_key_block"] == ss["per_key_block"]
     assert one["per_query_block"] > 2 * (C + 6), one
 

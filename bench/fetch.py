@@ -1,7 +1,7 @@
 """Program fetch against host pushes: cycles of the attention kernel when the
 host pushes the words over AXI4-Lite (the harness's rate,
-``fsa.cyclemodel.HARNESS_HOST``), when the device fetches them itself
-(rtl/fsa_fetch.py, ``fsa.cyclefetch``), and with a queue that never runs dry
+``fsa.cycle.model.HARNESS_HOST``), when the device fetches them itself
+(rtl/fsa_fetch.py, ``fsa.cycle.fetch``), and with a queue that never runs dry
 (the matrix schedule's bound), from the cycle model and, with ``--rtl``,
 measured on the RTL (Verilator).
 
@@ -15,8 +15,9 @@ import argparse
 
 import numpy as np
 
-from fsa import config, cyclemodel, kernels
-from fsa.cyclefetch import FetchTiming
+from fsa import config, kernels
+from fsa.cycle import model as cm
+from fsa.cycle.fetch import FetchTiming
 from fsa.simdev import program_address
 
 
@@ -30,10 +31,10 @@ def measure(cfg, seq: int, rtl: bool) -> list[tuple[str, int, "int | None"]]:
     regions = prog.output_regions()
     addr = program_address(cfg, len(words), [(a, len(b)) for a, b in image] + list(regions))
     model = {
-        "push": cyclemodel.simulate(cfg, prog.instructions, host=cyclemodel.HARNESS_HOST).cycles
-        if len(words) > cfg.inst_queue_size else cyclemodel.simulate(cfg, prog.instructions).cycles,
-        "fetch": cyclemodel.simulate(cfg, prog.instructions, fetch=FetchTiming(addr)).cycles,
-        "full queue": cyclemodel.simulate(cfg, prog.instructions).cycles,
+        "push": cm.simulate(cfg, prog.instructions, host=cm.HARNESS_HOST).cycles
+        if len(words) > cfg.inst_queue_size else cm.simulate(cfg, prog.instructions).cycles,
+        "fetch": cm.simulate(cfg, prog.instructions, fetch=FetchTiming(addr)).cycles,
+        "full queue": cm.simulate(cfg, prog.instructions).cycles,
     }
     measured: dict[str, int] = {}
     if rtl:

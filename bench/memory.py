@@ -18,7 +18,7 @@ tables and writes ``bench/results/memory.json``:
    the program fetched from memory; steady-state extrapolation) against
    ``--free-dma`` (the issue-14 target: within 3 %).
 2. Bus occupancy at N = 4096: the K/V stream per key block
-   (``fsa.cyclemodel.dma_demand``: bytes, beats, the narrow ports they
+   (``fsa.cycle.predict.dma_demand``: bytes, beats, the narrow ports they
    spread over, the share of them it needs in the config's key-block period
    and the share of the DMA's one burst per cycle, a K tile's rows merging
    where ``dma_burst_beats`` allows) and the share of cycles each AXI
@@ -42,7 +42,8 @@ import common  # noqa: F401  (sets sys.path)
 from common import table, write_json
 
 from fsa import config as fconfig
-from fsa import cyclemodel as cm
+from fsa.cycle import model as cm
+from fsa.cycle import predict as cpredict
 
 N = 4096
 #: the merged-burst cap of table 1c's per-port one-port variants
@@ -74,7 +75,7 @@ def channel_use(cfg, n: int, cycles: float) -> dict:
     per_srow = math.ceil(cfg.spad_row_bytes / beat)
     per_arow = math.ceil(cfg.acc_row_bytes / beat)
     load_rows = nq * (C + nk * 2 * R)
-    load_bursts = cm.tile_bursts(cfg, C, nq) + nq * (cm.tile_bursts(cfg, R, nk) + nk * R)
+    load_bursts = cpredict.tile_bursts(cfg, C, nq) + nq * (cpredict.tile_bursts(cfg, R, nk) + nk * R)
     store_rows = nq * R
     cycles *= cfg.mem_ports
     return {"ar": load_bursts / cycles, "r": load_rows * per_srow / cycles,
@@ -90,23 +91,23 @@ def main(argv: "list[str] | None" = None) -> int:
     rows = []
     for name in configs(args.quick):
         cfg = fconfig.get(name)
-        ss = cm.steady_state(cfg, program="fetch")
-        free = cm.steady_state(cfg, cm.IDEAL_DMA)
-        cyc = cm.predict_cycles(cfg, N, N, False, ss)
-        cyc_free = cm.predict_cycles(cfg, N, N, False, free)
-        need = cm.dma_demand(cfg)
+        ss = cpredict.steady_state(cfg, program="fetch")
+        free = cpredict.steady_state(cfg, cm.IDEAL_DMA)
+        cyc = cpredict.predict_cycles(cfg, N, N, False, ss)
+        cyc_free = cpredict.predict_cycles(cfg, N, N, False, free)
+        need = cpredict.dma_demand(cfg)
         # a LOAD and a STORE at once (dma_rw_overlap): the same config without it
         no_ov = None
         if cfg.dma_rw_overlap:
             off = cfg.replace(dma_rw_overlap=False, name=f"{name}NoOverlap")
-            no_ov = cm.predict_cycles(off, N, N, False, cm.steady_state(off, program="fetch"))
+            no_ov = cpredict.predict_cycles(off, N, N, False, cpredict.steady_state(off, program="fetch"))
         # one port: the per-port DMA (fsa.dmarules.per_port_dma) with two
         # accumulator banks, a LOAD and a STORE at once and merged bursts
         per_port = None
         if cfg.mem_ports == 1 and cfg.spad_banks >= 2:
             pp = cfg.replace(acc_banks=max(2, cfg.acc_banks), dma_rw_overlap=True,
                              dma_burst_beats=PER_PORT_BURST, name=f"{name}PerPort")
-            per_port = cm.predict_cycles(pp, N, N, False, cm.steady_state(pp, program="fetch"))
+            per_port = cpredict.predict_cycles(pp, N, N, False, cpredict.steady_state(pp, program="fetch"))
         ud = cfg.dataflow == "ud"
         period = need["ud_period"] if ud else need["period"]
         rows.append({"config": name, "dataflow": cfg.dataflow, "R": cfg.sa_rows, "C": cfg.sa_cols,

@@ -39,7 +39,7 @@ def sec_utilisation(u: dict) -> list[str]:
            "presets' 256 words make the testbench's AXI4-Lite pushes the limit, table 1d): the "
            "presets move one AXI beat per scratchpad row (8x8: 128-bit, 16x16: 256-bit AXI, two "
            "scratchpad banks), the `...Axi64Config` presets keep the former 64-bit bus. "
-           "\"model\" is `fsa/cyclemodel.py` (below), run on the same program.", "",
+           "\"model\" is `fsa/cycle/model.py` (below), run on the same program.", "",
            "### 1a. Total cycles", ""]
     rows = [[r["config"], r["N"], "yes" if r["causal"] else "no", r["key_blocks"], r["words"],
              r["rtl_cycles"], r["model_cycles"], r["diff"],
@@ -99,15 +99,15 @@ def sec_utilisation(u: dict) -> list[str]:
             "device and pushes the rest during the run, one AXI4-Lite write at a time (about 4 "
             "cycles per word). When the device consumes words faster than that, the run "
             "measures the host's push rate; the model in this table assumes every word is queued (`fsa predict --program queue`).", "",
-            "### 1e. The cycle model (`fsa/cyclemodel.py`)", "",
+            "### 1e. The cycle model (`fsa/cycle/model.py`)", "",
             "A register-level model of the control path, no arithmetic: the decoder (one word "
             "per cycle, dispatch into one pending register per engine), semaphores, the matrix "
             "controller's two-slot issue rule with each function's conflict-free / retire / "
-            "release cycles from `fsa/plan.py`, the DMA engine (`fsa/cycledma.py`: calibrated "
+            "release cycles from `fsa/plan.py`, the DMA engine (`fsa/cycle/dma.py`: calibrated "
             "base + one beat per cycle, a beat waits while the array uses the same SRAM bank; "
             "two LOADs in flight on one port; a narrow port per bank with several ports), "
             "fences and stop. "
-            "Program input: every word in the queue, the harness's AXI4-Lite pushes (`cyclemodel.HARNESS_HOST`) or program fetch (`fsa/cyclefetch.py`; the default of `fsa predict`, `--program`). Not modelled: AXI pauses, DMA bursts split at 4 KiB boundaries, errors. "
+            "Program input: every word in the queue, the harness's AXI4-Lite pushes (`fsa.cycle.model.HARNESS_HOST`) or program fetch (`fsa/cycle/fetch.py`; the default of `fsa predict`, `--program`). Not modelled: AXI pauses, DMA bursts split at 4 KiB boundaries, errors. "
             "Predictions for long sequences use the model's own steady state: cycles = fixed + "
             "query blocks x per-query-block + key-block steps x per-key-block, fitted on four "
             "short programs (2 and 3 query blocks x 12 and 20 key blocks). Besides the RTL "
@@ -161,9 +161,9 @@ def sec_memory(m: dict) -> list[str]:
            "scratchpad every preset had before. The DMA keeps two LOADs in flight (with "
            "several ports when they write disjoint scratchpad rows, `fsa/dmarules.py`); with "
            "one port a LOAD may start in a program-fetch burst's last beats "
-           "(`fsa.cyclefetch.LOAD_TAIL`), else LOADs and fetch bursts take turns on port 0's "
+           "(`fsa.hw.fetch.LOAD_TAIL`), else LOADs and fetch bursts take turns on port 0's "
            "read channel. Demand per key block "
-           "(`fsa.cyclemodel.dma_demand`): one K and one V tile of R rows, 2R^2 e bytes (e bytes "
+           "(`fsa.cycle.predict.dma_demand`): one K and one V tile of R rows, 2R^2 e bytes (e bytes "
            "per element) = 2R rows of ceil(Re/W) beats of W bytes, each beat one cycle of a "
            "narrow port of the scratchpad, in 2R AXI bursts (the DMA queues one per cycle) or, "
            "with merged bursts (\"burst beats\" = `dma_burst_beats`, `fsa.dmarules.bursts`: "
@@ -172,7 +172,7 @@ def sec_memory(m: dict) -> list[str]:
            "rows where a row is at most four beats, `fsa.config.burst_beats`) fewer, in the reference "
            "period 4R + C + P + 5 or the UD period 2R + P + 3. \"over free\" is the cycle model "
            f"at N = {m['N']} (program fetched from memory, the steady-state extrapolation of "
-           "`fsa.cyclemodel.steady_state` for every config) against the free DMA (the matrix "
+           "`fsa.cycle.predict.steady_state` for every config) against the free DMA (the matrix "
            "schedule alone; target within 3 %). (`fsa predict` extrapolates only beyond 20,000 "
            "key-block steps and runs the model on the whole program below that; the two can "
            "differ slightly where the fit's four short programs miss a pattern of the long one; "
@@ -216,7 +216,7 @@ def sec_memory(m: dict) -> list[str]:
                 "UD twins of 8x8 and "
                 "larger (nothing on the reference presets), and loses on the 64-bit 4x4 "
                 "fp16 / bf16 ones (there a program-fetch burst then holds the K/V LOADs until "
-                "its last beat, `fsa.cyclefetch.loads_wait_whole_burst`, and fetch is a large "
+                "its last beat, `fsa.hw.fetch.loads_wait_whole_burst`, and fetch is a large "
                 "share of the read channel), at the cost of a second SRAM bank-port set and "
                 "a second DMA port half. (The per-port 4x4 fp32 UD row's figure below the "
                 "free DMA is the steady-state fit's error: the whole program at N = 256 takes "

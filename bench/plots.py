@@ -25,7 +25,8 @@ from __future__ import annotations
 import json
 
 import common
-from fsa import cyclemodel as cm
+from fsa.cycle import model as cm
+from fsa.cycle import predict as cpredict
 from fsa import config as fconfig
 
 DOCS = common.ROOT / "docs"
@@ -60,9 +61,9 @@ def utilisation_plot(u: dict, plt, out) -> None:
         col = colours[i % len(colours)]
         cfg = _cfg_for(name)
         R, C, P = cfg.sa_rows, cfg.sa_cols, cfg.exp2_pieces
-        ss = cm.steady_state(cfg, dma)
+        ss = cpredict.steady_state(cfg, dma)
         ns = [C * 2 ** k for k in range(1, 12) if C * 2 ** k <= 8192]
-        util = [common.attention_util(R, C, n, False, cm.predict_cycles(cfg, n, n, False, ss))[1]
+        util = [common.attention_util(R, C, n, False, cpredict.predict_cycles(cfg, n, n, False, ss))[1]
                 for n in ns]
         label = name.replace("Fp16Config", "").replace("Q4K", "")
         ax1.plot(ns, util, "-", color=col, lw=1.2, label=f"{label} model")
@@ -93,8 +94,8 @@ def utilisation_plot(u: dict, plt, out) -> None:
                 cfg = base
                 if label == "64-bit AXI":       # the narrow-bus preset (4x4: the preset itself)
                     cfg = fconfig.PRESETS.get(f"FSA{n}X{n}Fp16Axi64Config", base)
-                f = cm.steady_state(cfg, cm.IDEAL_DMA if label == "free DMA" else dma)
-            cyc = cm.predict_cycles(base, 4096, 4096, False, f)
+                f = cpredict.steady_state(cfg, cm.IDEAL_DMA if label == "free DMA" else dma)
+            cyc = cpredict.predict_cycles(base, 4096, 4096, False, f)
             model[label].append(common.attention_util(n, n, 4096, False, cyc)[1])
     for label, ys in model.items():
         ax2.plot(sizes, ys, "-o" if label == "free DMA" else "--.", label=f"model, {label}")

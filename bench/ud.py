@@ -5,11 +5,11 @@ the repository root (``--keep``: tables 3 and 4 not rerun are taken from the
 last results JSON, each with its own run time, e.g. after a memory-system
 change that moves only the model's tables). Prints two tables (three with ``--rtl``, four with ``--area``) and writes
 ``bench/results/ud.json`` (``bench/results/quick/`` with ``--quick``).
-Tables 1 and 2 are the cycle model (fsa/cyclemodel.py) running the plans of
+Tables 1 and 2 are the cycle model (fsa/cycle/model.py) running the plans of
 fsa/plan.py and fsa/plan_ud.py; table 3 is measured on the RTL (Verilator).
 
 1. Steady state per key block with a free DMA (the matrix schedule alone),
-   fitted by :func:`fsa.cyclemodel.steady_state` on short programs: the
+   fitted by :func:`fsa.cycle.predict.steady_state` on short programs: the
    reference kernel, the UD kernel and the UD bound ``T = 2R + P + 3``; the
    per-query-block cost of each; the steady-state utilisation ``2R / cycles
    per key block`` (``4 R^2 C`` useful FLOPs per key block over ``2RC`` a cycle).
@@ -45,8 +45,9 @@ import common  # noqa: F401  (sets sys.path)
 from common import attention_util, results_dir, table, write_json
 
 from fsa import config as fconfig
-from fsa import cyclemodel as cm
-from fsa.predict import predict
+from fsa.cycle import model as cm
+from fsa.cycle import predict as cpredict
+from fsa.cycle.predict import predict
 
 SQUARE = (4, 8, 16, 32, 64, 128)
 RECT = ((4, 8), (8, 4), (16, 8), (8, 16))
@@ -62,8 +63,8 @@ def steady(quick: bool) -> list[dict]:
     for r, c in sizes:
         cfg = fconfig.get(ud_name(r, c))
         P = cfg.exp2_pieces
-        ref = cm.steady_state(cfg, cm.IDEAL_DMA, kernel="reference")
-        ud = cm.steady_state(cfg, cm.IDEAL_DMA)
+        ref = cpredict.steady_state(cfg, cm.IDEAL_DMA, kernel="reference")
+        ud = cpredict.steady_state(cfg, cm.IDEAL_DMA)
         T = 2 * r + P + 3
         rows.append({"config": cfg.name, "R": r, "C": c, "ref_per_kb": ref["per_key_block"],
                      "ud_per_kb": ud["per_key_block"], "bound_T": T,
@@ -84,9 +85,9 @@ def predictions(quick: bool) -> list[dict]:
         dmas = [("free", cm.IDEAL_DMA, "queue"), (mem, cm.DEFAULT_DMA, "fetch")]
         for dname, dma, feed in dmas:
             for kern in ("reference", "ud"):
-                ss = cm.steady_state(cfg, dma, kernel=kern, program=feed)
+                ss = cpredict.steady_state(cfg, dma, kernel=kern, program=feed)
                 for causal in (False, True):
-                    cyc = cm.predict_cycles(cfg, N, N, causal, ss)
+                    cyc = cpredict.predict_cycles(cfg, N, N, causal, ss)
                     _, util = attention_util(n, n, N, causal, cyc)
                     rows.append({"config": cfg.name, "N": N, "dma": dname, "kernel": kern,
                                  "causal": causal, "per_kb": ss["per_key_block"],
@@ -119,7 +120,7 @@ def rtl(sizes) -> list[dict]:
         for kern in ("reference", "ud"):
             c1 = _rtl_cycles(cfg, n, a * n, kern)
             c2 = _rtl_cycles(cfg, n, 2 * a * n, kern)
-            ss = cm.steady_state(cfg, cm.DEFAULT_DMA, kernel=kern, program="fetch")
+            ss = cpredict.steady_state(cfg, cm.DEFAULT_DMA, kernel=kern, program="fetch")
             cyc = _rtl_cycles(cfg, N, N, kern)
             model = predict(cfg, N, N, kernel=kern, program="fetch")
             _, util = attention_util(n, n, N, False, cyc)

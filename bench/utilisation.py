@@ -5,7 +5,7 @@ from the repository root. Prints five tables and writes
 ``bench/results/utilisation.json``:
 
 1. DMA calibration: DMA-only programs on the RTL (4x4) and the cycle model
-   (fsa/cyclemodel.py) with the two fitted constants.
+   (fsa/cycle/model.py) with the two fitted constants.
 2. Attention on the RTL (``SimEngine``) for 4x4, 8x8 and 16x16 fp16 at
    several sequence lengths (seq_q = seq_kv = N, d = R), causal and not:
    total cycles (the device's ``exec`` counter), utilisation = useful FLOPs
@@ -41,8 +41,9 @@ import numpy as np
 import common  # noqa: F401  (sets sys.path)
 from common import attention_util, deep_queue, table, write_json
 
-from fsa import cyclecal
-from fsa import cyclemodel as cm
+from fsa.cycle import calibrate as cyclecal
+from fsa.cycle import model as cm
+from fsa.cycle import predict as cpredict
 from fsa import config as fconfig
 from fsa import kernels
 from fsa.engines import SimEngine
@@ -138,9 +139,9 @@ def main(argv: "list[str] | None" = None) -> int:
         r2 = run_rtl(cfg, C, 2 * a * R, False, args.sim, rng)
         m1 = cm.simulate(cfg, r1["prog"].instructions, dma).cycles
         m2 = cm.simulate(cfg, r2["prog"].instructions, dma).cycles
-        ideal = cm.steady_state(cfg, cm.IDEAL_DMA)["per_key_block"]
+        ideal = cpredict.steady_state(cfg, cm.IDEAL_DMA)["per_key_block"]
         per_kb = (r2["cycles"] - r1["cycles"]) / a
-        ref = cm.reference_period(R, C, P)
+        ref = cpredict.reference_period(R, C, P)
         steady.append({"config": cfg.name, "R": R, "C": C, "P": P, "a": a,
                        "rtl_cycles": [r1["cycles"], r2["cycles"]], "model_cycles": [m1, m2],
                        "rtl_per_kb": per_kb, "model_per_kb": (m2 - m1) / a,
@@ -184,12 +185,12 @@ def main(argv: "list[str] | None" = None) -> int:
             cfg = (fconfig.get(name.replace("Config", "Axi64Config")) if label == "64-bit AXI"
                    else base)
             t = time.perf_counter()
-            ss = cm.steady_state(cfg, dt)
+            ss = cpredict.steady_state(cfg, dt)
             fits.append({"config": cfg.name, "R": cfg.sa_rows, "C": cfg.sa_cols, "dma": label, **ss,
                          "seconds": time.perf_counter() - t})
             for n in ns:
                 for causal in (False, True):
-                    cyc = cm.predict_cycles(cfg, n, n, causal, ss)
+                    cyc = cpredict.predict_cycles(cfg, n, n, causal, ss)
                     _, util = attention_util(cfg.sa_rows, cfg.sa_cols, n, causal, cyc)
                     preds.append({"config": base.name, "R": cfg.sa_rows, "C": cfg.sa_cols,
                                   "dma": label, "N": n, "causal": causal, "cycles": cyc,
@@ -200,12 +201,12 @@ def main(argv: "list[str] | None" = None) -> int:
     ss = next(f for f in fits if f["config"] == chk_cfg.name and f["dma"] == "preset memory")
     direct = cm.simulate(chk_cfg, kernels.attention(chk_cfg, chk_n, chk_n, check=False).instructions,
                          dma).cycles
-    extrap = cm.predict_cycles(chk_cfg, chk_n, chk_n, False, ss)
+    extrap = cpredict.predict_cycles(chk_cfg, chk_n, chk_n, False, ss)
     print("\n5. Model predictions (seq_q = seq_kv = N, d = R, fp16, P = 8): cycles per key block "
           "and utilisation")
     print(table(["config", "DMA", "per key block", "per query block", "ref. period"],
                 [[f["config"], f["dma"], f["per_key_block"], f["per_query_block"],
-                  cm.reference_period(f["R"], f["C"], P_DEFAULT)] for f in fits], ["", "", ".0f", ".0f", ""]))
+                  cpredict.reference_period(f["R"], f["C"], P_DEFAULT)] for f in fits], ["", "", ".0f", ".0f", ""]))
     hdr = ["config", "DMA"] + [f"N={n}" for n in ns] + [f"N={n} causal" for n in (ns[0], ns[-1])]
     rows = []
     for name in pred_cfgs:

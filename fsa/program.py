@@ -1,6 +1,6 @@
-"""Programs of the kernel language (:mod:`fsa.kernel`): the instructions a
-:class:`~fsa.kernel.KernelBuilder` emitted, the memory layout of their
-tensors, input/output conversion, and the dispatch check.
+"""Programs of the kernel language (:mod:`fsa.kernel_lang`): the instructions a
+:class:`~fsa.kernel_lang.KernelBuilder` emitted, the memory layout of their
+tensors, input/output conversion.
 
 * :class:`TensorInfo` / :class:`View` -- a tensor in the memory window, and
   another name for one seen transposed (e.g. "V" for the stored "Vt").
@@ -11,33 +11,25 @@ tensors, input/output conversion, and the dispatch check.
   (:meth:`Program.memory_image`), reads the outputs back from any memory
   (:meth:`Program.read_outputs`), and has a JSON form
   (:meth:`Program.to_json` / :meth:`Program.from_json`).
-* :func:`kernel` / :class:`KernelDef` / :class:`Input` -- a function
-  ``fn(k, *tiles, **params)`` made into a reusable program definition whose
-  ``build(cfg, *inputs)`` runs it on a fresh :class:`~fsa.kernel.KernelBuilder`.
-* :func:`check_dispatch` -- runs the program through the cycle model's
-  dispatcher (:func:`fsa.cyclemodel.simulate`, the project's one model of
-  the decoder, the engines and the semaphores) under several timings and
-  both dispatch modes, and refuses a program that can deadlock or whose
-  semaphore order depends on timing.
+* :meth:`Program.check_dispatch` -- the dispatch check of
+  :mod:`fsa.cycle.dispatch` (deadlocks, semaphore races) on this program.
 """
 from __future__ import annotations
 
-import inspect
 import json
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from fsa import cyclemodel as cm
 from fsa import numerics as nx
 from fsa.config import FSAConfig
+from fsa.cycle.dispatch import check_dispatch
 from fsa.hw.regs import SETTINGS, check_setting
 from fsa.isa import Dma, Instruction, Matrix, decode, disassemble, encode
 from fsa.tiles import KernelError, bits_dtype
 
-__all__ = ["TensorInfo", "View", "Program", "memory_reader", "check_dispatch", "Input",
-           "KernelDef", "kernel"]
+__all__ = ["TensorInfo", "View", "Program", "memory_reader"]
 
 
 @dataclass(frozen=True)
@@ -370,131 +362,6 @@ class Program:
 
     # ------------------------------------------------------------ checks
     def check_dispatch(self, modes: Iterable[str] | None = None) -> int:
-        """:func:`check_dispatch` on this program's instructions and config."""
+        """:func:`fsa.cycle.dispatch.check_dispatch` on this program's
+        instructions and config."""
         return check_dispatch(self.cfg, self.instructions, modes)
-
-
-# ------------------------------------------------------------------ @kernel
-@dataclass(frozen=True)
-class Input:
-    """Declares one memory input of a :class:`KernelDef`: its shape, format
-    (default the config's element format) and, optionally, a name."""
-
-    shape: tuple[int, int]
-    fmt: Any = None
-    name: str | None = None
-
-
-class KernelDef:
-    """A reusable kernel: ``fn(k, *tiles, **params)`` -> output tile(s).
-
-    :meth:`build` makes a fresh :class:`KernelBuilder`, allocates one input
-    tensor per positional :class:`Input` (named after the function's
-    parameters unless the Input names it), calls `fn`, marks what it returns
-    as outputs and builds the :class:`Program`.
-    """
-
-    def __init__(self, fn: Callable[..., Any]):
-        self.fn = fn
-        self.name = fn.__name__
-        self.__doc__ = fn.__doc__
-        self.__wrapped__ = fn
-        params = list(inspect.signature(fn).parameters.values())
-        if not params:
-            raise KernelError(f"@kernel {self.name}: the function must take the builder as its "
-                              f"first argument: def {self.name}(k, *tiles)")
-        pos = [p for p in params[1:] if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        self._tile_params = [p.name for p in pos]
-        self._required = sum(1 for p in pos if p.default is p.empty)
-
-    def build(self, cfg: "FSAConfig | str", *inputs: "Input | tuple", check: bool = True,
-              **params: Any) -> Program:
-        """Build the program for `cfg`.
-
-        Args:
-            cfg: config or preset name.
-            inputs: one :class:`Input` (or a ``(shape, fmt)`` / shape tuple)
-                per tile parameter of the function.
-            check: run :func:`check_dispatch` (deadlocks, semaphore races).
-            params: keyword arguments passed to the function.
-
-        Raises:
-            KernelError: wrong number of inputs, or anything the kernel raises.
-        """
-        from fsa.kernel import KernelBuilder    # (fsa.kernel imports this module)
-
-        k = KernelBuilder(cfg, self.name)
-        if not self._required <= len(inputs) <= len(self._tile_params):
-            raise KernelError(f"{self.name}: takes {len(self._tile_params)} tiles "
-                              f"({', '.join(self._tile_params)}), got {len(inputs)} inputs; pass "
-                              f"one Input(shape, fmt) per tile")
-        tiles = []
-        for pname, spec in zip(self._tile_params, inputs):
-            if not isinstance(spec, Input):
-                if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], (tuple, list)):
-                    spec = Input(tuple(spec[0]), spec[1])
-                else:
-                    spec = Input(tuple(spec))
-            tiles.append(k.alloc_mem(spec.shape, spec.fmt, spec.name or pname, role="input"))
-        out = self.fn(k, *tiles, **params)
-        return k.build(out, check=check)
-
-    __call__ = build
-
-    def __repr__(self) -> str:
-        return f"<kernel {self.name}({', '.join(self._tile_params)})>"
-
-
-def kernel(fn: Callable[..., Any]) -> KernelDef:
-    """Decorator: turn ``fn(k, *tiles, **params)`` into a :class:`KernelDef`."""
-    return KernelDef(fn)
-
-
-def check_dispatch(cfg: FSAConfig, instructions: Sequence[Instruction],
-                   modes: Iterable[str] | None = None) -> int:
-    """Prove a program free of deadlocks and semaphore races in the cycle model.
-
-    Runs :func:`fsa.cyclemodel.simulate` with ``races=True`` for each
-    dispatch mode (default both: "hardware", the device's decoder with ONE
-    pending instruction per engine, and "golden", the golden model's
-    unbounded queues filled at once, which exposes semaphore values that two
-    engines wait for; a race is also an acquire that may pass before or after
-    the release of an instruction that does not acquire the semaphore) and
-    each DMA timing of
-    :func:`fsa.cyclemodel.check_timings` (calibrated, free, slow: the DMA
-    and the matrix engine each the slower one).
-
-    It checks semaphores, not data: a DMA and a matrix instruction that
-    touch the same SRAM rows without a semaphore ordering them race on the
-    device and are not reported (docs/architecture.md section 9).
-
-    Returns:
-        The cycles the model predicts for the device (hardware dispatch,
-        calibrated DMA; 0 when `modes` leaves "hardware" out).
-
-    Raises:
-        KernelError: a deadlock (which instructions wait for which semaphore
-            values, and under which dispatch and timing), a race, no stop
-            fence, or a matrix function the config does not have.
-    """
-    modes = tuple(cm.DISPATCH_MODES if modes is None else modes)
-    rules = {"hardware": "the one-pending-instruction-per-engine rule",
-             "golden": "the golden model's unbounded queues"}
-    cycles = 0
-    for mode in modes:
-        for label, dma in cm.check_timings(cfg).items():
-            try:
-                r = cm.simulate(cfg, instructions, dma, dispatch=mode, races=True)
-            except ValueError as e:         # e.g. a function the config does not have
-                raise KernelError(str(e)) from None
-            except cm.DispatchError as e:
-                if e.kind == "deadlock":
-                    msg = (f"deadlock under {rules.get(mode, mode)} ({label}): {e.detail}. Emit "
-                           f"the instruction that releases the awaited value earlier in the "
-                           f"program (before the next instruction of the waiting engine)")
-                else:
-                    msg = f"{e} (under {rules.get(mode, mode)}, {label})"
-                raise KernelError(msg) from None
-            if mode == "hardware" and dma == cm.DEFAULT_DMA:
-                cycles = r.cycles
-    return cycles

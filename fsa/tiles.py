@@ -1,4 +1,4 @@
-"""Tiles of the kernel language (:mod:`fsa.kernel`): 2-D views of memory
+"""Tiles of the kernel language (:mod:`fsa.kernel_lang`): 2-D views of memory
 tensors and of scratchpad / accumulator rows, and :class:`KernelError`.
 
 * :class:`MemTile` -- a 2-D view of a tensor in the memory window (byte

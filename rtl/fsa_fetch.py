@@ -50,10 +50,10 @@ the last beat's words past the count are dropped.
 
 Timing (a slave answering at once): burst decided in cycle ``i`` (registered
 ARVALID from ``i + 1``), beat ``j`` accepted in ``i + F + j`` (``F`` is the
-slave's; ``fsa.cyclefetch.FETCH_FIRST`` for cocotbext-axi's AxiRam), in the
+slave's; ``fsa.cycle.fetch.FETCH_FIRST`` for cocotbext-axi's AxiRam), in the
 beat FIFO from the next cycle; word ``w`` is pushed in ``p_w = max(p_(w-1) + 1,
 beat arrival + 1)`` and can be popped by the decoder from ``p_w + 1``.
-``fsa/cyclefetch.py`` (in the cycle model) models exactly this.
+``fsa/cycle/fetch.py`` (in the cycle model) models exactly this.
 """
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ config's ``dma_rw_overlap`` a LOAD and a STORE may be in flight together).  A LO
 command that comes while a fetch burst is in flight (``f_lock``) is held
 (``c_ready`` low, the DMA engine's ``d_valid`` low) until the burst's last
 beat is in; with one memory port only until the burst's tail (``f_tail``:
-a beat has arrived and at most ``fsa.cyclefetch.LOAD_TAIL`` are owed), so
+a beat has arrived and at most ``fsa.hw.fetch.LOAD_TAIL`` are owed), so
 that the LOAD's latency overlaps the burst's last beats (its ARs reach the
 memory after the burst's has been served, and its first beat comes after
 the burst's last; the cycle model follows it).  STOREs (AW, W, B) are never held.
@@ -185,7 +185,7 @@ OUTPUTS = {"c_ready", "d_valid", "f_block", "da_ready", "fa_ready", "m_arid", "m
 
 def hold_loads(cfg) -> bool:
     """Whether LOAD commands wait for a fetch burst's last beat, not only
-    for its tail (:func:`fsa.cyclefetch.loads_wait_whole_burst`)."""
+    for its tail (:func:`fsa.hw.fetch.loads_wait_whole_burst`)."""
     return loads_wait_whole_burst(cfg)
 
 

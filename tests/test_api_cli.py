@@ -103,7 +103,8 @@ def test_one_head_run_is_the_single_head_program(tmp_path, capsys):
     """`fsa run` with [S, d] inputs of block multiples (make run's case) runs
     the single-head kernel of earlier versions: the same instructions, the
     same bits, cycles and FLOPs as building it directly."""
-    from fsa import config, cyclemodel as cm, kernels
+    from fsa import config, kernels
+    from fsa.cycle import model as cm
     from fsa.engines import GoldenEngine
 
     cfg = config.get(CFG)

@@ -1,5 +1,5 @@
 """Program fetch without a simulator: the cycle model's fetch unit
-(fsa/cyclefetch.py: bursts, 4 KiB splits, the turns with DMA LOADs), the
+(fsa/cycle/fetch.py: bursts, 4 KiB splits, the turns with DMA LOADs), the
 golden model's Machine.fetch (the device's errors), the harness's program
 address and the register contract (tb/fetch/test_fetch.py checks the RTL against
 all of it)."""
@@ -9,7 +9,7 @@ import pytest
 
 from fsa import config, isa, kernels
 from fsa.cycle import model as cm
-from fsa.cyclefetch import FETCH_FIRST, Fetch, FetchTiming
+from fsa.cycle.fetch import FETCH_FIRST, Fetch, FetchTiming
 from fsa.hw.fetch import burst_beats
 from fsa.golden.machine import Machine, MachineError
 from fsa.hw import errors, regs

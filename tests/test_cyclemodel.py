@@ -1,4 +1,4 @@
-"""The cycle model (fsa/cyclemodel.py) without a simulator: its steady state
+"""The cycle model (fsa/cycle/model.py) without a simulator: its steady state
 against the reference schedule, its extrapolation against direct runs, its
 errors, and ``fsa predict``. (That it equals the RTL's exec counter is
 checked on every regression run without AXI pauses: tb/test_attention.py.)"""
@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from fsa import config as fconfig
-from fsa import cyclecal
-from fsa import cyclemodel as cm
+from fsa.cycle import calibrate as cyclecal
+from fsa.cycle import model as cm
+from fsa.cycle import predict as cpredict
 from fsa import isa, kernels
 from fsa.cli import main as cli
 
@@ -24,17 +25,17 @@ def test_free_dma_period_is_the_reference_schedule(n):
     """With a DMA that costs nothing the kernel's steady state is the
     reference period C + 2R + P + 4 + max(2R-1, R+C+1) = 4R + C + P + 5."""
     cfg = fconfig.get(f"FSA{n}X{n}Fp16Config")
-    ss = cm.steady_state(cfg, cm.IDEAL_DMA)
+    ss = cpredict.steady_state(cfg, cm.IDEAL_DMA)
     P = cfg.exp2_pieces
-    assert ss["per_key_block"] == cm.reference_period(n, n, P) == 4 * n + n + P + 5
+    assert ss["per_key_block"] == cpredict.reference_period(n, n, P) == 4 * n + n + P + 5
     assert ss["per_key_block_check"] == ss["per_key_block"]      # periodic: the fit is exact
 
 
 def test_reference_period_formula():
-    assert cm.reference_period(4, 4, 8) == 33
-    assert cm.reference_period(8, 8, 8) == 53
-    assert cm.reference_period(16, 8, 8) == 8 + 32 + 8 + 4 + 31     # max(2R-1, R+C+1) = 2R-1
-    assert cm.reference_period(8, 16, 8) == 16 + 16 + 8 + 4 + 25    # R+C+1
+    assert cpredict.reference_period(4, 4, 8) == 33
+    assert cpredict.reference_period(8, 8, 8) == 53
+    assert cpredict.reference_period(16, 8, 8) == 8 + 32 + 8 + 4 + 31     # max(2R-1, R+C+1) = 2R-1
+    assert cpredict.reference_period(8, 16, 8) == 16 + 16 + 8 + 4 + 25    # R+C+1
 
 
 def test_dma_bound_period_grows_with_the_tile():
@@ -49,9 +50,9 @@ def test_dma_bound_period_grows_with_the_tile():
                        ("FSA16X16Fp16Axi64Config", 188)):
         cfg = fconfig.get(name)
         assert cfg.axi_data_bits == 64 and cfg.spad_banks == 1
-        assert cm.steady_state(cfg)["per_key_block"] == want
+        assert cpredict.steady_state(cfg)["per_key_block"] == want
     wide = fconfig.get("FSA16X16Fp16Axi64Config").replace(axi_data_bits=256, name="W")
-    assert cm.steady_state(wide)["per_key_block"] == cm.reference_period(16, 16, 8)
+    assert cpredict.steady_state(wide)["per_key_block"] == cpredict.reference_period(16, 16, 8)
 
 
 @pytest.mark.parametrize("name,n,causal", [("FSA8X8Fp16Config", 128, False),
@@ -59,9 +60,9 @@ def test_dma_bound_period_grows_with_the_tile():
                                            ("FSA4X4Bf16Config", 64, False)])
 def test_extrapolation_equals_direct_run(name, n, causal):
     cfg = fconfig.get(name)
-    ss = cm.steady_state(cfg)
+    ss = cpredict.steady_state(cfg)
     direct = cm.simulate(cfg, kernels.attention(cfg, n, n, causal=causal, check=False).instructions)
-    assert cm.predict_cycles(cfg, n, n, causal, ss) == direct.cycles
+    assert cpredict.predict_cycles(cfg, n, n, causal, ss) == direct.cycles
 
 
 def test_counters_are_consistent():
@@ -80,18 +81,18 @@ def test_counters_are_consistent():
 def test_attention_steps_matches_a_brute_force_count():
     for nq in range(1, 7):
         for nk in range(1, 7):
-            assert cm.attention_steps(nq, nk, False) == nq * nk
+            assert cpredict.attention_steps(nq, nk, False) == nq * nk
             brute = sum(1 for i in range(nq) for j in range(nk) if j <= i)
-            assert cm.attention_steps(nq, nk, True) == brute
+            assert cpredict.attention_steps(nq, nk, True) == brute
 
 
 def test_bad_shapes_are_refused():
     cfg = fconfig.get("FSA8X4Fp16Config")
     with pytest.raises(ValueError, match="multiple of C"):
-        cm.block_counts(cfg, 6, 8)
+        cpredict.block_counts(cfg, 6, 8)
     with pytest.raises(ValueError, match="square array"):
-        cm.block_counts(cfg, 8, 8, causal=True)
-    assert cm.block_counts(cfg, 8, 16) == (2, 2)
+        cpredict.block_counts(cfg, 8, 8, causal=True)
+    assert cpredict.block_counts(cfg, 8, 16) == (2, 2)
 
 
 def test_deadlock_is_reported_not_hung():
@@ -277,7 +278,7 @@ def test_predict_pads_any_length_as_fsa_run_does(name, sq, skv, causal):
 
     import fsa
     from fsa.kernels import attention_flops
-    from fsa.predict import predict
+    from fsa.cycle.predict import predict
 
     cfg = fconfig.get(name)
     p = predict(cfg, sq, skv, causal)

@@ -7,7 +7,7 @@ float64 from the same rounded inputs; FlashAttention-3-style inputs:
 N(0, 1) plus, with probability 0.001, N(0, 10^2)), and the program runs to
 completion under a model of the hardware's in-order dispatcher with ONE
 pending instruction per engine (written here, independent of
-fsa.cyclemodel, which fsa.program.check_dispatch runs), for many interleavings.
+fsa.cycle.model, which fsa.cycle.dispatch.check_dispatch runs), for many interleavings.
 """
 from __future__ import annotations
 
@@ -22,8 +22,9 @@ from fsa import numerics as nx
 from fsa.engines import Engine, Execution, GoldenEngine, Result, SimEngine
 from fsa.golden import tile
 from fsa.isa import Dma, Fence, Matrix, MxFunc, decode, encode
-from fsa.kernel import KernelError
-from fsa.kernels import attention, buffer_plan
+from fsa.kernel_lang import KernelError
+from fsa.kernels import attention
+from fsa.kernels.reference import buffer_plan
 
 
 # ------------------------------------------------------------------ helpers
@@ -277,7 +278,7 @@ def test_fsa_run_and_fsa_predict_report_the_same_utilisation(tmp_path, capsys):
     utilisation, and the JSON report carries flops, cycles and utilisation."""
     import json
 
-    from fsa import cyclemodel as cm
+    from fsa.cycle import model as cm
     from fsa.cli import main as cli
 
     cfg = config.get("FSA8X8Fp16Config")
@@ -295,7 +296,7 @@ def test_fsa_run_and_fsa_predict_report_the_same_utilisation(tmp_path, capsys):
                          **cm.program_feed(cfg, "push", len(prog.words()))).cycles
     assert rep["flops"] == flops and rep["cycles"] == cycles
     assert rep["utilisation"] == pytest.approx(flops / (cycles * 2 * 8 * 8))
-    assert rep["cycles_from"] == "cycle model (fsa/cyclemodel.py, program push)"
+    assert rep["cycles_from"] == "cycle model (fsa/cycle/model.py, program push)"
     capsys.readouterr()
     assert cli(["predict", "--program", "push"] + args) == 0
     out = {line.split()[0]: line.split()[1] for line in capsys.readouterr().out.splitlines()[1:]
@@ -344,7 +345,7 @@ def test_attention_argument_errors(args, msg):
 def test_dispatch_model_finds_a_deadlock():
     # the matrix instruction waits for a DMA that sits behind a second matrix
     # instruction: the one-pending rule stalls the decoder forever
-    from fsa.kernel import KernelBuilder
+    from fsa.kernel_lang import KernelBuilder
     kb = KernelBuilder("FSA4X4Fp16Config")
     x = kb.alloc_mem((4, 4), "fp16", "X", role="input")
     s, s2 = kb.alloc_spad(4), kb.alloc_spad(4)
@@ -358,7 +359,7 @@ def test_dispatch_model_finds_a_deadlock():
         dispatch(encode(ins), "mx_slow")
     # the same instructions with the DMA first are fine
     dispatch(encode([ins[2], ins[0], ins[1], ins[3]]), "random")
-    # and fsa.kernel's own check agrees
+    # and fsa.kernel_lang's own check agrees
     for i in ins[:3]:
         kb.emit(i)
     with pytest.raises(KernelError, match="deadlock.*matrix instruction 0 waits for semaphore 1 == 1"):
@@ -394,7 +395,7 @@ def test_fsa_run_golden_cycles_model_program_fetch(tmp_path):
     window, as the device runs it; slower than a queue kept full."""
     import json
 
-    from fsa import cyclemodel as cm
+    from fsa.cycle import model as cm
     from fsa.cli import main as cli
     from fsa.simdev import program_address
 

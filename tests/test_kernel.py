@@ -1,4 +1,4 @@
-"""The kernel language (fsa.kernel): tiles, allocation, instructions,
+"""The kernel language (fsa.kernel_lang): tiles, allocation, instructions,
 semaphores, encoding limits, @kernel and Program helpers. Every error must
 say what to change."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ from fsa import numerics as nx
 from fsa.config import FSAConfig
 from fsa.golden.machine import Machine
 from fsa.isa import Dma, DmaFunc, Fence, Matrix, MxFunc, decode
-from fsa.kernel import (AccTile, Input, KernelBuilder, KernelError, MemTile, Program, Semaphore,
+from fsa.kernel_lang import (AccTile, Input, KernelBuilder, KernelError, MemTile, Program, Semaphore,
                         SpadTile, check_dispatch, kernel)
 
 CFG = config.get("FSA4X4Fp16Config")          # R = C = 4, spad 28 rows, acc 5 rows
@@ -397,7 +397,8 @@ def test_the_dma_timing_changes_what_the_device_dispatch_does():
     """Value 1 of semaphore 3 is awaited by a matrix and a DMA instruction:
     on the device a quick DMA hands it to the matrix first and the second DMA
     then waits forever; a slow one lets both wait for it at once (a race)."""
-    from fsa import cyclemodel as cm
+    from fsa.cycle import model as cm
+    from fsa.cycle import dispatch as cdispatch
 
     def dma(acq, rel):
         return Dma(repeat=1, size=8, mem_addr=CFG.mem_base, sem_id=3, acquire_valid=True,
@@ -409,7 +410,7 @@ def test_the_dma_timing_changes_what_the_device_dispatch_does():
                        release_valid=True, release_value=2),
                 dma(last_acquire, (last_acquire + 1) % 3), Fence(stop=True)]
 
-    t = cm.check_timings(CFG)
+    t = cdispatch.check_timings(CFG)
     for name in ("calibrated DMA", "free DMA"):
         with pytest.raises(cm.DispatchError, match=r"deadlock at cycle \d+: DMA instruction 2 waits "
                                                    r"for semaphore 3 == 1 \(it is 2\)"):
@@ -426,8 +427,9 @@ def test_check_dispatch_runs_every_mode_and_timing(monkeypatch):
     """Both dispatch modes, each under the calibrated, a free and a slow DMA
     (slower than the longest matrix function), all through the cycle model;
     the result is the model's prediction for the device."""
-    from fsa import cyclemodel as cm
-    timings = cm.check_timings(CFG)
+    from fsa.cycle import model as cm
+    from fsa.cycle import dispatch as cdispatch
+    timings = cdispatch.check_timings(CFG)
     assert set(timings) == {"calibrated DMA", "free DMA", "slow DMA"}
     assert timings["calibrated DMA"] == cm.DEFAULT_DMA and timings["free DMA"] == cm.IDEAL_DMA
     longest = max(p.retire for p in cm._plans(CFG))
@@ -552,7 +554,8 @@ def test_cycle_model_refuses_functions_the_config_lacks_and_says_no_stop():
     """A UD function on reference hardware is refused with the decoder's
     reason (not an IndexError); a program without a stop fence is reported as
     such, not as a deadlock with nothing waiting."""
-    from fsa import cyclemodel as cm
+    from fsa.cycle import model as cm
+    from fsa.cycle import dispatch as cdispatch
 
     prog = [Matrix(MxFunc.LOAD_Q), Fence(stop=True)]
     with pytest.raises(ValueError, match=r"instruction 0: matrix function LOAD_Q \(code 5\) needs "
@@ -575,8 +578,9 @@ def test_kernel_mistakes_raise_kernel_errors_and_leave_state_alone():
     """Tiles of another build or config, bad indices, a refused instruction's
     semaphore, a raw stop fence, default names, inconsistent head arguments:
     each a KernelError naming the mistake (found by an adversarial review)."""
-    from fsa.kernel import Input
-    from fsa.kernels import attention, flash_attention
+    from fsa.kernel_lang import Input
+    from fsa.kernels import attention
+    from fsa.kernels.reference import flash_attention
 
     a, b = kb(), kb()
     wa = a.alloc_mem((4, 4), "fp32", "W", role="input")

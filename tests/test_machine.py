@@ -301,9 +301,9 @@ def test_accumulator_walks_read_each_row_one_cycle_before_writing_it(name):
     """The rule Machine.acc_walk relies on, from the plans the hardware is
     generated from: index i of a walk is read one cycle before it is
     written, one index per cycle."""
-    from fsa import cyclemodel
+    from fsa.cycle import model as cm
 
-    for plan in cyclemodel._plans(fconfig.get(name)):
+    for plan in cm._plans(fconfig.get(name)):
         writes = [c for c, cmd in plan.acc if cmd in ("ACC_SA", "ACC")]
         reads = sorted((r.index, r.cycle) for r in plan.acc_reads)
         if not writes:

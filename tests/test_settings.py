@@ -18,7 +18,7 @@ from fsa.golden import fast, tile
 from fsa.golden.machine import Machine
 from fsa.hw import regs as hwregs
 from fsa.isa import Matrix, MxFunc, decode, encode
-from fsa.kernel import KernelError
+from fsa.kernel_lang import KernelError
 from fsa.kernels import attention
 from fsa.program import Program
 
@@ -337,7 +337,7 @@ def test_machine_settings_are_kept_across_runs_and_abort():
 
 
 def test_kernel_builder_emits_mask_keys_and_carries_settings():
-    from fsa.kernel import KernelBuilder
+    from fsa.kernel_lang import KernelBuilder
 
     cfg = config.get("FSA4X4Fp16Config")
     kb = KernelBuilder(cfg, "t")
@@ -368,7 +368,7 @@ def test_ud_functions_use_the_scale_registers(name, causal):
 
 
 def test_cycle_model_accepts_the_flag_and_its_timing_is_unchanged():
-    from fsa import cyclemodel as cm
+    from fsa.cycle import model as cm
 
     cfg = config.get("FSA4X4Fp16Config")
     plain = attention(cfg, 8, 12, check=False)

@@ -111,7 +111,7 @@ def _with_norms(cfg, prog):
     non-blocking NORM_SCALE and NORM, each right before a later STEP or
     PVSTEP (its partner), at least the kernel's gap apart; those without a
     partner at the end."""
-    from fsa.kernels_ud import _norm_gap
+    from fsa.kernels.ud import _norm_gap
     gap = _norm_gap(cfg)
     out, fifo, last = [], [], -gap
     n_mx = 0

@@ -1,4 +1,4 @@
-"""The UD attention kernel (fsa/kernels_ud.py) on the instruction-level
+"""The UD attention kernel (fsa/kernels/ud.py) on the instruction-level
 golden model (fsa/golden/ud.py): raw bits equal to the reference kernel's
 output; the UD function codes refused on hardware without UD."""
 from __future__ import annotations
@@ -7,13 +7,14 @@ import numpy as np
 import pytest
 
 from fsa import config as fconfig
-from fsa import isa, kernels, kernels_ud
+from fsa import isa, kernels
+from fsa.kernels import ud as kernels_ud
 from fsa import numerics as nx
 from fsa.engines import GoldenEngine
 from fsa.golden import tile
 from fsa.golden.machine import Machine, MachineError, UnsupportedProgram
 from fsa.isa import Fence, Matrix, MxFunc
-from fsa.kernel import KernelBuilder, KernelError
+from fsa.kernel_lang import KernelBuilder, KernelError
 
 
 def _inputs(cfg, sq, skv, seed, outliers=False):

@@ -188,7 +188,7 @@ def test_the_kernels_own_schedule_is_clean(name, sq, skv, causal):
     """The UD kernel's matrix instructions, at the start cycles the cycle
     model gives them (free and calibrated DMA), pass the checker: across
     query blocks too (STEP, LOAD_Q, STEP, LSE_NORM_SCALE, LSE_NORM)."""
-    from fsa import cyclemodel as cm
+    from fsa.cycle import model as cm
     from fsa import isa, kernels
 
     cfg = fconfig.get(name)

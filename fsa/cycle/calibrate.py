@@ -5,9 +5,9 @@ into the scratchpad or one STORE from the accumulator, 1-8 rows, one beat or
 a whole row each, and two long STOREs of one-beat rows, which show the
 memory's write rate for single-beat bursts, ``DmaTiming.store_single_group``)
 on the simulated device and fits the two ``base`` latencies
-of :class:`fsa.cyclemodel.DmaTiming` so that :func:`fsa.cyclemodel.simulate`
+of :class:`fsa.cycle.model.DmaTiming` so that :func:`fsa.cycle.model.simulate`
 reproduces the device's ``exec`` counter; ``bench/utilisation.py`` records the
-result, and ``fsa.cyclemodel.DEFAULT_DMA`` holds the fitted values.
+result, and ``fsa.cycle.model.DEFAULT_DMA`` holds the fitted values.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import math
 
 from fsa import isa
 from fsa.config import FSAConfig
-from fsa.cyclemodel import DmaTiming, simulate
+from fsa.cycle.model import DmaTiming, simulate
 
 __all__ = ["dma_programs", "timing_for", "calibrate_dma"]
 

@@ -1,27 +1,27 @@
-"""The DMA engine of the cycle model (:func:`fsa.cyclemodel.simulate`):
+"""The DMA engine of the cycle model (:func:`fsa.cycle.model.simulate`):
 the in-flight queue of ``rtl/fsa_dma.py`` and the dispatch, cycle by cycle.
 
 What it models (the RTL's rules, docs/architecture.md section 8):
 
-* acceptance: the dispatch keeps at most :func:`fsa.dmarules.inflight_depth`
+* acceptance: the dispatch keeps at most :func:`fsa.hw.dmarules.inflight_depth`
   DMA instructions in flight (also while program fetch reads words: a fetch
-  burst goes in between LOADs, :mod:`fsa.cyclefetch`) (from the cycle after acceptance to their
+  burst goes in between LOADs, :mod:`fsa.cycle.fetch`) (from the cycle after acceptance to their
   ``done`` cycle, inclusive); the engine accepts a command when its
   sequencer is idle and it holds nothing (an instruction leaves the engine
   the cycle before its ``done``), or, on one port, when the command is a
   LOAD of one-beat rows and everything it holds is such a LOAD into the
   same SRAM, or, on several ports (or one whose DMA works per port,
-  :func:`fsa.dmarules.per_port_dma`), when the command is a LOAD into the
+  :func:`fsa.hw.dmarules.per_port_dma`), when the command is a LOAD into the
   same SRAM as the LOAD held, that SRAM has a narrow port per bank and
   their rows are disjoint and neither writes one row over and over
-  (:func:`fsa.dmarules.second_load_ok`), or, with ``dma_rw_overlap``, when
+  (:func:`fsa.hw.dmarules.second_load_ok`), or, with ``dma_rw_overlap``, when
   the command and the one held are a LOAD and a STORE of different SRAMs
-  and disjoint memory bytes (:func:`fsa.dmarules.load_store_ok`; each port
+  and disjoint memory bytes (:func:`fsa.hw.dmarules.load_store_ok`; each port
   then has a read and a write half, with their own bursts in flight and
   beat queues);
 * the sequencer: checks the command in the cycle after acceptance, pushes
   one burst (a row, or with merged bursts several rows, as
-  :func:`fsa.dmarules.bursts` says) per cycle from the cycle after that while the port has
+  :func:`fsa.hw.dmarules.bursts` says) per cycle from the cycle after that while the port has
   fewer than ``dma_outstanding`` bursts unfinished (a LOAD burst finishes
   with its last beat, and counts from the next cycle), and is idle again the
   cycle after its last push (the cycle after the check when there is nothing
@@ -31,7 +31,7 @@ What it models (the RTL's rules, docs/architecture.md section 8):
   each port moves its own bursts' beats in push order, per bank one beat a
   cycle, :meth:`DmaEngine._step_pp`); beat ``k`` of an instruction accepted in ``c0`` goes no
   earlier than ``c0 + first + k (+ lag)`` and not in a cycle where the array
-  uses its bank (:class:`fsa.cyclemodel.DmaTiming`);
+  uses its bank (:class:`fsa.cycle.model.DmaTiming`);
 * ``done``: ``base - first + 1`` cycles after the last beat (3 cycles after
   acceptance when there is nothing to move), in program order, at most one
   per cycle.
@@ -57,7 +57,7 @@ from __future__ import annotations
 import math
 
 from fsa import isa
-from fsa.dmarules import (bursts, inflight_depth, load_store_ok, per_port_dma, rows_on_port0,
+from fsa.hw.dmarules import (bursts, inflight_depth, load_store_ok, per_port_dma, rows_on_port0,
                           second_load_ok, several_port_rules, sram_bank_ports)
 
 __all__ = ["DmaEngine"]
@@ -70,7 +70,7 @@ class DmaEngine:
 
     Args:
         cfg: the config (AXI width, ports, ``dma_outstanding``).
-        dma: the :class:`fsa.cyclemodel.DmaTiming`.
+        dma: the :class:`fsa.cycle.model.DmaTiming`.
         port_busy: ``port_busy(c, mem, bank)``: the array uses SRAM `mem`
             bank `bank` in cycle c.
     """
@@ -183,7 +183,7 @@ class DmaEngine:
     def _per_port(self, e: dict, x: isa.Dma) -> None:
         """Set up `e` for per-port beats (several ports, an SRAM with a
         narrow port per bank): bursts go round-robin over the ports (one row
-        each, or several rows merged, :func:`fsa.dmarules.bursts`); each port
+        each, or several rows merged, :func:`fsa.hw.dmarules.bursts`); each port
         moves its own bursts' beats, one per cycle, in the order pushed (the
         bursts of two LOADs in flight queue behind each other); per bank a
         round-robin arbiter over the ports (a stalled request keeps its

@@ -31,13 +31,13 @@ stretches:
   of the same bank take first, and a STORE of one-beat rows on one port goes
   at the memory's write rate (:class:`DmaTiming`); up to two LOADs in
   flight, the next one accepted once the sequencer has queued the previous
-  one's bursts (:mod:`fsa.cycledma`, the rules of ``fsa/dmarules.py``).
+  one's bursts (:mod:`fsa.cycle.dma`, the rules of ``fsa/hw/dmarules.py``).
   ``base`` is calibrated by
-  :func:`fsa.cyclecal.calibrate_dma` from DMA-only programs on the RTL (the cocotbext-axi
+  :func:`fsa.cycle.calibrate.calibrate_dma` from DMA-only programs on the RTL (the cocotbext-axi
   ``AxiRam`` answers at one beat per cycle; a real memory would need its own
   figures).
 
-* program fetch (``fetch=``, :mod:`fsa.cyclefetch`): the words reach the
+* program fetch (``fetch=``, :mod:`fsa.cycle.fetch`): the words reach the
   queue as the fetch unit reads them, and DMA LOADs take turns with its
   bursts (with one port a LOAD may start in a burst's last beats), exactly
   as the RTL does.
@@ -47,38 +47,37 @@ host other than a :class:`HostPush` or program fetch (without one, programs
 longer than the queue are predicted as if it were deep enough).
 
 The same model is the kernel language's dispatch check
-(:func:`fsa.program.check_dispatch`): :func:`simulate` with ``races=True``
+(:func:`fsa.cycle.dispatch.check_dispatch`): :func:`simulate` with ``races=True``
 reports a deadlock or two engines that could take the same semaphore value
 at once, under the device's dispatch or the golden model's (``dispatch=``,
-:data:`DISPATCH_MODES`) and the DMA timings of :func:`check_timings`.
-
-:func:`steady_state` runs the model on four short programs and returns the
-per-key-block and per-query-block costs, which :func:`predict_cycles` uses for
-long sequences on large arrays (where building the program itself would be
-slow).
+:data:`DISPATCH_MODES`) and the DMA timings of
+:func:`fsa.cycle.dispatch.check_timings`; :mod:`fsa.cycle.predict` runs it on
+attention programs (steady state, long-sequence predictions).
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from fsa import isa
+from fsa import dataflows, isa
 from fsa import plan as fplan
 from fsa.config import FSAConfig
-from fsa.cycledma import DmaEngine
-from fsa.cyclefetch import Fetch, FetchTiming
-from fsa.cycletiming import (DEFAULT_DMA, HARNESS_HOST, IDEAL_DMA, PROGRAM_FEEDS,
-                             DmaTiming, HostFeed, HostPush, program_feed)
+from fsa.cycle.dma import DmaEngine
+from fsa.cycle.timing import (DEFAULT_DMA, HARNESS_HOST, IDEAL_DMA, PROGRAM_FEEDS,
+                              DmaTiming, HostFeed, HostPush, program_feed)
+from fsa.cycle.fetch import Fetch, FetchTiming
+from fsa.hw import timing
 from fsa.hw.isa import SEM_IDS
-from fsa.plan_ud import norm_slack
 
 __all__ = ["DmaTiming", "ModelResult", "DispatchError", "DISPATCH_MODES", "simulate",
-           "check_timings", "steady_state", "predict_cycles", "block_counts",
-           "attention_steps", "DEFAULT_DMA", "IDEAL_DMA", "reference_period",
-           "HostPush", "HARNESS_HOST", "FetchTiming", "dma_demand", "tile_bursts", "PROGRAM_FEEDS",
-           "program_feed"]
+           "DEFAULT_DMA", "IDEAL_DMA", "HostPush", "HARNESS_HOST", "FetchTiming",
+           "PROGRAM_FEEDS", "program_feed"]
 
+
+
+def _plans(cfg: FSAConfig) -> list[fplan.Plan]:
+    """The plans the matrix controller of `cfg` is generated from."""
+    return timing.plans(cfg)
 
 
 @dataclass
@@ -101,12 +100,6 @@ class ModelResult:
     fetch_bursts: list = field(default_factory=list)
 
 
-def _plans(cfg: FSAConfig) -> list[fplan.Plan]:
-    """The plans the matrix controller of `cfg` is generated from."""
-    from fsa.hw import timing
-    return timing.plans(cfg)
-
-
 def _sram_use(plans: list[fplan.Plan]) -> list[dict]:
     """Per function: {t: ("spad"|"acc_r"|"acc_w", walk index)} of the array ports."""
     out = []
@@ -126,15 +119,6 @@ def _sram_use(plans: list[fplan.Plan]) -> list[dict]:
     return out
 
 
-def check_timings(cfg: FSAConfig) -> dict[str, DmaTiming]:
-    """The DMA timings :func:`fsa.program.check_dispatch` runs a program
-    under, by name: the calibrated DMA (:data:`DEFAULT_DMA`), a free one
-    (:data:`IDEAL_DMA`: the matrix engine is the slow one) and a slow one
-    whose every transfer ends eight times the longest matrix function after
-    it starts (the DMA is the slow one)."""
-    slow = 8 * max(p.retire for p in _plans(cfg))
-    return {"calibrated DMA": DEFAULT_DMA, "free DMA": IDEAL_DMA,
-            "slow DMA": DmaTiming(slow, slow, DEFAULT_DMA.load_first, DEFAULT_DMA.store_first)}
 
 
 class DispatchError(RuntimeError):
@@ -174,7 +158,7 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
         dma: the DMA timing.
         max_cycles: give up after this many cycles.
         dispatch: one of :data:`DISPATCH_MODES` ("hardware" for predictions;
-            "golden" for the checks of :func:`fsa.program.check_dispatch`).
+            "golden" for the checks of :func:`fsa.cycle.dispatch.check_dispatch`).
         races: raise when the next matrix and the next DMA instruction could
             both acquire the same semaphore value in the same cycle (which of
             them gets it would depend on timing), or when one could acquire
@@ -183,7 +167,7 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
             the acquire comes before that release depends on timing).
         host: how the words beyond the queue's depth arrive (:class:`HostPush`);
             None: every word is in the queue at ``start``.
-        fetch: the program is fetched from memory (:class:`fsa.cyclefetch.FetchTiming`,
+        fetch: the program is fetched from memory (:class:`fsa.cycle.fetch.FetchTiming`,
             started by ``fetch_start``; not with `host`).
 
     Raises:
@@ -206,7 +190,7 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
     # one starts the cycle after it only as its partner (a STEP or PVSTEP)
     NORM = [p.func in fplan.NORM_FUNCS for p in plans]
     PARTNER = [p.func in fplan.NORM_PARTNERS for p in plans]
-    SLACK = norm_slack(cfg.exp2_pieces)
+    SLACK = dataflows.get(cfg).norm_slack(cfg.exp2_pieces)
     REL = [p.release for p in plans]
     READ_REL = [p.read_release for p in plans]      # UD early_release (docs/ud.md)
 
@@ -219,8 +203,7 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
     n = len(ins)
     for i, x in enumerate(ins):
         if isinstance(x, isa.Matrix) and not 0 <= int(x.func) < len(plans):
-            from fsa.golden.ud import illegal
-            why = illegal(cfg, x) or f"matrix function code {int(x.func)} is not defined on {cfg.name}"
+            why = dataflows.illegal(cfg, x) or f"matrix function code {int(x.func)} is not defined on {cfg.name}"
             raise ValueError(f"instruction {i}: {why} (the decoder reports ILLEGAL_FUNC)")
     size = [isa.SIZES[isa.InstrType.FENCE if isinstance(x, isa.Fence) else
                       isa.InstrType.MATRIX if isinstance(x, isa.Matrix) else isa.InstrType.DMA]
@@ -357,13 +340,13 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
             # a fetch burst waits while a LOAD runs or is accepted; a DMA
             # LOAD waits while a fetch burst is in flight, with one port only
             # until the burst's tail (its beats follow the burst's;
-            # rtl/fsa_rdarb.py, fsa.cyclefetch.LOAD_TAIL)
+            # rtl/fsa_rdarb.py, fsa.hw.fetch.LOAD_TAIL)
             if dm_issue and ins[dmq[0]].func == LOAD and fe.holds_loads(c):
                 dm_issue = False
             loading = eng.loading() or (dm_issue and ins[dmq[0]].func == LOAD)
             if fe.try_issue(c, loading):
                 changed = True
-        # DMA pushes and beats (fsa/cycledma.py): one SRAM narrow-port access
+        # DMA pushes and beats (fsa/cycle/dma.py): one SRAM narrow-port access
         # per cycle, lost to the array port
         if eng.busy():
             changed = True
@@ -513,136 +496,3 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
             if inflight:
                 cnt["dma_active"] += span
         c = nxt
-
-
-# --------------------------------------------------------------------------
-# Steady state and long-sequence predictions
-# --------------------------------------------------------------------------
-def steady_state(cfg: FSAConfig, dma: DmaTiming = DEFAULT_DMA, causal: bool = False,
-                 kernel: "str | None" = None, program: str = "queue") -> dict:
-    """Per-key-block and per-query-block costs of the attention kernel in
-    the model, from four short programs: cycles(q, k) for q in (2, 3) query
-    blocks and k in (36, 68) key blocks per query block (non-causal), fitted as
-    ``fixed + q * (per_qblock + k * per_kblock)`` (exact when the schedule is
-    periodic, which the four points check: the fit residual is returned).
-    (36 and 68, not fewer: with two LOADs in flight a DMA-heavy config, 64x64
-    fp16, takes up to 12 key blocks after each query block's Q load and O
-    store to settle; 4 and 8 key blocks would fit 327 instead of its 333.
-    Since the UD normalisation stopped stalling the array, a query block's
-    Q load and O store at 4x4 UD, whose 64-bit bus is nearly saturated, take
-    their ~56 cycles from the steps after them, over 20-30 key blocks: 12 and
-    20 fitted 20.1 cycles per key block where longer runs give 19.2.)
-    `kernel`: as :func:`fsa.kernels.attention` (None: the config's own; on a
-    UD config the UD kernel, whose per-key-block cost with a free DMA is the
-    STEP period ``2R + P + 3``).  `program`: how the words reach the queue,
-    as :func:`program_feed`."""
-    from fsa.kernels import attention
-
-    R, C = cfg.sa_rows, cfg.sa_cols
-    K1, K2 = 36, 68
-    pts = {}
-    for q in (2, 3):
-        for k in (K1, K2):
-            prog = attention(cfg, q * C, k * R, causal=False, check=False, kernel=kernel)
-            pts[(q, k)] = simulate(cfg, prog.instructions, dma,
-                                   **program_feed(cfg, program, len(prog.words()))).cycles
-    per_kb = (pts[(2, K2)] - pts[(2, K1)]) / (2 * (K2 - K1))
-    per_kb3 = (pts[(3, K2)] - pts[(3, K1)]) / (3 * (K2 - K1))
-    per_qb = (pts[(3, K1)] - pts[(2, K1)]) - K1 * per_kb
-    fixed = pts[(2, K1)] - 2 * (per_qb + K1 * per_kb)
-    return {"per_key_block": per_kb, "per_key_block_check": per_kb3, "per_query_block": per_qb,
-            "fixed": fixed, "points": {f"{q}x{k}": v for (q, k), v in pts.items()}}
-
-
-def block_counts(cfg: FSAConfig, seq_q: int, seq_kv: int, causal: bool = False) -> tuple[int, int]:
-    """(query blocks, key blocks) of attention(seq_q, seq_kv) on `cfg`;
-    ValueError for a shape the kernel does not support."""
-    from fsa.kernels import check_attention_shape
-    check_attention_shape(cfg, seq_q, seq_kv, causal)
-    return seq_q // cfg.sa_cols, seq_kv // cfg.sa_rows
-
-
-def attention_steps(nq: int, nk: int, causal: bool) -> int:
-    """(query block, key block) steps the kernel runs: all of them, or with a
-    causal mask (top-left aligned, R == C) the blocks on or below the diagonal
-    (each run whole; FLOPs count only the pairs the mask keeps:
-    :func:`fsa.kernels.attention_flops`)."""
-    if causal:
-        return sum(min(i, nk - 1) + 1 for i in range(nq))
-    return nq * nk
-
-
-def predict_cycles(cfg: FSAConfig, seq_q: int, seq_kv: int, causal: bool,
-                   ss: dict) -> float:
-    """Cycles of attention(seq_q, seq_kv) from a :func:`steady_state` fit
-    (causal: the diagonal blocks are costed like full ones)."""
-    nq, nk = block_counts(cfg, seq_q, seq_kv, causal)
-    return ss["fixed"] + nq * ss["per_query_block"] + attention_steps(nq, nk, causal) * ss["per_key_block"]
-
-
-def reference_period(R: int, C: int, P: int) -> int:
-    """The reference schedule's key-block period C + 2R + P + 4 + max(2R-1, R+C+1)."""
-    return C + 2 * R + P + 4 + max(2 * R - 1, R + C + 1)
-
-
-def tile_bursts(cfg: FSAConfig, rows: int, blocks: int = 1) -> int:
-    """AXI bursts of `blocks` row-major tiles of `rows` scratchpad rows one
-    after another in memory (Q or K tiles, from a 4 KiB boundary), as the
-    DMA makes them (:func:`fsa.dmarules.bursts`: one per row, or merged)."""
-    from fsa.dmarules import bursts
-    srb = cfg.spad_row_bytes
-    return sum(len(bursts(isa.Dma(isa.DmaFunc.LOAD, repeat=rows, sram_addr=0, sram_stride=1,
-                                  mem_addr=cfg.mem_base + b * rows * srb, mem_stride=srb,
-                                  size=srb), cfg.axi_data_bits // 8, cfg.dma_burst_beats))
-               for b in range(blocks))
-
-
-def dma_demand(cfg: FSAConfig) -> dict[str, float]:
-    """What the attention kernel asks of the DMA per key block in the steady
-    state (d = R; both kernels, :mod:`fsa.kernels` and :mod:`fsa.kernels_ud`,
-    load one K and one V (V^T) tile of R rows per key block, as two LOADs;
-    Q and O move once per query block), against what `cfg`'s memory system
-    offers:
-
-    * ``bytes``  = ``2 R^2 e``  (e = bytes per element),
-    * ``rows`` = ``2R``; ``bursts``: the AXI bursts they take (the DMA
-      queues at most one per cycle, whatever the ports): one per row, or
-      with merged bursts (``dma_burst_beats``; K's rows follow each other in
-      memory, V^T's do not) ``R + ceil(R^2 e / min(4096, dma_burst_beats W))``
-      for a K tile on a 4 KiB boundary,
-    * ``beats``  = ``2 R ceil(R e / W)`` (W = AXI bytes per beat; each beat is
-      one cycle of a scratchpad narrow port),
-    * ``lanes``: the narrow ports those beats spread over: 1 (one port, or
-      several AXI ports sharing the SRAM's one narrow port), or with a
-      narrow port per bank (:func:`fsa.dmarules.bank_ports`) the lesser of
-      the AXI ports and the banks,
-    * ``period`` = the reference schedule's key-block period
-      (:func:`reference_period`, ``4R + C + P + 5`` for R = C) and
-      ``ud_period`` = the UD dataflow's (:func:`fsa.plan_ud.period`, ``2R + P + 3``),
-    * ``occupancy`` = ``beats / (lanes x period)``, the share of the narrow
-      ports the K/V stream needs in the reference dataflow, and
-      ``ud_occupancy`` = ``beats / (lanes x ud_period)`` in the UD dataflow
-      (about twice); ``ud_bursts`` = ``bursts / ud_period``, the share of the
-      DMA's one-burst-per-cycle queue it needs there.
-
-    Above 1 the DMA cannot keep up whatever its latency; below 1 it still
-    pays about ``6 + ceil(R e / W)`` cycles per LOAD (:data:`DEFAULT_DMA`),
-    hidden by a second LOAD in flight only on one port
-    (:func:`fsa.dmarules.inflight_depth`; docs/performance.md section 1f).
-    """
-    from fsa.dmarules import sram_bank_ports
-    from fsa.plan_ud import period as ud_period
-    R, C = cfg.sa_rows, cfg.sa_cols
-    e = cfg.e_fmt.bytes
-    beat = cfg.axi_data_bits // 8
-    beats = 2 * R * math.ceil(R * e / beat)
-    lanes = min(cfg.mem_ports, cfg.spad_banks) if sram_bank_ports(cfg, cfg.spad_banks) else 1
-    period = reference_period(R, C, cfg.exp2_pieces)
-    ud = ud_period(R, cfg.exp2_pieces)
-    # K's rows follow each other in memory, V^T's do not (its rows are
-    # seq_kv elements apart)
-    bursts = R + tile_bursts(cfg, R)
-    return {"bytes": 2 * R * R * e, "rows": 2 * R, "bursts": bursts, "beats": beats,
-            "lanes": lanes, "period": period, "ud_period": ud,
-            "occupancy": beats / (lanes * period), "ud_occupancy": beats / (lanes * ud),
-            "ud_bursts": bursts / ud}

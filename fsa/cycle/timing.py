@@ -1,9 +1,9 @@
-"""The timing inputs of the cycle model (:mod:`fsa.cyclemodel`): the DMA's
+"""The timing inputs of the cycle model (:mod:`fsa.cycle.model`): the DMA's
 calibrated timing (:class:`DmaTiming`, :data:`DEFAULT_DMA`, :data:`IDEAL_DMA`)
 a host that pushes a program longer than the instruction queue
 (:class:`HostPush`, :class:`HostFeed`, :data:`HARNESS_HOST`), and how a
 program reaches the queue (:func:`program_feed`).
-:mod:`fsa.cyclemodel` re-exports them.
+:mod:`fsa.cycle.model` re-exports them.
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ class DmaTiming:
     alternate and nothing is lost (FSA4X4Fp16TwoPortConfig, 1..12 rows),
     except for a STORE whose rows overlap (``|mem_stride| < size``), which
     uses port 0 alone.  With an address FIFO in the ports (merged bursts or
-    ``dma_rw_overlap``, :func:`fsa.dmarules.per_port_dma`) nothing is lost
+    ``dma_rw_overlap``, :func:`fsa.hw.dmarules.per_port_dma`) nothing is lost
     either, on one port or several (measured: 12 one-beat rows from one SRAM
     row, mem_stride 0, on two ports of 64 bits: 27 cycles, as without the
     loss; the model said 29 with it).
@@ -62,7 +62,7 @@ class DmaTiming:
             addr_fifo: bool = False) -> int:
         """Extra cycles before beat `k` of `ins` (rows of `per_row` beats) may
         go, on a DMA with `ports` AXI ports (`addr_fifo`: the ports queue
-        their AW addresses in a FIFO, ``fsa.dmarules.per_port_dma``; then
+        their AW addresses in a FIFO, ``fsa.hw.dmarules.per_port_dma``; then
         nothing is lost)."""
         g = self.store_single_group
         one_port = ports == 1 or abs(ins.mem_stride) < ins.size
@@ -79,7 +79,7 @@ class DmaTiming:
 
 #: Defaults: the values calibrate_dma() measures on the RTL with cocotbext-axi's
 #: AxiRam (bench/utilisation.py recalibrates and uses its own measurement);
-#: the regression (tb/test_attention.py) checks the model with these against
+#: the regression (tb/attention/test_attention.py) checks the model with these against
 #: the RTL's counters on every run without AXI pauses.
 DEFAULT_DMA = DmaTiming()
 #: A DMA that costs nothing: the matrix engine's own schedule (issue rule and
@@ -140,7 +140,7 @@ class HostFeed:
 #: period 1..11 that gives all of their exec, bubble, mx_active and
 #: dma_active counters exactly);
 #: the regression checks it on every run longer than the queue
-#: (tb/test_attention.py ``check_cycles``).
+#: (tb/attention/test_attention.py ``check_cycles``).
 HARNESS_HOST = HostPush(first=2, period=4)
 
 
@@ -159,7 +159,7 @@ def program_feed(cfg: "FSAConfig", program: str, n_words: int) -> dict:
     if program == "push":
         return {"host": HARNESS_HOST} if n_words > cfg.inst_queue_size else {}
     if program == "fetch":
-        from fsa.cyclefetch import FetchTiming
+        from fsa.cycle.fetch import FetchTiming
         from fsa.simdev import program_address
         return {"fetch": FetchTiming(program_address(cfg, n_words))}
     raise ValueError(f"program must be one of {PROGRAM_FEEDS}, got {program!r}")

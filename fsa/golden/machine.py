@@ -50,11 +50,12 @@ import time
 import numpy as np
 
 from fsa import numerics as nx
+from fsa import dataflows
 from fsa.config import FSAConfig
 from fsa.isa import (SIZES, Dma, DmaFunc, Fence, IllegalInstruction, Matrix, MxFunc,
                      decode_device)
 from fsa.golden import tile
-from fsa.golden import ud          # the UD dataflow's functions (codes 5..8)
+from fsa.golden.errors import Deadlock, MachineError, UnsupportedProgram
 from fsa.hw.isa import SEM_IDS, TYPE_FIELD
 from fsa.hw.regs import check_setting, setting_defaults
 
@@ -62,29 +63,6 @@ from fsa.hw.regs import check_setting, setting_defaults
 SIZES_BY_CODE = {int(t): n for t, n in SIZES.items()}
 
 __all__ = ["Machine", "MachineError", "UnsupportedProgram", "Deadlock"]
-
-
-class MachineError(RuntimeError):
-    """The program did something the device reports as an error."""
-
-    def __init__(self, code: str, message: str, index: int | None = None):
-        super().__init__(f"{code}: {message}" + (f" (instruction {index})" if index is not None else ""))
-        self.code, self.index = code, index
-
-
-class UnsupportedProgram(ValueError):
-    """A legal instruction whose effect the model does not define."""
-
-
-class Deadlock(MachineError):
-    """No engine can make progress: the oldest blocked pending instruction
-    (`index`, "mx" or "dma" in `engine`) waits for semaphore `sem_id` to
-    equal `want`; it holds `have`."""
-
-    def __init__(self, engine: str, index: int, sem_id: int, want: int, have: int):
-        super().__init__("DEADLOCK", f"{engine} instruction {index} waits for semaphore "
-                         f"{sem_id} == {want} (it is {have})", index)
-        self.engine, self.sem_id, self.want, self.have = engine, sem_id, want, have
 
 
 def _u(fmt) -> type:
@@ -268,8 +246,9 @@ class Machine:
             st.reset_max()                             # = tile.lse_norm
             self.acc_walk(orow, ins.zero, np.zeros((R, C), self.ua))
             st.o_t = self.acc[orow].copy()
-        if f in ud.FUNCS:
-            ud.execute(self, ins, index)
+        if (msg := dataflows.illegal(cfg, ins)) is not None:      # as the decoder
+            raise MachineError("ILLEGAL_FUNC", msg, index)
+        dataflows.get(cfg).execute(self, ins, index)      # the dataflow's own functions
         self.counters["matrix"] += 1
 
     # ------------------------------------------------------------ DMA
@@ -317,10 +296,7 @@ class Machine:
         self.held = [False] * SEM_IDS
         fresh = tile.TileState(self.cfg)
         self.state.new_max, self.state.old_max = fresh.new_max, fresh.old_max
-        if getattr(self, "ud", None) is not None:
-            ud_fresh = ud.UdState(self.cfg)
-            self.ud.new_max, self.ud.old_max = ud_fresh.new_max, ud_fresh.old_max
-            self.ud.lifo = self.ud.neg_m = None
+        dataflows.get(self.cfg).abort(self)
 
     def fetch(self, addr: int, n_words: int, **kw) -> dict:
         """Run the `n_words`-word program at byte address `addr` of the
@@ -426,7 +402,7 @@ class Machine:
                     if ins.stop:
                         return dict(self.counters)
                     continue
-                if (msg := ud.illegal(self.cfg, ins)) is not None:     # as the decoder
+                if (msg := dataflows.illegal(self.cfg, ins)) is not None:     # as the decoder
                     raise MachineError("ILLEGAL_FUNC", msg, pc)
                 q = "mx" if isinstance(ins, Matrix) else "dma"
                 if pend[q] is not None:

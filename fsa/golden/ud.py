@@ -35,9 +35,10 @@ import numpy as np
 
 from fsa import numerics as nx
 from fsa.golden import tile
+from fsa.golden.errors import UnsupportedProgram
 from fsa.isa import Matrix, MxFunc
 
-__all__ = ["FUNCS", "UdState", "illegal", "execute"]
+__all__ = ["FUNCS", "UdState", "abort", "execute"]
 
 #: The UD function codes.
 FUNCS = (MxFunc.LOAD_Q, MxFunc.KSTEP, MxFunc.STEP, MxFunc.PVSTEP, MxFunc.NORM_SCALE,
@@ -81,14 +82,14 @@ class UdState:
             self.scale2 = np.full(c.sa_cols, c.a_fmt.one, ua)
 
 
-def illegal(cfg, ins) -> "str | None":
-    """The device's ILLEGAL_FUNC message for a UD function on hardware of
-    another dataflow, else None."""
-    if isinstance(ins, Matrix) and int(ins.func) in FUNCS and cfg.dataflow != "ud":
-        return (f"matrix function {MxFunc(ins.func).name} (code {int(ins.func)}) needs UD "
-                f"hardware (dataflow 'ud'); {cfg.name} has dataflow {cfg.dataflow!r} "
-                f"(codes 0..4)")
-    return None
+def abort(m) -> None:
+    """The abort register's effect on machine `m`'s UD state (rtl/fsa_core.py:
+    the bottom row's RESET: maxima -inf, the LIFO empty, nothing in the u
+    path; ``qreg``, the max difference and ``scale2`` are kept)."""
+    if getattr(m, "ud", None) is not None:
+        fresh = UdState(m.cfg)
+        m.ud.new_max, m.ud.old_max = fresh.new_max, fresh.old_max
+        m.ud.lifo = m.ud.neg_m = None
 
 
 def _state(m) -> UdState:
@@ -133,8 +134,6 @@ def _k_part(m, st: UdState, ins: Matrix, rows: list[int]) -> None:
 
 
 def _pv_part(m, st: UdState, ins: Matrix, rows: list[int], index: int) -> None:
-    from fsa.golden.machine import UnsupportedProgram
-
     cfg = m.cfg
     R, C, P = cfg.sa_rows, cfg.sa_cols, cfg.exp2_pieces
     e, a = cfg.e_type, cfg.a_type
@@ -163,12 +162,9 @@ def _pv_part(m, st: UdState, ins: Matrix, rows: list[int], index: int) -> None:
 
 
 def execute(m, ins: Matrix, index: int) -> None:
-    """Run UD function `ins` on machine `m` (a :class:`fsa.golden.machine.Machine`)."""
-    from fsa.golden.machine import MachineError, UnsupportedProgram
-
-    msg = illegal(m.cfg, ins)
-    if msg is not None:
-        raise MachineError("ILLEGAL_FUNC", msg, index)
+    """Run UD function `ins` on machine `m` (a :class:`fsa.golden.machine.Machine`
+    of a UD config: the machine refuses the UD functions on other hardware,
+    :func:`fsa.dataflows.illegal`)."""
     cfg = m.cfg
     R, C = cfg.sa_rows, cfg.sa_cols
     f = MxFunc(ins.func)

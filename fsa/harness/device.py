@@ -6,7 +6,7 @@ optional random pauses on all five AXI channels of every port, and the
 program flow: push the instruction words (0x00, held while the queue is
 full), start (0x04), wait for ``irq`` with a cycle limit, read the state, the
 error register and the counters. For a program longer than the queue the
-rest is pushed while the device runs; ``fsa.cyclemodel.HARNESS_HOST`` is
+rest is pushed while the device runs; ``fsa.cycle.model.HARNESS_HOST`` is
 the rate of these pushes, measured on the RTL.
 
 API for device-level tests (all coroutines on :class:`Device`):

@@ -1,6 +1,6 @@
 """Fetch contract: the program fetch unit's bursts and how DMA LOADs share
 the read channel with them (``rtl/fsa_fetch.py`` and ``rtl/fsa_rdarb.py``
-build them; the cycle model's fetch, ``fsa/cyclefetch.py``, follows them).
+build them; the cycle model's fetch, ``fsa/cycle/fetch.py``, follows them).
 
 The fetch unit issues one INCR burst at a time of at most
 :func:`burst_beats` beats (also the depth of its beat FIFO).  With one memory

@@ -18,7 +18,7 @@ Two numbers are easily confused, so they have distinct names:
 :func:`plans` / :func:`plan` are the execution plans (``fsa/plan.py``) of a
 configuration with these parameters.  The matrix controller
 (``rtl/fsa_mxctrl.py``) is generated from :func:`plans`, the cycle model
-(``fsa/cyclemodel.py``) simulates them, ``fsa plan show`` draws them and the
+(``fsa/cycle/model.py``) simulates them, ``fsa plan show`` draws them and the
 testbenches compare the hardware with them: one function, so all of these
 agree by construction.
 """

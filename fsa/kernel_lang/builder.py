@@ -1,60 +1,8 @@
-"""The FSA kernel language: tiles, instructions and semaphores, built into a
-:class:`~fsa.program.Program` (docs/architecture.md section 11).
-
-Nothing here is global: a :class:`KernelBuilder` is made against an explicit
-:class:`~fsa.config.FSAConfig` and owns everything a kernel allocates (memory
-layout, scratchpad and accumulator rows, semaphores) and emits (the
-instruction list). :func:`kernel` turns a function ``fn(k, *tiles, **params)``
-into a reusable :class:`KernelDef` whose :meth:`KernelDef.build` makes a fresh
-builder each time.
-
-The language is three modules; this one re-exports the public names of the
-other two, so ``from fsa.kernel import ...`` is all a kernel needs:
-
-* :mod:`fsa.tiles` -- :class:`MemTile` (a 2-D view of a tensor in the memory
-  window; ``alloc_mem`` lays tensors out from ``cfg.mem_base``, each aligned
-  to ``cfg.mem_align`` with rows padded to a multiple of it),
-  :class:`SpadTile` / :class:`AccTile` (scratchpad / accumulator rows), their
-  ``split`` / slicing / ``reverse()``, and :class:`KernelError`.
-* :mod:`fsa.program` -- :class:`Program` (instructions, memory layout, input
-  and output conversion) and :func:`check_dispatch`.
-* this module -- :class:`Semaphore`, :class:`KernelBuilder`, :func:`kernel`,
-  and the ISA's field limits the builder checks.
-
-Instructions (each returns the emitted :mod:`fsa.isa` object):
-``load_tile(dst, src)`` (DMA memory -> scratchpad/accumulator),
-``store_tile(dst, src)`` (DMA accumulator -> memory),
-``mx_load_stationary(q)``, ``mx_attn_score(k, l, accumulate, causal=)``,
-``mx_attn_value(vt, o, accumulate)``, ``mx_reciprocal(l)``
-(ATTENTION_LSE_NORM_SCALE), ``mx_attn_lse_norm(o)``,
-``fence(mx=, dma=, stop=)`` and ``emit(instr)`` for a raw instruction.
-
-Semaphores: ``Semaphore(id, n)`` (or ``k.semaphore(id, n)``) tracks the
-semaphore's value in program order. An instruction given ``sem=s`` acquires
-the current value and releases the next one, ``(value + 1) % n``, by
-default; ``acquire=False`` / ``release=False`` leave either out (an
-acquire-only instruction holds the semaphore until a later release-only
-one), an integer gives the value explicitly. Each use thus passes a token
-along a ring: ``load (0 -> 1)``, ``consume (1 -> 0)``, ``load (0 -> 1)`` ...
-
-Every mistake raises :class:`KernelError` (a ValueError) whose message names
-the instruction, the field or tile, and what to change. :meth:`KernelBuilder.build`
-also runs the program through the cycle model's dispatcher
-(:func:`check_dispatch`, built on :func:`fsa.cyclemodel.simulate`) and
-refuses a program that can deadlock or whose semaphore order depends on
-timing.
-
-Example::
-
-    >>> from fsa import config
-    >>> from fsa.kernel import KernelBuilder
-    >>> k = KernelBuilder(config.get("FSA4X4Fp16Config"))
-    >>> x = k.alloc_mem((4, 4), "fp16", "X", role="input")
-    >>> s = k.alloc_spad(4)
-    >>> _ = k.load_tile(s, x)
-    >>> prog = k.build()
-    >>> [type(i).__name__ for i in prog.instructions]
-    ['Dma', 'Fence']
+"""The kernel language's builder: :class:`KernelBuilder` (memory layout,
+SRAM rows, semaphores and the instructions a kernel emits, built into a
+:class:`~fsa.program.Program`), :class:`Semaphore`, and the ISA's field
+limits the builder checks (from fsa/hw/isa.py).  :mod:`fsa.kernel_lang`
+describes the language.
 """
 from __future__ import annotations
 
@@ -69,16 +17,12 @@ from fsa import numerics as nx
 from fsa.config import FSAConfig
 from fsa.hw import isa as _hwisa
 from fsa.isa import Dma, DmaFunc, Fence, Instruction, Matrix, MxFunc
-from fsa.program import (Input, KernelDef, Program, TensorInfo, View, check_dispatch, kernel,
-                         memory_reader)
+from fsa.program import Program, TensorInfo, View
 from fsa.tiles import (AccTile, KernelError, MemTile, SpadTile, SramTile, format_name,
                        with_article)
 
-__all__ = [
-    "KernelError", "MemTile", "SramTile", "SpadTile", "AccTile", "Semaphore", "KernelBuilder",
-    "Program", "TensorInfo", "View", "KernelDef", "kernel", "Input", "check_dispatch",
-    "memory_reader",
-]
+__all__ = ["Semaphore", "KernelBuilder", "STRIDE_RANGE", "MEM_STRIDE_RANGE", "SIZE_MAX",
+           "REPEAT_MAX", "SEM_IDS", "SEM_VALUES"]
 
 # field ranges from the ISA field table (fsa/hw/isa.py)
 STRIDE_RANGE = _hwisa.field("MATRIX", "spad_stride").range     # spad / acc / sram row stride

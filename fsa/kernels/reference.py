@@ -1,4 +1,5 @@
-"""Kernels written in the kernel language (:mod:`fsa.kernel`).
+"""The reference FlashAttention kernel, written in the kernel language
+(:mod:`fsa.kernel_lang`); :func:`fsa.kernels.attention` is its entry point.
 
 :func:`attention` builds the FlashAttention forward pass (docs/architecture.md
 section 6): ``Q [seq_q, d]``, ``K [seq_kv, d]``, ``V`` stored transposed
@@ -42,7 +43,7 @@ step ``t + 1`` overlap the matrix work of step ``t``)::
     [load Q(i+1)]  then after the last key block of i:  RECIPROCAL(i)  LSE_NORM(i)
 
 Semaphore protocol (ids; each use acquires the current value and releases
-the next, see :class:`fsa.kernel.Semaphore`):
+the next, see :class:`fsa.kernel_lang.Semaphore`):
 
 * Q buffer b, id ``0 + b`` (n = 2): ``load Q(i)`` 0 -> 1; ``LS(i, 0)``
   acquires 1 and holds it through the query block; ``LS(i, last)`` releases
@@ -61,15 +62,9 @@ the next, see :class:`fsa.kernel.Semaphore`):
   only the last block's ``LSE_NORM`` -> ``STORE`` pair uses id 6.
 
 The only fence is the final ``Fence(mx, dma, stop)``. The program is checked
-at build time for deadlocks and semaphore races (:func:`fsa.kernel.check_dispatch`:
+at build time for deadlocks and semaphore races (:func:`fsa.kernel_lang.check_dispatch`:
 the cycle model under the device's one-pending-instruction-per-engine
 dispatch and under the golden model's unbounded queues).
-
-FLOPs and utilisation (:func:`attention_flops`, :func:`utilisation`) are
-defined here once, for ``fsa run`` (:class:`fsa.engines.Result`), ``fsa
-predict`` and the benchmarks: utilisation counts the *useful* matmul FLOPs,
-``4 d`` per (query, key) pair that the causal mask keeps, over the array's
-peak ``2 R C`` FLOPs per cycle.
 """
 from __future__ import annotations
 
@@ -79,10 +74,19 @@ import numpy as np
 
 from fsa import config as fconfig
 from fsa.config import FSAConfig
-from fsa.kernel import Input, KernelBuilder, KernelError, MemTile, Program, kernel
+from fsa.kernel_lang import Input, KernelBuilder, MemTile, Program, kernel
+from fsa.kernels.common import check_attention_shape, check_head_tiles, head_map
 
-__all__ = ["attention", "flash_attention", "buffer_plan", "check_attention_shape", "head_map",
-           "attention_flops", "utilisation"]
+__all__ = ["LABEL", "refuse", "attention", "flash_attention", "buffer_plan"]
+
+#: how messages name this kernel
+LABEL = "reference"
+
+
+def refuse(cfg: FSAConfig, masked: bool) -> "str | None":
+    """Why this kernel cannot run on `cfg` (None: it runs on every
+    dataflow's hardware, whose functions include the reference ones)."""
+    return None
 
 
 def buffer_plan(cfg: FSAConfig) -> dict[str, int]:
@@ -199,72 +203,15 @@ def flash_attention(k: KernelBuilder, Q: MemTile, K: MemTile, Vt: MemTile, *,
     return Ot
 
 
-def attention(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = False,
-              check: bool = True, kernel: "str | None" = None, *, heads: int = 1,
-              kv_heads: int | None = None, kv_map: "Sequence[int] | None" = None,
-              scale: float | None = None, key_limit: int | None = None) -> Program:
-    """Build the FlashAttention forward program for `heads` heads.
-
-    Args:
-        cfg: config (or preset name); d = R.
-        seq_q: queries per head, a positive multiple of C.
-        seq_kv: keys/values per kv head, a positive multiple of R.
-        causal: causal mask (query q sees keys <= q, top-left aligned like
-            torch's ``is_causal``); needs R == C.
-        check: run :func:`fsa.kernel.check_dispatch` (deadlocks and semaphore races in
-            the cycle model: six runs, two dispatch modes x three DMA timings).
-        kernel: "reference" (this module's kernel) or "ud" (:mod:`fsa.kernels_ud`);
-            None picks "ud" on a config with ``dataflow = "ud"``, else "reference".
-            The UD kernel runs any heads and `kv_map` too, but not the key
-            mask: with `kernel` None, a `key_limit` < R on a UD config picks
-            the reference kernel (UD hardware runs its functions unchanged;
-            the program's ``meta["kernel"]`` is "reference").
-        heads: query heads (any number of (batch, head) pairs, flattened),
-            run one after another in one program.
-        kv_heads: key/value heads stored (default `heads`, or one more than
-            the largest entry of `kv_map`).
-        kv_map: the kv head each query head reads (default: head ``h`` reads
-            ``h // (heads // kv_heads)``, torch's grouped-query attention; with
-            ``kv_heads == heads`` its own). A kv head read by several query
-            heads is stored once: the DMA reads it again from the same
-            addresses.
-        scale: the softmax scale (scores times `scale`, as torch's); the
-            program's ``settings`` hold its ``scale_e`` / ``scale_a``
-            registers (:func:`fsa.config.scale_bits`). None: no setting (the
-            registers' reset values, ``1/sqrt(R)``).
-        key_limit: 1..R: each head's last key block keeps only its keys
-            ``0 .. key_limit - 1`` (the others are padding): ``mask_keys`` on
-            those scores and the ``key_limit`` register in ``settings``.
-            None (or R): no key masked.
-
-    Returns:
-        A :class:`~fsa.kernel.Program` with inputs ``Q [heads seq_q, R]``,
-        ``K [kv_heads seq_kv, R]``, ``Vt [R, kv_heads seq_kv]`` (view ``V``
-        ``[kv_heads seq_kv, R]``) and output ``Ot [R, heads seq_q]`` (view
-        ``O [heads seq_q, R]``): the heads stacked, head ``h`` at rows (or
-        columns) ``h seq .. (h + 1) seq - 1``. With one head this is the
-        single-head program, instruction for instruction.
-
-    Raises:
-        ValueError: sequence lengths that are not multiples of the blocks,
-            causal on a non-square array, bad head counts or map.
-    """
-    cfg = fconfig.get(cfg)
-    seq_q, seq_kv = (int(v) if isinstance(v, np.integer) else v for v in (seq_q, seq_kv))
-    which = kernel_for(cfg, kernel, key_limit)
-    if which == "ud":   # issue 15
-        from fsa import kernels_ud
-        prog = kernels_ud.attention(cfg, seq_q, seq_kv, causal, check, heads=heads,
-                                    kv_heads=kv_heads, kv_map=kv_map)
-        if scale is not None:
-            e_bits, a_bits = fconfig.scale_bits(cfg, scale)
-            prog = Program(prog.cfg, prog.name, prog.instructions, prog.tensors, prog.views,
-                           prog.meta, prog.spad_rows, prog.acc_rows, prog.semaphores,
-                           dict(prog.settings, scale_e=e_bits, scale_a=a_bits))
-        return sign_attention(prog)
+def attention(cfg: FSAConfig, seq_q: int, seq_kv: int, causal: bool = False,
+              check: bool = True, *, heads: int = 1, kv_heads: int | None = None,
+              kv_map: "Sequence[int] | None" = None, scale: float | None = None,
+              key_limit: int | None = None) -> Program:
+    """The reference kernel's program (arguments as :func:`fsa.kernels.attention`,
+    which checks the config and signs the program)."""
+    R = cfg.sa_rows
     check_attention_shape(cfg, seq_q, seq_kv, causal)
     kv_map, kv_heads = head_map(heads, kv_heads, kv_map)
-    R = cfg.sa_rows
     e = cfg.e_type
     settings: dict[str, int] = {}
     if scale is not None:
@@ -283,190 +230,4 @@ def attention(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = Fa
                                  Input((kv_heads * seq_kv, R), e), Input((R, kv_heads * seq_kv), e),
                                  causal=bool(causal), seq_q=seq_q, seq_kv=seq_kv, kv_map=kv_map,
                                  mask_last=mask, settings=settings, check=check)
-    if cfg.dataflow == "ud" and kernel is None:        # the fallback above
-        prog.meta.update(kernel="reference",
-                         kernel_why="the UD kernel has no key mask (padded keys)")
-    return sign_attention(prog)
-
-
-#: the meta facts the golden model's fast attention path computes from
-FAST_META = ("kind", "seq_q", "seq_kv", "heads", "kv_heads", "kv_map", "causal")
-
-
-def attention_signature(prog: Program) -> str:
-    """A digest of what the fast golden path relies on: the instruction
-    words, the config, the memory layout and the :data:`FAST_META` facts.
-    (Not the ``mask_keys`` bits, which the fast path checks itself: it
-    models them on each head's last key block, as ``key_limit`` sets them.)"""
-    import dataclasses
-    import hashlib
-    import json
-
-    from fsa import isa
-
-    masked = any(isinstance(i, isa.Matrix) and i.mask_keys for i in prog.instructions)
-    words = isa.encode([dataclasses.replace(i, mask_keys=False) if isinstance(i, isa.Matrix)
-                        else i for i in prog.instructions]) if masked else prog.words()
-    h = hashlib.sha256()
-    h.update(np.asarray(words, dtype="<u4").tobytes())
-    h.update(json.dumps(prog.cfg.to_dict(), sort_keys=True).encode())
-    h.update(repr(sorted(prog.tensors.items())).encode())
-    facts = {k: prog.meta.get(k) for k in FAST_META}
-    facts["kv_map"] = None if facts["kv_map"] is None else [int(x) for x in facts["kv_map"]]
-    h.update(json.dumps(facts, sort_keys=True, default=str).encode())
-    return h.hexdigest()
-
-
-def sign_attention(prog: Program) -> Program:
-    """Mark `prog` (built here) as :func:`attention`'s, for the golden
-    model's fast path (``meta["fast_signature"]``, checked against the
-    program when it runs: a program changed since, or any other kernel that
-    only says it computes attention, runs on the instruction-level model)."""
-    prog.meta["fast_signature"] = attention_signature(prog)
     return prog
-
-
-def kernel_for(cfg: FSAConfig, kernel: "str | None", key_limit: "int | None" = None) -> str:
-    """The kernel :func:`attention` builds: `kernel`, or (None) "ud" on a
-    config with ``dataflow = "ud"``, else "reference"; the UD kernel has no
-    key mask, so with `kernel` None a `key_limit` < R picks the reference
-    kernel (UD hardware runs its functions unchanged).
-
-    Raises:
-        ValueError: an unknown kernel, "ud" on a config of another dataflow
-            or with a key mask.
-    """
-    if kernel not in (None, "reference", "ud"):
-        raise ValueError(f"attention: kernel must be 'reference' or 'ud', got {kernel!r}")
-    masked = key_limit is not None and key_limit != cfg.sa_rows
-    which = kernel or ("ud" if cfg.dataflow == "ud" and not masked else "reference")
-    if which == "ud" and cfg.dataflow != "ud":
-        raise ValueError(f"attention: the UD kernel needs a config with dataflow 'ud'; "
-                         f"{cfg.name} has {cfg.dataflow!r} (use the reference kernel, or a "
-                         f"...UdConfig preset)")
-    if which == "ud" and masked:
-        raise ValueError(f"attention: the UD kernel has no key mask yet: {cfg.name} needs "
-                         f"sequences of whole key blocks ({cfg.sa_rows} keys; or causal "
-                         f"with S_q <= S_kv)")
-    return which
-
-
-def padded_shape(cfg: FSAConfig, seq_q: int, seq_kv: int,
-                 causal: bool = False) -> tuple[int, int, "int | None"]:
-    """``(seq_q, seq_kv, key_limit)`` of the kernel that runs a caller's
-    lengths: queries padded to whole query blocks (C), keys to whole key
-    blocks (R), the padded keys masked by ``key_limit`` (the keys kept in the
-    last block) unless the causal mask hides them (S_q <= S_kv); None when
-    nothing is masked.  ``fsa run``, the API and ``fsa predict`` pad alike."""
-    R, C = cfg.sa_rows, cfg.sa_cols
-    sq_p, skv_p = -(-seq_q // C) * C, -(-seq_kv // R) * R
-    hidden = bool(causal) and seq_q <= seq_kv       # padded keys lie beyond every real query
-    return sq_p, skv_p, None if skv_p == seq_kv or hidden else seq_kv - (skv_p - R)
-
-
-def check_head_tiles(k, Q, K, Vt, seq_q, seq_kv, kv_map) -> tuple[int, tuple[int, ...]]:
-    """``(heads, kv_map)`` of an attention kernel build for tiles ``Q [H
-    seq_q, R]``, ``K [G seq_kv, R]``, ``Vt [R, G seq_kv]``: KernelError
-    unless the lengths are positive multiples of the blocks that divide the
-    tiles and `kv_map` (default: head h reads kv head h) gives each of the H
-    query heads one of the G kv heads (:func:`head_map`), so that calling
-    ``flash_attention.build`` / ``flash_attention_ud.build`` directly never
-    gives a wrong program."""
-    R, C = k.R, k.C
-    for name, v, m, n, tile in (("seq_q", seq_q, C, Q.rows, "Q"),
-                                ("seq_kv", seq_kv, R, K.rows, "K")):
-        ok = not isinstance(v, bool) and isinstance(v, (int, np.integer))
-        if not ok or v <= 0 or v % m or n % v:
-            raise KernelError(f"attention: {name} = {v!r} must be a positive multiple of {m} that "
-                              f"divides {tile}'s {n} rows (one head after the other)")
-    if Vt.shape != (R, K.rows):
-        raise KernelError(f"attention: Vt {Vt.shape} must be [R, K rows] = {(R, K.rows)}")
-    heads, kv_heads = Q.rows // int(seq_q), K.rows // int(seq_kv)
-    try:
-        kv_map, _ = head_map(heads, kv_heads, range(heads) if kv_map is None else kv_map)
-    except ValueError as e:
-        raise KernelError(str(e)) from None
-    return heads, kv_map
-
-
-def head_map(heads: int, kv_heads: int | None = None,
-             kv_map: "Sequence[int] | None" = None) -> tuple[tuple[int, ...], int]:
-    """Check the head arguments of :func:`attention`; returns ``(kv_map, kv_heads)``."""
-    def count(name: str, v) -> int:
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0:
-            raise ValueError(f"attention: {name} must be a positive int, got {v!r}")
-        return int(v)
-
-    heads = count("heads", heads)
-    if kv_map is None:
-        kv_heads = heads if kv_heads is None else count("kv_heads", kv_heads)
-        if heads % kv_heads:
-            raise ValueError(f"attention: heads = {heads} is not a multiple of kv_heads = "
-                             f"{kv_heads} (grouped-query attention shares each kv head among "
-                             f"heads // kv_heads query heads); give kv_map for another sharing")
-        group = heads // kv_heads
-        return tuple(h // group for h in range(heads)), kv_heads
-    try:
-        m = tuple(kv_map)
-    except TypeError:
-        raise ValueError(f"attention: kv_map must be a sequence of ints (one kv head per query "
-                         f"head), got {kv_map!r}") from None
-    if len(m) != heads or any(isinstance(g, bool) or not isinstance(g, (int, np.integer))
-                              for g in m):
-        raise ValueError(f"attention: kv_map must hold one int per query head ({heads}), got "
-                         f"{kv_map!r}")
-    m = tuple(int(g) for g in m)
-    kv_heads = max(m) + 1 if kv_heads is None else count("kv_heads", kv_heads)
-    if min(m) < 0 or max(m) >= kv_heads:
-        raise ValueError(f"attention: kv_map entries must be kv heads 0..{kv_heads - 1}, got "
-                         f"{list(m)}")
-    return m, kv_heads
-
-
-def check_attention_shape(cfg, seq_q, seq_kv, causal: bool = False) -> None:
-    """Raise ValueError unless :func:`attention` supports this shape on `cfg`."""
-    R, C = cfg.sa_rows, cfg.sa_cols
-    for name, v, m, what in (("seq_q", seq_q, C, "C (array columns, the query block)"),
-                             ("seq_kv", seq_kv, R, "R (array rows, the key block)")):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0 or v % m:
-            raise ValueError(f"attention: {name} must be a positive multiple of {what} = {m} for "
-                             f"{cfg.name}, got {v!r}")
-    if causal and R != C:
-        raise ValueError(f"attention: causal masking needs a square array (R == C); {cfg.name} is "
-                         f"{R}x{C}; use causal=False or a square config")
-
-
-def attention_flops(seq_q: int, seq_kv: int, d: int, causal: bool = False) -> int:
-    """The useful FLOPs of one attention head: ``4 d`` per (query, key) pair
-    the output depends on (``2 d`` for the score ``q . k``, ``2 d`` for adding
-    ``p v``), so ``4 seq_q seq_kv d``; with the causal mask (top-left aligned,
-    query ``i`` sees keys ``0..i``) only the pairs it keeps, ``sum_i min(i + 1,
-    seq_kv)``: ``N (N + 1) / 2`` for ``N x N``, about half.
-
-    This is the project's one FLOPs definition (``fsa run``, ``fsa predict``,
-    the benchmarks). It counts useful work, not executed work: the kernel
-    runs the diagonal blocks of a causal mask whole (``R C`` pairs each, the
-    masked part included), and that masked work is not counted, so a causal
-    run's utilisation is what the array achieved on the attention itself.
-    The softmax arithmetic (max, exp2, sums, rescale, normalisation), done by
-    the same PEs, is not counted either.
-    """
-    for name, v in (("seq_q", seq_q), ("seq_kv", seq_kv), ("d", d)):
-        if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-            raise ValueError(f"attention_flops: {name} must be a positive int, got {v!r}")
-    if not causal:
-        pairs = seq_q * seq_kv
-    elif seq_q <= seq_kv:
-        pairs = seq_q * (seq_q + 1) // 2
-    else:                                    # queries past the last key see every key
-        pairs = seq_kv * (seq_kv + 1) // 2 + (seq_q - seq_kv) * seq_kv
-    return 4 * d * pairs
-
-
-def utilisation(flops: int, cycles: float, rows: int, cols: int) -> float:
-    """``flops / (cycles x 2 rows cols)``: the fraction of the peak of a
-    ``rows x cols`` array (one multiply-add, 2 FLOPs, per PE per cycle) that
-    `flops` (:func:`attention_flops`) used in `cycles`."""
-    if cycles <= 0:
-        raise ValueError(f"utilisation: cycles must be positive, got {cycles!r}")
-    return flops / (cycles * 2 * rows * cols)

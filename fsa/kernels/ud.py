@@ -50,7 +50,7 @@ Semaphores (each use acquires the current value and releases the next):
   reference kernel (``LSE_NORM(i)`` -> ``STORE(i)`` -> ``LSE_NORM_SCALE(i+1)``),
   with one set only the last block's ``LSE_NORM`` -> ``STORE`` pair.
 
-The program ends with ``Fence(mx, dma, stop)``; :func:`fsa.kernel.check_dispatch`
+The program ends with ``Fence(mx, dma, stop)``; :func:`fsa.kernel_lang.check_dispatch`
 proves it free of deadlocks and races at build time.
 """
 from __future__ import annotations
@@ -59,13 +59,21 @@ import math
 from collections.abc import Sequence
 
 from fsa import config as fconfig
+from fsa import dataflows
 from fsa.config import FSAConfig
+from fsa.hw import timing
+from fsa.hw.isa import UD_MX_FUNCS
 from fsa.isa import Matrix, MxFunc
-from fsa.kernel import AccTile, Input, KernelBuilder, KernelError, MemTile, Program, SpadTile, kernel
-from fsa.kernels import check_head_tiles
+from fsa.kernel_lang import (AccTile, Input, KernelBuilder, KernelError, MemTile, Program,
+                             SpadTile, kernel)
+from fsa.kernels.common import check_attention_shape, check_head_tiles, head_map
+from fsa.plan_ud import period
 
-__all__ = ["attention", "flash_attention_ud", "buffer_plan", "mx_load_q", "mx_step",
-           "mx_norm_scale", "mx_norm"]
+__all__ = ["LABEL", "refuse", "attention", "flash_attention_ud", "buffer_plan", "mx_load_q",
+           "mx_step", "mx_norm_scale", "mx_norm"]
+
+#: how messages name this kernel
+LABEL = "UD"
 
 MAX_SLOTS = 4
 
@@ -77,8 +85,24 @@ def buffer_plan(cfg: FSAConfig) -> dict[str, int]:
     return {"q": 1, "slots": slots, "acc": 2 if cfg.acc_rows >= 2 * (1 + R) else 1}
 
 
+def _has_ud_funcs(cfg: FSAConfig) -> bool:
+    return set(UD_MX_FUNCS) <= set(dataflows.get(cfg).funcs)
+
+
+def refuse(cfg: FSAConfig, masked: bool) -> "str | None":
+    """Why this kernel cannot run on `cfg` (hardware without the UD
+    functions, or a key mask: it has none yet), or None."""
+    if not _has_ud_funcs(cfg):
+        return (f"the UD kernel needs a config with dataflow 'ud'; {cfg.name} has "
+                f"{cfg.dataflow!r} (use the reference kernel, or a ...UdConfig preset)")
+    if masked:
+        return (f"the UD kernel has no key mask yet: {cfg.name} needs sequences of whole key "
+                f"blocks ({cfg.sa_rows} keys; or causal with S_q <= S_kv)")
+    return None
+
+
 def _need_ud(k: KernelBuilder, what: str) -> None:
-    if k.cfg.dataflow != "ud":
+    if not _has_ud_funcs(k.cfg):
         raise KernelError(f"{what}: the UD functions need a config with dataflow 'ud'; "
                           f"{k.cfg.name} has {k.cfg.dataflow!r}")
 
@@ -142,8 +166,6 @@ def mx_norm(k: KernelBuilder, o: AccTile, sem=None, *, acquire=None, release=Non
 def _norm_gap(cfg) -> int:
     """STEPs between two normalisation instructions so that the first has
     retired (the controller's third slot is free) when the second starts."""
-    from fsa.hw import timing
-    from fsa.plan_ud import period
     T = period(cfg.sa_rows, cfg.exp2_pieces)
     ret = max(timing.plan(cfg, f).retire for f in ("NORM_SCALE", "NORM"))
     return max(1, math.ceil((ret + 2) / T))
@@ -311,31 +333,36 @@ def flash_attention_ud(k: KernelBuilder, Q: MemTile, K: MemTile, Vt: MemTile, *,
     return Ot
 
 
-def attention(cfg: "FSAConfig | str", seq_q: int, seq_kv: int, causal: bool = False,
+def attention(cfg: FSAConfig, seq_q: int, seq_kv: int, causal: bool = False,
               check: bool = True, *, heads: int = 1, kv_heads: int | None = None,
-              kv_map: "Sequence[int] | None" = None) -> Program:
+              kv_map: "Sequence[int] | None" = None, scale: float | None = None,
+              key_limit: int | None = None) -> Program:
     """Build the UD FlashAttention program (arguments as
     :func:`fsa.kernels.attention`, heads included; `cfg` must have
-    ``dataflow = "ud"``).
+    ``dataflow = "ud"``, and a `key_limit` must mask nothing).
 
     Raises:
-        ValueError: a config of another dataflow, or a shape or head map
+        ValueError: what :func:`refuse` says, or a shape or head map
             :func:`fsa.kernels.check_attention_shape` / :func:`fsa.kernels.head_map`
             refuses.
     """
-    from fsa.kernels import check_attention_shape, head_map
-
     cfg = fconfig.get(cfg)
-    if cfg.dataflow != "ud":
-        raise ValueError(f"the UD attention kernel needs a config with dataflow 'ud'; {cfg.name} "
-                         f"has {cfg.dataflow!r} (use the reference kernel, or a ...UdConfig preset)")
+    why = refuse(cfg, key_limit is not None and key_limit != cfg.sa_rows)
+    if why is not None:
+        raise ValueError(why)
     check_attention_shape(cfg, seq_q, seq_kv, causal)
     kv_map, kv_heads = head_map(heads, kv_heads, kv_map)
     R, e = cfg.sa_rows, cfg.e_type
     heads = len(kv_map)
     one = heads == 1 and kv_heads == 1
     more = {} if one else dict(seq_q=seq_q, seq_kv=seq_kv, kv_map=kv_map)
-    return flash_attention_ud.build(cfg, Input((heads * seq_q, R), e),
+    prog = flash_attention_ud.build(cfg, Input((heads * seq_q, R), e),
                                     Input((kv_heads * seq_kv, R), e),
                                     Input((R, kv_heads * seq_kv), e), causal=bool(causal),
                                     check=check, **more)
+    if scale is not None:
+        e_bits, a_bits = fconfig.scale_bits(cfg, scale)
+        prog = Program(prog.cfg, prog.name, prog.instructions, prog.tensors, prog.views,
+                       prog.meta, prog.spad_rows, prog.acc_rows, prog.semaphores,
+                       dict(prog.settings, scale_e=e_bits, scale_a=a_bits))
+    return prog

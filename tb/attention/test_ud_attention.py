@@ -1,7 +1,7 @@
 """The UD dataflow's regression (docs/ud.md, issue 15 stage 2): the UD kernel
-(``fsa/kernels_ud.py``) through ``fsa_top`` of a UD configuration over AXI,
+(``fsa/kernels/ud.py``) through ``fsa_top`` of a UD configuration over AXI,
 bit-equal to the golden model (raw bits) and within the torch bounds, with
-the device counters equal to the cycle model's (``fsa/cyclemodel.py``) on
+the device counters equal to the cycle model's (``fsa/cycle/model.py``) on
 every run without AXI pauses (several heads in one program too); and the
 reference kernel on UD hardware: the
 same bits and the same counters as on the reference configuration (the

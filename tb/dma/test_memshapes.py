@@ -36,7 +36,7 @@ import numpy as np
 import pytest
 
 from fsa import config as fconfig
-from fsa import cyclemodel as cm
+from fsa.cycle import model as cm
 from fsa import isa, kernels, numerics as nx
 from fsa.engines import GoldenEngine
 from fsa.golden.machine import Machine
@@ -245,7 +245,7 @@ def test_random_dma_programs_shape(b):
     port), one after another on one device: the memory each leaves equals
     the golden model's byte for byte, and each run's ``exec`` and
     ``dma_active`` counters equal the cycle model's (two LOADs in flight
-    exactly as fsa/dmarules.py and fsa/cycledma.py say).  This found the
+    exactly as fsa/dmarules.py and fsa/cycle/dma.py say).  This found the
     cycle model placing a STORE from the scratchpad in the accumulator's
     banks."""
     cfg = fconfig.get(b) if b.__class__ is str and b not in ("long", "one") else _ud(b)
@@ -377,7 +377,7 @@ def test_one_beat_stores_with_an_address_fifo(b):
     """STOREs of one-beat rows, also rows that overlap in memory (all on
     port 0, the last row wins), on ports that queue their AW addresses in a
     FIFO (merged bursts, dma_rw_overlap): the memory's write path loses
-    nothing there (the one-beat STORE loss of fsa.cycletiming.DmaTiming is
+    nothing there (the one-beat STORE loss of fsa.cycle.timing.DmaTiming is
     the address register's), so the counters equal the cycle model's
     (which said 2 cycles more for 12 such rows before), and memory equals
     the golden model's."""

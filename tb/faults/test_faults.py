@@ -259,8 +259,8 @@ def build_cases(cfg):
     # reset in the middle of a run (the reset pin is the recovery), abort in
     # the middle of a run (early: DMA bursts in flight; and a random point
     # before the clean program's end, which the cycle model predicts)
-    from fsa import cyclemodel
-    end = min(400, cyclemodel.simulate(cfg, clean_program(cfg)[0]).cycles - 20)
+    from fsa.cycle import model as cm
+    end = min(400, cm.simulate(cfg, clean_program(cfg)[0]).cycles - 20)
     for n in range(3 if FULL else 1):
         cyc = rng.randrange(20, end)
         add({"name": f"reset-midway-{cyc}", "kind": "reset_midway", "cycles": cyc,

@@ -1,6 +1,6 @@
 """Program fetch on the device (4x4 fp16 over AXI, rtl/fsa_fetch.py): the
 device reads its program from memory; results bit-equal to the golden model,
-every counter equal to the cycle model (fsa/cyclefetch.py) for a program
+every counter equal to the cycle model (fsa/cycle/fetch.py) for a program
 longer than the queue and a short one; errors (no stop, a read error
 response, a misaligned address) reported like the golden model's
 Machine.fetch; abort in the middle of a fetch; programs back to back.
@@ -12,8 +12,8 @@ import pytest
 
 import coverage_report as cov
 from fsa import config as fconfig
-from fsa import cyclemodel
-from fsa.cyclefetch import FetchTiming
+from fsa.cycle import model as cm
+from fsa.cycle.fetch import FetchTiming
 from fsa.golden.machine import Machine, MachineError
 from fsa.isa import Fence, encode
 from fsa.simdev import device_build, program_address, run_on_device
@@ -60,14 +60,14 @@ def test_fetched_attention_is_bit_exact_and_equals_the_cycle_model(seq):
     assert run["q_free"] == CFG.inst_queue_size, run          # emptied at the end
     fetch = FetchTiming(program_address(CFG, len(words), [(a, len(b)) for a, b in image]
                                         + list(regions)))
-    m = cyclemodel.simulate(CFG, prog.instructions, fetch=fetch)
+    m = cm.simulate(CFG, prog.instructions, fetch=fetch)
     assert {k: c[k] for k in MODEL} == dict(m.counters, exec=m.cycles), (c, m)
     cov.record(prog, run, config=CFG, cycles_checked=True,
                what=f"{CFG.name} {seq}x{seq} program fetch")
     if seq == 64:
         # the target of issue 14: far below the host's push rate, close to a full queue
-        pushed = cyclemodel.simulate(CFG, prog.instructions, host=cyclemodel.HARNESS_HOST)
-        full = cyclemodel.simulate(CFG, prog.instructions)
+        pushed = cm.simulate(CFG, prog.instructions, host=cm.HARNESS_HOST)
+        full = cm.simulate(CFG, prog.instructions)
         assert full.cycles <= c["exec"] < 0.6 * pushed.cycles, (c["exec"], pushed.cycles)
 
 
@@ -174,7 +174,7 @@ def test_fetch_units_lint_on_every_bus_width(name, tmp_path):
     import subprocess
 
     from fsa import simrun
-    from fsa.cyclefetch import burst_beats
+    from fsa.cycle.fetch import burst_beats
     from rtl import fsa_fetch, fsa_rdarb
 
     cfg = fconfig.get(name)

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 import fsa
 from fsa import config
-from fsa import cyclemodel as cm
+from fsa.cycle import model as cm
 from fsa import numerics as nx
 from fsa.report import bound_scale, bounds_verdict, error_stats, fa3_inputs
 from fsa.simrun import get_sim

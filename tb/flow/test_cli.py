@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from fsa import config as fconfig
-from fsa import cyclemodel as cm
+from fsa.cycle import model as cm
 from fsa import isa, kernels, numerics as nx
 from fsa.elf import write_elf
 from fsa.report import fa3_inputs

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from fsa import config as fconfig
-from fsa import cyclemodel as cm
+from fsa.cycle import model as cm
 from fsa import kernels
 from fsa.isa import Dma, Fence, Matrix, MxFunc
 

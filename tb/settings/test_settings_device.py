@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from fsa import config as fconfig
-from fsa import cyclemodel as cm
+from fsa.cycle import model as cm
 from fsa import simrun
 from fsa.engines import GoldenEngine, SimEngine
 from fsa.simdev import device_build, program_address

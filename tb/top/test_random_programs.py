@@ -36,7 +36,7 @@ import numpy as np
 import pytest
 
 from fsa import config as fconfig
-from fsa import cyclemodel as cm
+from fsa.cycle import model as cm
 from fsa import isa
 from fsa import numerics as nx
 from fsa.golden.machine import Machine, MachineError

@@ -45,6 +45,7 @@ Example::
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -54,8 +55,13 @@ from fsa import config as fconfig
 from fsa import kernels
 from fsa import numerics as nx
 from fsa.config import FSAConfig
+from fsa.fastmem import MEMORIES
+from fsa.golden import fast
+from fsa.golden.machine import Machine
 from fsa.hw.regs import setting_defaults
-from fsa.isa import Dma, Fence, Matrix
+from fsa.isa import Dma, Fence, Matrix, MxFunc
+from fsa.kernels import attention_signature
+from fsa.simdev import run_on_device
 from fsa.kernel_lang import KernelError, Program, memory_reader
 
 __all__ = ["Result", "Execution", "Engine", "GoldenEngine", "SimEngine", "DeviceError"]
@@ -237,8 +243,6 @@ class GoldenEngine(Engine):
         config, memory layout and meta facts it was built with), so a user's
         kernel that merely records attention facts in its meta, or a program
         changed after the build, runs on the instruction-level model."""
-        from fsa.kernels import attention_signature
-
         m, t, R = program.meta, program.tensors, program.cfg.sa_rows
         if m.get("kind") != "attention" or not all(n in t for n in ("Q", "K", "Vt", "Ot")):
             return False
@@ -258,8 +262,6 @@ class GoldenEngine(Engine):
         the last key block: True if the program's ATTENTION_SCOREs (in the
         kernel's (query block, key block) order, head after head) set the
         flag there and only there, or nowhere."""
-        from fsa.isa import MxFunc
-
         flags = [i.mask_keys for i in program.instructions
                  if isinstance(i, Matrix) and i.func == MxFunc.ATTENTION_SCORE]
         if not any(flags):
@@ -275,8 +277,6 @@ class GoldenEngine(Engine):
                 image: list[tuple[int, bytes]]) -> Execution:
         if not self.machine and self.fast_path_applies(program):
             return self._execute_fast(program, image)
-        from fsa.golden.machine import Machine
-
         self.last_path = "machine"
         m = Machine(self.cfg)
         for name, value in program.settings.items():     # the host's writes before the start
@@ -294,8 +294,6 @@ class GoldenEngine(Engine):
         """The vectorised attention model: Q, K, Vt read from the image, Ot
         written to a memory of its own (the machine's counters: the program
         runs to its stop fence)."""
-        from fsa.golden import fast
-
         self.last_path = "fast"
         read = memory_reader(image)
 
@@ -372,7 +370,6 @@ class SimEngine(Engine):
         super().__init__(cfg)
         if sim not in self.SIMS:
             raise ValueError(f"SimEngine: sim must be one of {self.SIMS}, got {sim!r}")
-        from fsa.fastmem import MEMORIES
         if memory not in MEMORIES:
             raise ValueError(f"SimEngine: memory must be one of {MEMORIES}, got {memory!r}")
         self.sim, self.max_cycles, self.pauses = sim, max_cycles, pauses
@@ -382,8 +379,6 @@ class SimEngine(Engine):
 
     def execute(self, program: Program, words: list[int],
                 image: list[tuple[int, bytes]]) -> Execution:
-        import os
-        from fsa.simdev import run_on_device
 
         old = os.environ.get("WAVES")
         if self.waves:

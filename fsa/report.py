@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from fsa import numerics as nx
+
 
 def fa3_inputs(rng: np.random.Generator, shape) -> np.ndarray:
     """FlashAttention-3 test distribution: N(0, 1) plus, with probability
@@ -14,7 +16,7 @@ def fa3_inputs(rng: np.random.Generator, shape) -> np.ndarray:
 
 def torch_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool) -> np.ndarray:
     """torch.nn.functional.scaled_dot_product_attention in float64 (CPU)."""
-    import torch
+    import torch        # (heavy: loaded only where a torch reference is asked for)
 
     qt, kt, vt = (torch.tensor(np.asarray(x, np.float64))[None] for x in (q, k, v))
     return torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)[0].numpy()
@@ -102,8 +104,6 @@ def conversion_overflow(x: np.ndarray, fmt: str) -> dict:
     """How `x` (float64) fares when rounded to the element format `fmt`:
     ``overflow``: finite values that became ±inf; ``non_finite``: values that
     were already ±inf or NaN."""
-    from fsa import numerics as nx
-
     x = np.asarray(x, np.float64)
     back = nx.to_float64(nx.from_float64(x, fmt), fmt)
     return {"overflow": int((np.isfinite(x) & ~np.isfinite(back)).sum()),

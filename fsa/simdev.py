@@ -9,40 +9,12 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from fsa import simrun
+from fsa import fastmem, simrun
 from fsa.config import FSAConfig
+from fsa.cycle.fetch import PROGRAM_ALIGN, program_address
+from fsa.hw.verilog import generate, verilog_files
 
 __all__ = ["run_on_device", "device_build", "program_address", "PROGRAM_ALIGN"]
-
-#: alignment of the program region (a 4 KiB page: a multiple of every beat size)
-PROGRAM_ALIGN = 4096
-
-
-def program_address(cfg: FSAConfig, n_words: int,
-                    regions: "list[tuple[int, int]]" = ()) -> int:
-    """Where the harness places a program of `n_words` words for program
-    fetch: the top of the memory window, ``mem_base + mem_size`` minus the
-    program's bytes rounded up to PROGRAM_ALIGN.
-
-    Args:
-        regions: (address, size) ranges the program uses (its memory image,
-            the regions read back): the program region must not overlap them.
-
-    Raises:
-        ValueError: the program does not fit in the window, or overlaps a region.
-    """
-    size = -(-4 * max(1, n_words) // PROGRAM_ALIGN) * PROGRAM_ALIGN
-    top = cfg.mem_base + cfg.mem_size
-    addr = top - size
-    if addr < cfg.mem_base:
-        raise ValueError(f"program fetch: {n_words} words do not fit in the memory window "
-                         f"[0x{cfg.mem_base:x}, 0x{top:x})")
-    for a, n in regions:
-        if n and a < top and addr < a + n:
-            raise ValueError(f"program fetch: the program region [0x{addr:x}, 0x{top:x}) overlaps "
-                             f"the data at [0x{a:x}, 0x{a + n:x}); run it with push=True "
-                             f"(fsa exec --push, push=True)")
-    return addr
 
 
 def device_build(out: "str | Path", sim: "str | None" = None):
@@ -51,9 +23,6 @@ def device_build(out: "str | Path", sim: "str | None" = None):
     (fsa/fastmem.py: ``fsa_top`` with a run-time choice of memory, so that
     the AxiRam benches and the fast memory share one build per config), on
     Icarus ``fsa_top`` itself."""
-    from fsa import fastmem
-    from fsa.hw.verilog import verilog_files
-
     sources = verilog_files(out)
     if simrun.get_sim(sim) != "verilator":
         return "fsa_top", sources, "auto"
@@ -112,10 +81,6 @@ def run_on_device(cfg: FSAConfig, words: list[int], memory: list[tuple[int, byte
         dict with "runs" (state, error, error_index, counters, waited),
         "dumps" (bytes), "identity", "run_dir".
     """
-    from fsa.hw.verilog import generate
-
-    from fsa import fastmem
-
     if mem_model not in fastmem.MEMORIES:
         raise ValueError(f"mem_model must be one of {fastmem.MEMORIES}, got {mem_model!r}")
     if mem_model == "fast":

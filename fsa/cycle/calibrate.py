@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from fsa import isa
 from fsa.config import FSAConfig
 from fsa.cycle.model import DmaTiming, simulate
+from fsa.simdev import run_on_device
 
 __all__ = ["dma_programs", "timing_for", "calibrate_dma"]
 
@@ -62,9 +65,6 @@ def calibrate_dma(cfg: FSAConfig, sim: str = "verilator") -> tuple[DmaTiming, li
     Returns:
         (timing, rows, slopes): rows hold each program's RTL and model cycles.
     """
-    import numpy as np
-    from fsa.simdev import run_on_device
-
     img = [(cfg.mem_base, bytes(range(256)) * 64)]
     rows = []
     progs = dma_programs(cfg)

@@ -24,17 +24,50 @@ last beat.  Cycle 0 is the first ACTIVE cycle (the fetch unit is loaded by
 """
 from __future__ import annotations
 
+import bisect
 import heapq
 from dataclasses import dataclass
 
+from fsa.config import FSAConfig
 from fsa.hw.fetch import LOAD_TAIL, burst_beats, loads_wait_whole_burst
 
-__all__ = ["FetchTiming", "FETCH_FIRST", "Fetch"]
+__all__ = ["FetchTiming", "FETCH_FIRST", "Fetch", "PROGRAM_ALIGN", "program_address"]
 
 #: cycles from a burst's decision to its first beat with cocotbext-axi's
 #: AxiRam (the registered ARVALID, the AR handshake, the slave's latency),
 #: measured on the RTL (tests/test_cyclemodel.py, tb/fetch/test_fetch.py check it)
 FETCH_FIRST = 3
+
+
+#: alignment of the program region (a 4 KiB page: a multiple of every beat size)
+PROGRAM_ALIGN = 4096
+
+
+def program_address(cfg: FSAConfig, n_words: int,
+                    regions: "list[tuple[int, int]]" = ()) -> int:
+    """Where the harness places a program of `n_words` words for program
+    fetch: the top of the memory window, ``mem_base + mem_size`` minus the
+    program's bytes rounded up to PROGRAM_ALIGN.
+
+    Args:
+        regions: (address, size) ranges the program uses (its memory image,
+            the regions read back): the program region must not overlap them.
+
+    Raises:
+        ValueError: the program does not fit in the window, or overlaps a region.
+    """
+    size = -(-4 * max(1, n_words) // PROGRAM_ALIGN) * PROGRAM_ALIGN
+    top = cfg.mem_base + cfg.mem_size
+    addr = top - size
+    if addr < cfg.mem_base:
+        raise ValueError(f"program fetch: {n_words} words do not fit in the memory window "
+                         f"[0x{cfg.mem_base:x}, 0x{top:x})")
+    for a, n in regions:
+        if n and a < top and addr < a + n:
+            raise ValueError(f"program fetch: the program region [0x{addr:x}, 0x{top:x}) overlaps "
+                             f"the data at [0x{a:x}, 0x{a + n:x}); run it with push=True "
+                             f"(fsa exec --push, push=True)")
+    return addr
 
 
 @dataclass(frozen=True)
@@ -100,7 +133,6 @@ class Fetch:
 
     def _count(self, times: list[int], c: int) -> int:
         """How many of the (sorted) `times` are before `c`."""
-        import bisect
         return bisect.bisect_left(times, c)
 
     def try_issue(self, c: int, load_blocked: bool) -> bool:

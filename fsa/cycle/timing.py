@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fsa import isa
+from fsa.cycle.fetch import FetchTiming, program_address
 
 __all__ = ["DmaTiming", "DEFAULT_DMA", "IDEAL_DMA", "HostPush", "HostFeed", "HARNESS_HOST",
            "PROGRAM_FEEDS", "program_feed"]
@@ -159,7 +160,5 @@ def program_feed(cfg: "FSAConfig", program: str, n_words: int) -> dict:
     if program == "push":
         return {"host": HARNESS_HOST} if n_words > cfg.inst_queue_size else {}
     if program == "fetch":
-        from fsa.cycle.fetch import FetchTiming
-        from fsa.simdev import program_address
         return {"fetch": FetchTiming(program_address(cfg, n_words))}
     raise ValueError(f"program must be one of {PROGRAM_FEEDS}, got {program!r}")

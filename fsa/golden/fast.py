@@ -49,6 +49,7 @@ import numpy as np
 
 from fsa import numerics as nx
 from fsa.config import FSAConfig
+from fsa.hw.regs import check_setting
 from fsa.numerics import fast as nf
 
 __all__ = ["attention", "key_block_steps"]
@@ -140,7 +141,6 @@ def attention(cfg: FSAConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray,
                          f"got {sq}, {skv}")
     if causal and R != C:
         raise ValueError("causal attention needs a square array (R == C)")
-    from fsa.hw.regs import check_setting
     if scale_bits is None:
         scale_bits = (cfg.attention_scale_bits(cfg.e_type), cfg.attention_scale_bits(cfg.a_type))
     scale_bits = (check_setting(cfg, "scale_e", scale_bits[0]),

@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))    # run from a che
 import fsa                                                       # noqa: E402
 from fsa import config                                           # noqa: E402
 from fsa import numerics as nx                                   # noqa: E402
+from fsa.cli.common import Outputs                               # noqa: E402
 from fsa.report import bound_scale, bounds_verdict, error_stats  # noqa: E402
 
 
@@ -70,21 +71,32 @@ def histogram(errors: np.ndarray, bins: int = 12, width: int = 50) -> str:
     return "\n".join(lines + [f"  (and {exact} exact)"])
 
 
-def save_error_plot(errors: dict[str, np.ndarray], out: Path) -> Path:
-    """The error distributions, as a PNG (matplotlib) or a text file."""
+def _has_matplotlib() -> bool:
     try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import matplotlib  # noqa: F401
     except ImportError:
-        path = out.with_suffix(".txt")
+        return False
+    return True
+
+
+def plot_path(out: Path) -> Path:
+    """Where :func:`save_error_plot` writes for `out`: .png or, without matplotlib, .txt."""
+    return out.with_suffix(".png" if _has_matplotlib() else ".txt")
+
+
+def save_error_plot(errors: dict[str, np.ndarray], path: Path) -> Path:
+    """The error distributions at `path` (:func:`plot_path`): a PNG
+    (matplotlib) or a text file."""
+    if path.suffix == ".txt":
         text = []
         for name, e in errors.items():
             text.append(f"|FSA - torch| of the attention output, {name} ({e.size} values):\n"
                         + histogram(e))
         path.write_text("\n\n".join(text) + "\n")
         return path
-    path = out.with_suffix(".png")
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(7, 4))
     for name, e in errors.items():
         a = np.abs(e[np.isfinite(e)])
@@ -96,6 +108,7 @@ def save_error_plot(errors: dict[str, np.ndarray], out: Path) -> Path:
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)
+    plt.close(fig)
     return path
 
 
@@ -108,8 +121,16 @@ def main(argv=None) -> int:
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--seq", type=int, default=21, help="tokens (any length)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", default="attention_errors", help="error plot (.png or .txt)")
+    ap.add_argument("--out", help="write the error plot here (a .png with matplotlib, else a "
+                    ".txt histogram; the suffix is replaced); default: the histogram on stdout")
+    ap.add_argument("--force", action="store_true", help="replace the plot if it exists")
     args = ap.parse_args(argv)
+    if args.out is not None:                  # checked before the work, as the fsa commands do
+        try:
+            plot = Outputs(args.force).file(str(plot_path(Path(args.out))), "--out")
+        except ValueError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
 
     cfg = config.get(args.config)
     d_head = cfg.sa_rows                      # a head fills the array's rows
@@ -164,7 +185,16 @@ def main(argv=None) -> int:
         same = torch.equal(outputs[names[0]].view(torch.int32), outputs[other].view(torch.int32))
         ok &= same
         print(f"\n{names[0]} and {other}: {'bit-identical' if same else 'DIFFERENT'} outputs")
-    path = save_error_plot(errors, Path(args.out))
+    if args.out is None:
+        for name, e in errors.items():
+            print(f"\n|FSA - torch| of the attention output, {name} ({e.size} values):\n"
+                  + histogram(e))
+        return 0 if ok else 1
+    try:
+        path = save_error_plot(errors, plot)
+    except OSError as e:
+        print(f"error: --out {plot}: cannot write it ({e.strerror or e})", file=sys.stderr)
+        return 2
     print(f"\nerror distribution written to {path}")
     if path.suffix == ".txt":
         print(path.read_text())

@@ -23,7 +23,9 @@ Ports::
     bad_func                complete and an unknown matrix / DMA function code
                             (matrix: above 4, or above 8 on a UD configuration)
     illegal_type            word 0 of the instruction being collected has an
-                            unknown type (the core stops with ILLEGAL_TYPE)
+                            unknown type (the decoder pops no further word;
+                            the core stops with ILLEGAL_TYPE once the older
+                            instructions have settled, fsa/hw/errors.py)
 
 Timing: a word popped at cycle t is in ``w*`` from t+1; the cycle the last
 word is popped sets ``dec_full`` at the edge; ``take`` clears it at the edge.
@@ -81,9 +83,12 @@ def fsa_decode(clk, rst, run, fresh, head, nonempty, pop, take, dec_full, w0, w1
 
     @always_comb
     def pop_word():
-        pop.next = run and nonempty and not dec_full
-        # the type of the first word decides the length
-        illegal_type.next = have > 0 and w0_type > T_DMA
+        # the type of the first word decides the length; an unknown type
+        # stops the decoder on that word (fsa/hw/errors.py PRECEDENCE: the
+        # fault waits until the older instructions have settled)
+        bad_type = have > 0 and w0_type > T_DMA
+        pop.next = run and nonempty and not dec_full and not bad_type
+        illegal_type.next = bad_type
 
     @always_seq(clk.posedge, reset=rst)
     def collect():

@@ -19,8 +19,12 @@ names are idle; a ``stop`` fence (after waiting for both engines) is
 The SRAM range check: a pending matrix instruction whose row walk
 ``addr + k * stride`` (``k`` below the rows the function touches: LOAD C
 scratchpad rows; SCORE R scratchpad + 1 accumulator; VALUE R + R;
-LSE_NORM_SCALE 1 accumulator; LSE_NORM R accumulator) leaves the SRAM is
-``mx_range_bad`` instead of issuing.  It is computed without signed numbers:
+LSE_NORM_SCALE 1 accumulator; LSE_NORM R accumulator; the table
+``fsa.hw.errors.sram_walks``) leaves the SRAM is
+``mx_range_bad`` instead of issuing; while it is, nothing younger is
+handed on (``take`` and ``fence_done`` are held low), so the
+older instructions settle and ``fsa_status`` reports it in program order
+(``fsa.hw.errors.PRECEDENCE``).  It is computed without signed numbers:
 with ``u = stride + 16`` (0..31), the last row ``addr + K * stride`` equals
 ``addr + K * u - 16 K``, so it is in ``0..rows-1`` exactly when
 ``16 K <= addr + K * u < rows + 16 K``.
@@ -177,10 +181,13 @@ def fsa_dispatch(clk, rst, run, clear, dec_full, w0, w1, w2, w3, inst_idx, to_mx
         ok = (mx_idle or not f_mx) and (dma_idle or not f_dma)
         if f_stop:
             ok = ok and mx_idle and dma_idle
-        stop_go.next = is_fence and ok and f_stop
-        fence_done.next = run and is_fence and ok
-        take.next = run and dec_full and ((to_mx and not mx_p) or (to_dma and not dm_p)
-                                                      or (is_fence and ok))
+        # a pending matrix instruction outside the SRAM stops dispatch: nothing
+        # younger is handed on (fsa/hw/errors.py PRECEDENCE)
+        go = run and not mx_range_bad
+        stop_go.next = is_fence and ok and f_stop        # (a stop waits for mx_p anyway)
+        fence_done.next = go and is_fence and ok
+        take.next = go and dec_full and ((to_mx and not mx_p) or (to_dma and not dm_p)
+                                         or (is_fence and ok))
     insts.append(fences)
 
     # ------------------------------------------------------------ matrix: range check and issue
@@ -308,7 +315,7 @@ def fsa_dispatch(clk, rst, run, clear, dec_full, w0, w1, w2, w3, inst_idx, to_mx
     # ------------------------------------------------------------ registers
     @always_seq(clk.posedge, reset=rst)
     def pending():
-        if run and dec_full:
+        if run and dec_full and not mx_range_bad:
             if to_mx and not mx_p:
                 mx_p.next = True
                 mx_w0.next = w0

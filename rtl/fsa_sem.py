@@ -3,7 +3,9 @@
 ``fsa.hw.isa.SEM_IDS`` semaphores, each a value of ``SEM_VALUE_BITS`` bits
 and a *held* flag.  An instruction whose header has ``acquire_valid`` may
 issue only when its semaphore holds exactly ``acquire_value`` and is not
-held; issuing takes it (held).  A release (from the matrix controller when
+held; issuing takes it (held).  When both pending instructions would take
+the same semaphore in one cycle, the matrix one does (``dm_acq_ok`` is low
+while ``mx_issue`` takes it), so a semaphore never has two holders.  A release (from the matrix controller when
 its instruction finishes, or from the DMA engine's ``done`` for the DMA
 instruction in flight) writes the release value and frees it.  A release
 and a take of the same semaphore in one cycle: the release wins.
@@ -59,8 +61,12 @@ def fsa_sem(clk, rst, mx_acq_valid, mx_sem_id, mx_acq_value, dm_acq_valid, dm_se
     def acquire_check():
         mx_acq_ok.next = (not mx_acq_valid) or (sem_val[mx_sem_id] == mx_acq_value
                                                 and not sem_held[mx_sem_id])
+        # both engines taking one semaphore in one cycle: the matrix engine gets it
+        # (two holders would break "held"; found by tb/faults/test_fault_fuzz.py)
         dm_acq_ok.next = (not dm_acq_valid) or (sem_val[dm_sem_id] == dm_acq_value
-                                                and not sem_held[dm_sem_id])
+                                                and not sem_held[dm_sem_id]
+                                                and not (mx_issue and mx_acq_valid
+                                                         and mx_sem_id == dm_sem_id))
         mx_sem_cur.next = sem_val[mx_sem_id]
         dm_sem_cur.next = sem_val[dm_sem_id]
 

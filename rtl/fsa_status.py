@@ -18,15 +18,22 @@ matrix slot busy, the DMA idle, no DMA instruction in flight) ``clear``
 pulses (queue emptied, pending instructions dropped, ``fresh``, a CMP RESET)
 and the state becomes IDLE with the error register cleared.
 
-While running, the first of these (in this priority) ends the program:
+While running, the first of these (in this priority) ends the program
+(the order of ``fsa.hw.errors.PRECEDENCE``; the faults of the decoder and
+of the pending matrix instruction wait until the older instructions have
+settled, so that an older DMA instruction's error comes first: ``settled``
+is ``quiet`` below, ``settled_rng`` the same without the pending matrix
+instruction, which is the faulty one and never issues):
 
 =====================================  ======  ==================================
 condition                              state   code, index
 =====================================  ======  ==================================
+``mx_range_bad`` and ``settled_rng``   ERROR   SRAM_RANGE, the pending matrix
+                                               instruction's index (older than
+                                               the decoder's)
 ``illegal_type`` (and not dec_full)    ERROR   ILLEGAL_TYPE, the decoder's index
-``bad_func``                           ERROR   ILLEGAL_FUNC, the decoder's index
-``mx_range_bad``                       ERROR   SRAM_RANGE, the pending matrix
-                                               instruction's index
+and ``settled``
+``bad_func`` and ``settled``           ERROR   ILLEGAL_FUNC, the decoder's index
 ``dma_err``                            ERROR   DMA_CODE_BASE + ``dma_err_code``,
                                                the DMA instruction in flight
 ``fetch_err``                          ERROR   FETCH_RD_ERR (``fetch_err_code``
@@ -88,6 +95,7 @@ def fsa_status(clk, rst, start, abort_req, dec_full, illegal_type, bad_func, mx_
     idle_cnt = sig(max(1, IDLE_LAST.bit_length()))
     abort_r = sig(1)
     blocked, dry, drained, mx_oldest = sig(1), sig(1), sig(1), sig(1)
+    settled, settled_rng = sig(1), sig(1)
 
     @always_comb
     def conditions():
@@ -100,6 +108,10 @@ def fsa_status(clk, rst, start, abort_req, dec_full, illegal_type, bad_func, mx_
         fresh.next = (abort_r and d) or (start and (state == IDLE or state == DONE)
                                          and not abort_r)
         q = d and (not mx_pend or not mx_acq_ok) and (not dm_pend or not dm_acq_ok)
+        # a decode fault waits for the older instructions to settle (quiet);
+        # a range fault too, but its own pending matrix instruction never issues
+        settled.next = q
+        settled_rng.next = d and (not dm_pend or not dm_acq_ok)
         blocked.next = q and ((dec_full and not take) or (mx_pend and dm_pend))
         dry.next = q and not dec_full and not nonempty and not push and not fetch_more
         mx_oldest.next = mx_pend and (not dm_pend or mx_idx < dm_idx)
@@ -133,18 +145,18 @@ def fsa_status(clk, rst, start, abort_req, dec_full, illegal_type, bad_func, mx_
             err_index.next = 0
             err_wait.next = 0
         elif state == ACTIVE:
-            if illegal_type and not dec_full:
-                state.next = ERROR
-                err_code.next = E_TYPE
-                err_index.next = inst_idx
-            elif bad_func:
-                state.next = ERROR
-                err_code.next = E_FUNC
-                err_index.next = inst_idx
-            elif mx_range_bad:
+            if mx_range_bad and settled_rng:     # older than what the decoder holds
                 state.next = ERROR
                 err_code.next = E_RANGE
                 err_index.next = mx_idx
+            elif illegal_type and not dec_full and settled:
+                state.next = ERROR
+                err_code.next = E_TYPE
+                err_index.next = inst_idx
+            elif bad_func and settled:
+                state.next = ERROR
+                err_code.next = E_FUNC
+                err_index.next = inst_idx
             elif dma_err:
                 state.next = ERROR
                 err_code.next = BASE + dma_err_code

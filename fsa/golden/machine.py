@@ -21,7 +21,13 @@ here too, with the same report: :class:`Deadlock` (code DEADLOCK) names the
 oldest blocked pending instruction, its semaphore, the value it waits for
 and the value held; a program that ends without a stop fence (the empty
 program too) raises ``MachineError("NO_STOP")`` with the index of the
-missing next instruction (``fsa/hw/errors.py``).  :meth:`Machine.fetch` runs
+missing next instruction (``fsa/hw/errors.py``).  Faults follow the
+contract's precedence (``fsa.hw.errors``, STAGES): a decode fault
+(ILLEGAL_TYPE / ILLEGAL_FUNC) or a matrix instruction whose walk leaves its
+SRAM (SRAM_RANGE, checked as it enters its pending register, before its
+semaphore) stops the decoder there; the older instructions run on until
+nothing more can (an older DMA instruction's error is raised instead), then
+the fault is raised.  :meth:`Machine.fetch` runs
 a program read from the model's memory, as the device's program fetch does
 (``fsa/hw/regs.py``): the same errors, and FETCH_RANGE (index 0) for an
 address that is not a multiple of the AXI beat size or a program outside the
@@ -56,6 +62,7 @@ from fsa.isa import (SIZES, Dma, DmaFunc, Fence, IllegalInstruction, Matrix, MxF
                      decode_device)
 from fsa.golden import tile
 from fsa.golden.errors import Deadlock, MachineError, UnsupportedProgram
+from fsa.hw.errors import sram_walks
 from fsa.hw.isa import SEM_IDS, TYPE_FIELD
 from fsa.hw.regs import check_setting, setting_defaults
 
@@ -185,6 +192,20 @@ class Machine:
             wrote.setdefault(r, []).append((i, nx.fma(scale, old, add[i], mul=a, acc=a)))
         for r, ws in wrote.items():
             self.acc[r] = ws[-1][1]
+
+    def _range_fault(self, ins: Matrix, index: int) -> "MachineError | None":
+        """SRAM_RANGE for a matrix instruction entering its pending register
+        with a walk (``fsa.hw.errors.sram_walks``) outside its SRAM, else None."""
+        cfg = self.cfg
+        for sram, n, strided in sram_walks(MxFunc(ins.func).name, cfg.sa_rows, cfg.sa_cols):
+            addr, stride = ((ins.spad_addr, ins.spad_stride) if sram == "spad"
+                            else (ins.acc_addr, ins.acc_stride if strided else 0))
+            limit = cfg.spad_rows if sram == "spad" else cfg.acc_rows
+            bad = [addr + k * stride for k in range(n) if not 0 <= addr + k * stride < limit]
+            if bad:
+                return MachineError("SRAM_RANGE", f"{sram} row {bad[0]} outside 0..{limit - 1}",
+                                    index)
+        return None
 
     # ------------------------------------------------------------ matrix
     def matrix(self, ins: Matrix, index: int = 0) -> None:
@@ -380,6 +401,7 @@ class Machine:
         self.counters = {"matrix": 0, "dma": 0, "fence": 0}
         pend: dict[str, tuple[int, object] | None] = {"mx": None, "dma": None}
         pc = 0
+        fault: MachineError | None = None
         steps = 0
         next_report = time.monotonic() + 5.0
         while True:
@@ -390,8 +412,17 @@ class Machine:
             if steps > max_steps:
                 raise MachineError("TIMEOUT", f"program did not finish in {max_steps} steps")
             moved = False
-            # the decoder: in program order, while the engine's pending register is free
-            while (ins := at(pc)) is not None:
+            # the decoder: in program order, while the engine's pending register
+            # is free; a decode or pending fault stops it there and waits for the
+            # older instructions to settle (fsa/hw/errors.py, precedence)
+            while fault is None:
+                try:
+                    ins = at(pc)
+                except MachineError as e:           # ILLEGAL_TYPE / ILLEGAL_FUNC
+                    fault = e
+                    break
+                if ins is None:
+                    break
                 if isinstance(ins, Fence):
                     if ((ins.mx or ins.stop) and pend["mx"]) or ((ins.dma or ins.stop)
                                                                  and pend["dma"]):
@@ -403,10 +434,13 @@ class Machine:
                         return dict(self.counters)
                     continue
                 if (msg := dataflows.illegal(self.cfg, ins)) is not None:     # as the decoder
-                    raise MachineError("ILLEGAL_FUNC", msg, pc)
+                    fault = MachineError("ILLEGAL_FUNC", msg, pc)
+                    break
                 q = "mx" if isinstance(ins, Matrix) else "dma"
                 if pend[q] is not None:
                     break
+                if q == "mx" and (fault := self._range_fault(ins, pc)) is not None:
+                    break                           # it sits pending and never issues
                 pend[q] = (pc, ins)
                 pc += 1
                 moved = True
@@ -433,6 +467,8 @@ class Machine:
                 moved = True
             if moved:
                 continue
+            if fault is not None:                   # the older instructions have settled
+                raise fault
             blocked = [(pend[q][0], q, pend[q][1]) for q in ("mx", "dma") if pend[q] is not None]
             if not blocked:
                 raise MachineError("NO_STOP", "the program ended without a stop fence", pc)

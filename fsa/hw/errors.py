@@ -29,11 +29,43 @@ DEADLOCK reports the oldest blocked pending instruction (lowest index) and,
 in the ``wait`` register (0x54), its semaphore id, the value it waits for and
 the value the semaphore holds; NO_STOP reports the index the next
 instruction would have (the number of instructions taken).
+
+Precedence (:data:`STAGES`, :data:`PRECEDENCE`, :func:`sram_walks`; the RTL,
+``rtl/fsa_decode.py``, ``rtl/fsa_dispatch.py``, ``rtl/fsa_status.py``, and
+the golden model, ``fsa/golden/machine.py``, follow it).  An instruction is
+checked at the first of these stages it reaches, in program order:
+
+* ``decode``: the decoder holds it (ILLEGAL_TYPE as soon as word 0 is seen,
+  ILLEGAL_FUNC once the instruction is complete: a matrix code above the
+  dataflow's largest, a UD code on a reference device, a DMA code above 1).
+  The decoder reaches instruction ``k`` once ``k - 1`` has been handed on.
+* ``pending``: a matrix instruction enters its engine's pending register
+  (SRAM_RANGE: a row of a walk of :func:`sram_walks` outside its SRAM; the
+  semaphore is not looked at, so a range fault wins over a semaphore that
+  never comes).
+* ``issue``: the DMA engine takes the instruction (its semaphore acquired):
+  DMA_SIZE, DMA_ALIGN (size), DMA_SRAM_RANGE, then row by row DMA_ALIGN
+  (address) and MEM_RANGE before the row moves (earlier rows have moved),
+  AXI_RD_ERR / AXI_WR_ERR while it runs.
+* ``quiet``: nothing can change any more: DEADLOCK, NO_STOP (above).
+
+A ``decode`` or ``pending`` fault (:data:`DEFERRED`) stops dispatch at the
+faulty instruction (nothing younger is handed on) and is reported once the
+older instructions have *settled*: each has finished, or waits for a
+semaphore nothing running can release (the deadlock detector's quiet).  An
+older DMA instruction that fails meanwhile is reported instead (its error
+comes first in program order); a DEADLOCK of the older ones is not
+reported: the fault is.  So the device reports the error of the first
+faulty instruction in program order among those that get to their check,
+with its index; the ``wait`` register (0x54) is 0 except for DEADLOCK.
+When several conditions hold in one cycle, ``fsa_status`` takes the first
+of :data:`PRECEDENCE` (a pending matrix instruction is older than the one
+the decoder holds, so SRAM_RANGE comes before the decoder's faults).
 """
 from __future__ import annotations
 
 __all__ = ["ERRORS", "CODES", "DMA_CODE_BASE", "ERR_BITS", "name", "DEADLOCK_CYCLES",
-           "IDLE_CYCLES"]
+           "IDLE_CYCLES", "STAGES", "DEFERRED", "PRECEDENCE", "sram_walks"]
 
 #: code -> (name, meaning)
 ERRORS: dict[int, tuple[str, str]] = {
@@ -75,3 +107,43 @@ DEADLOCK_CYCLES = 16
 #: consecutive idle cycles with the queue empty and nothing pushed before
 #: NO_STOP (or DEADLOCK when an instruction is pending)
 IDLE_CYCLES = 4096
+
+
+#: error name -> the stage at which the device finds it (module docstring)
+STAGES: dict[str, str] = {
+    "ILLEGAL_TYPE": "decode", "ILLEGAL_FUNC": "decode", "SRAM_RANGE": "pending",
+    "AXI_RD_ERR": "issue", "AXI_WR_ERR": "issue", "MEM_RANGE": "issue", "DMA_ALIGN": "issue",
+    "DMA_SIZE": "issue", "DMA_SRAM_RANGE": "issue", "DEADLOCK": "quiet", "NO_STOP": "quiet",
+    "FETCH_RD_ERR": "fetch", "FETCH_RANGE": "fetch",
+}
+#: the faults that stop dispatch and wait for the older instructions to settle
+DEFERRED: tuple[str, ...] = tuple(n for n, st in STAGES.items() if st in ("decode", "pending"))
+#: ``fsa_status``'s order when several conditions hold in one cycle ("DMA":
+#: any DMA engine code; "DONE": the stop fence; "QUIET": DEADLOCK or NO_STOP)
+PRECEDENCE: tuple[str, ...] = ("SRAM_RANGE", "ILLEGAL_TYPE", "ILLEGAL_FUNC", "DMA", "FETCH",
+                               "DONE", "QUIET")
+
+
+def sram_walks(func: str, rows: int, cols: int) -> tuple[tuple[str, int, bool], ...]:
+    """The SRAM rows matrix function `func` (a name of ``fsa.hw.isa``) walks,
+    for an array of `rows` x `cols`, as ``(sram, n, strided)``: ``n`` rows of
+    ``"spad"`` (from ``spad_addr`` by ``spad_stride``) or ``"acc"`` (from
+    ``acc_addr``, by ``acc_stride`` when `strided`, else the one row
+    ``acc_addr``).  SRAM_RANGE: one of these rows outside its SRAM."""
+    R, C = rows, cols
+    table = {
+        "LOAD_STATIONARY": (("spad", C, True),),
+        "ATTENTION_SCORE": (("spad", R, True), ("acc", 1, False)),
+        "ATTENTION_VALUE": (("spad", R, True), ("acc", R, True)),
+        "ATTENTION_LSE_NORM_SCALE": (("acc", 1, False),),
+        "ATTENTION_LSE_NORM": (("acc", R, True),),
+        "LOAD_Q": (("spad", C, True),),
+        "KSTEP": (("spad", R, True),),
+        "STEP": (("spad", 2 * R, True), ("acc", R + 1, True)),
+        "PVSTEP": (("spad", R, True), ("acc", R + 1, True)),
+        "NORM_SCALE": (("acc", 1, False),),
+        "NORM": (("acc", R, True),),
+    }
+    if func not in table:
+        raise ValueError(f"unknown matrix function {func!r}; known: {', '.join(table)}")
+    return table[func]

@@ -86,7 +86,7 @@ def test_refusals(tmp_path, capsys):
     q = np.zeros((2, 8, 4))
     code, _, err = run(["run", "--config", CFG, "--sim", "golden", "--batch", 2,
                         *files(tmp_path, q=q, k=q, v=q)], capsys)
-    assert code == 2 and "--batch and --heads shape generated inputs" in err
+    assert code == 2 and "--batch: only for generated inputs" in err
     wide = np.zeros((2, 8, 5))
     code, _, err = run(["run", "--config", CFG, "--sim", "golden",
                         *files(tmp_path, q=wide, k=wide, v=wide)], capsys)

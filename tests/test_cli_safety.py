@@ -18,7 +18,7 @@ CFG = "FSA4X4Fp16Config"
 
 
 def run(argv, capsys):
-    code = cli.main(argv)
+    code = cli.main([str(a) for a in argv])
     out = capsys.readouterr()
     return code, out.out, out.err
 
@@ -248,12 +248,14 @@ def test_unwritable_outputs_refused_before_any_work(tmp_path, capsys):
     assert not (tmp_path / "i.bin").exists() and not (tmp_path / "m.elf").exists()
 
 
-def test_compile_refuses_a_program_too_large_to_build(capsys):
+def test_compile_refuses_a_program_too_large_to_build(tmp_path, capsys):
     t0 = time.perf_counter()
-    code, _, err = run(["compile", "--seq-q", "100000", "--seq-kv", "100000"], capsys)
+    code, _, err = run(["compile", "--seq-q", "100000", "--seq-kv", "100000",
+                        "--program", tmp_path / "i.bin", "--elf", tmp_path / "m.elf"],
+                       capsys)
     assert code == 2 and time.perf_counter() - t0 < 30
     assert "key-block steps" in err and "building and checking the program" in err
-    assert "--force" in err
+    assert "--force" in err and list(tmp_path.iterdir()) == []
 
 
 def test_exec_dumps_memory_also_after_a_failed_program(tmp_path, capsys):
@@ -303,7 +305,8 @@ def test_exec_runs_what_the_device_runs_and_refuses_what_it_stops_on(tmp_path, c
     (["run", "--sim", "golden", "--keep"], "--keep: only with --sim verilator"),
     (["run", "--sim", "golden", "--kernel", "ud", "--config", "FSA8X8Fp16Config",
       "--seq-q", "13"], "UD kernel needs a config with dataflow 'ud'"),
-    (["compile", "--seq-q", "5", "--seq-kv", "7"], "fsa compile writes whole blocks only"),
+    (["compile", "--seq-q", "5", "--seq-kv", "7", "--program", "p.bin", "--elf", "m.elf"],
+     "fsa compile writes whole blocks only"),
     (["plan", "show", CFG, "a"], "is ambiguous: it matches LOAD_STATIONARY"),
     (["plan", "show", CFG, "SCORE", "--bits", "mac,nosuchbit"], "unknown PE bit\\(s\\) nosuchbit"),
 ])
@@ -317,7 +320,7 @@ def test_options_that_would_be_ignored_or_misread_are_refused(argv, words, capsy
 def test_seq_lengths_with_input_files_are_refused(tmp_path, capsys):
     code, _, err = run(["run", "--config", CFG, "--sim", "golden", "--seq-q", "4",
                         *qkv(tmp_path)], capsys)
-    assert code == 2 and "--seq-q and --seq-kv size generated inputs" in err
+    assert code == 2 and "--seq-q: only for generated inputs" in err
     code, out, _ = run(["run", "--config", CFG, "--sim", "golden", *qkv(tmp_path)], capsys)
     assert code == 0 and "attention 8 x 8" in out
 

@@ -1,12 +1,12 @@
 """``fsa exec``: run raw instruction streams (``inst.bin`` / ELF, the
 reference compiler's output or ours) one after another on one device, then
-dump memory (the command line is in :mod:`fsa.cli`)."""
+dump memory (the command line is in :mod:`fsa.cli.main`)."""
 from __future__ import annotations
 
 import argparse
 import sys
 
-from fsa.cli import _json_safe, _say, check_writable
+from fsa.cli.common import Outputs, json_safe, say, warn
 
 __all__ = ["cmd_exec"]
 
@@ -79,7 +79,14 @@ def cmd_exec(args: argparse.Namespace) -> int:
     from fsa.elf import load_segments
 
     cfg = config.get(args.config)
-    check_writable(args.json, "--json")
+    if args.sim == "golden":
+        given = [opt for opt, v in (("--max-cycles", args.max_cycles), ("--keep", args.keep or None))
+                 if v is not None]
+        if given:
+            raise ValueError(f"{', '.join(given)}: only with --sim verilator or icarus (the "
+                             f"golden model has no simulation to limit or keep)")
+    outs = Outputs(args.force)
+    outs.file(args.json, "--json")
     programs = []                               # (file, words, instructions)
     for path in args.program:
         try:
@@ -96,7 +103,7 @@ def cmd_exec(args: argparse.Namespace) -> int:
             # what the device runs anyway (reserved bits set, a DMA of 0 rows or
             # bytes) runs here too, with a warning; anything else is refused
             prog = _device_decode(words, f"--program {path}: {e}")
-            _say(f"warning: --program {path}: {e}; the device ignores reserved bits and "
+            say(f"warning: --program {path}: {e}; the device ignores reserved bits and "
                  f"completes a DMA of 0 rows or bytes without moving anything, and so does "
                  f"this run")
         programs.append((str(path), words, prog))
@@ -122,15 +129,19 @@ def cmd_exec(args: argparse.Namespace) -> int:
         except ValueError:
             raise ValueError(f"--dump {spec!r}: use FILE:ADDRESS:SIZE, e.g. out.bin:0x80001000:256") from None
     lo, hi = cfg.mem_base, cfg.mem_base + cfg.mem_size
+    if len({str(Path(p).expanduser().resolve()) for p, _, _ in dumps}
+           | ({str(Path(args.json).expanduser().resolve())} if args.json else set())) \
+            < len(dumps) + bool(args.json):
+        raise ValueError("--dump/--json: two outputs name the same file")
     for path, a, n in dumps:
-        check_writable(path, "--dump")
+        outs.file(path, "--dump")
         if n <= 0:
             raise ValueError(f"--dump {path}:0x{a:x}:{n}: the size must be positive")
         if a < lo or a + n > hi:
             raise ValueError(f"--dump {path}:0x{a:x}:{n}: 0x{a:x}+{n} is outside the memory window "
                              f"[0x{lo:x}, 0x{hi:x}) of {cfg.name}")
     n_ins = sum(len(p) for _, _, p in programs)
-    _say(f"{cfg.name}: {len(programs)} program(s), {n_ins} instructions, "
+    say(f"{cfg.name}: {len(programs)} program(s), {n_ins} instructions, "
          f"{sum(len(b) for _, b in memory)} bytes of memory image, on {args.sim}")
     report = {"config": cfg.name, "engine": args.sim, "instructions": n_ins, "programs": []}
     entries = report["programs"]
@@ -160,7 +171,7 @@ def cmd_exec(args: argparse.Namespace) -> int:
     else:
         from fsa.simdev import run_on_device
         res = run_on_device(cfg, programs[0][1], memory, [(a, n) for _, a, n in dumps],
-                            sim=args.sim, max_cycles=args.max_cycles, progress=_say,
+                            sim=args.sim, max_cycles=args.max_cycles or 20_000_000, progress=say,
                             programs=[w for _, w, _ in programs],
                             fetch=False if args.push else _fetch_addr(cfg, programs, memory, dumps))
         for (path, _, _), run in zip(programs, res["runs"]):
@@ -175,25 +186,24 @@ def cmd_exec(args: argparse.Namespace) -> int:
                   counters=last["counters"])
     # the memory after the last program, also when a program failed (to look at)
     for (path, a, n), b in zip(dumps, data):
-        Path(path).write_bytes(b)
-        _say(f"dumped 0x{a:x}+{n} to {path}")
+        if outs.write(path, "--dump", b, f"memory 0x{a:x}+{n}"):
+            say(f"dumped 0x{a:x}+{n} to {path}")
     failed = [(k, e) for k, e in enumerate(entries) if e["state"] != "done"]
     if failed:
         where = f" (run folder {report['run_dir']})" if "run_dir" in report else ""
         for k, e in failed:
-            print(f"error: program {k + 1} ({e['program']}): device state {e['state']}, error "
-                  f"{e['error']} at instruction {e['error_index']}{where}", file=sys.stderr)
-        if args.json:
-            Path(args.json).write_text(json.dumps(report, indent=2))
-        return 1
-    if "run_dir" in report:
+            warn(f"program {k + 1} ({e['program']}): device state {e['state']}, error "
+                 f"{e['error']} at instruction {e['error_index']}{where}")
+    elif "run_dir" in report:
         if args.keep:
-            _say(f"run folder {report['run_dir']}")
+            say(f"run folder {report['run_dir']}")
         else:
             import shutil
             shutil.rmtree(report["run_dir"], ignore_errors=True)
             report["run_dir_kept"] = False
-    print("counters: " + ", ".join(f"{k} {v}" for k, v in report["counters"].items()))
-    if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=2))
-    return 0
+    if not failed:
+        print("counters: " + ", ".join(f"{k} {v}" for k, v in report["counters"].items()))
+    if args.json and outs.write(args.json, "--json", json.dumps(json_safe(report), indent=2),
+                                "report"):
+        say(f"report written to {args.json}")
+    return outs.code(1 if failed else 0)

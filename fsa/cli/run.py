@@ -17,10 +17,11 @@ earlier versions line for line.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
+from pathlib import Path
 
-from fsa.cli import _check_golden_fits, _json_safe, _say, check_writable, read_real_npy
+from fsa.cli.common import (Outputs, check_golden_fits, json_safe, read_real_npy,
+                            refuse_generator_options, save_with, say, warn)
 
 __all__ = ["cmd_run"]
 
@@ -37,12 +38,7 @@ def _load_run_inputs(args, cfg):
     if args.q or args.k or args.v:
         if not (args.q and args.k and args.v):
             raise ValueError("give all three of --q, --k and --v (or none, to generate inputs)")
-        if args.batch is not None or args.heads is not None:
-            raise ValueError("--batch and --heads shape generated inputs; with --q/--k/--v the "
-                             "files' leading dimensions are the batches and heads")
-        if args.seq_q is not None or args.seq_kv is not None:
-            raise ValueError("--seq-q and --seq-kv size generated inputs; with --q/--k/--v the "
-                             "files' shapes give the sequence lengths")
+        refuse_generator_options(args)
         arrs = []
         for name, path in (("q", args.q), ("k", args.k), ("v", args.v)):
             a = read_real_npy(name, path)
@@ -55,7 +51,7 @@ def _load_run_inputs(args, cfg):
             arrs.append(np.asarray(a, np.float64))
         return tuple(arrs)
     lead = tuple(n for n in (args.batch, args.heads) if n is not None)
-    rng = np.random.default_rng(args.seed)
+    rng = np.random.default_rng(args.seed or 0)
     sq, skv = args.seq_q or 64, args.seq_kv or 64
     return (fa3_inputs(rng, lead + (sq, R)), fa3_inputs(rng, lead + (skv, R)),
             fa3_inputs(rng, lead + (skv, R)))
@@ -94,19 +90,24 @@ def cmd_run(args: argparse.Namespace) -> int:
                              f"golden model has no simulation to limit, place or record)")
     if args.max_cycles is None:
         args.max_cycles = 20_000_000
+    outs = Outputs(args.force)
+    named = {}
     for opt in ("out", "json", "waves"):
-        check_writable(getattr(args, opt), f"--{opt}")
+        p = outs.file(getattr(args, opt), f"--{opt}")
+        if p is not None and named.setdefault(str(p.resolve()), opt) != opt:
+            raise ValueError(f"--{named[str(p.resolve())]} and --{opt} name the same file "
+                             f"{getattr(args, opt)}")
     t0 = time.perf_counter()
     q, k, v = _load_run_inputs(args, cfg)
 
     def fits(st) -> None:          # before the program is built (that takes time too)
-        _check_golden_fits(cfg, st.padded[0], st.padded[1], args.causal, args.force, st.heads)
+        check_golden_fits(cfg, st.padded[0], st.padded[1], args.causal, args.force, st.heads)
 
     job = api.prepare(q, k, v, args.causal, args.scale, args.gqa, config=cfg, before_build=fits,
                       kernel=args.kernel)
     st = job.stats
     for note in st.notes:
-        _say(f"warning: {note}")
+        say(f"warning: {note}")
     if job.program is None:
         raise ValueError(f"nothing to compute: the inputs {list(q.shape)}, {list(k.shape)}, "
                          f"{list(v.shape)} give an empty output")
@@ -116,20 +117,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     conv = {n: st.inputs[long] for n, long in (("Q", "query"), ("K", "key"), ("V", "value"))}
     for n in "QKV":
         if conv[n]["overflow"]:
-            _say(f"warning: {conv[n]['overflow']} finite values of {n} overflow {cfg.e_type} "
+            say(f"warning: {conv[n]['overflow']} finite values of {n} overflow {cfg.e_type} "
                  f"and became +-inf")
         if conv[n]["non_finite"]:
-            _say(f"note: {conv[n]['non_finite']} values of {n} are +-inf or NaN")
+            say(f"note: {conv[n]['non_finite']} values of {n} are +-inf or NaN")
     heads = "" if q.ndim == 2 else f" heads={st.heads}" + (
         f" ({' x '.join(map(str, q.shape[:-2]))})" if q.ndim > 3 else "")
     if st.kv_heads != st.heads:
         heads += f" kv_heads={st.kv_heads}"
     pad = "" if (sq_p, skv_p, d, dv) == (sq, skv, cfg.sa_rows, cfg.sa_rows) else \
         f" (padded to {sq_p} x {skv_p}, d {cfg.sa_rows})"
-    _say(f"{cfg.name}: attention seq_q={sq} seq_kv={skv} d={d}{heads}{pad}"
+    say(f"{cfg.name}: attention seq_q={sq} seq_kv={skv} d={d}{heads}{pad}"
          f"{' causal' if args.causal else ''}; {len(prog.words())} instruction words")
-    _say("running the golden model")
-    gold = GoldenEngine(cfg, progress=_say).run(prog, inputs)
+    say("running the golden model")
+    gold = GoldenEngine(cfg, progress=say).run(prog, inputs)
     report = {"config": cfg.name, "seq_q": sq, "seq_kv": skv, "d": d, "causal": bool(args.causal),
               "engine": args.sim, "inputs": conv, "shape": list(q.shape), "heads": st.heads,
               "kv_heads": st.kv_heads, "scale": st.scale, "padded": list(st.padded)}
@@ -147,37 +148,40 @@ def cmd_run(args: argparse.Namespace) -> int:
         res = dataclasses.replace(gold, cycles=cm.simulate(
             cfg, prog.instructions, **cm.program_feed(cfg, feed, len(prog.words()))).cycles)
         report["cycles_from"] = f"cycle model (fsa/cycle/model.py, program {feed})"
-        _say(f"cycle model: {res.cycles} cycles")
+        say(f"cycle model: {res.cycles} cycles")
     else:
         report["cycles_from"] = "device exec counter"
         from fsa.fastmem import default_memory
         memory = args.memory or default_memory(cfg, args.sim)
         if memory == "fast":
-            _say("memory inside the simulation (--memory fast; --memory axi for cocotbext-axi)")
+            say("memory inside the simulation (--memory fast; --memory axi for cocotbext-axi)")
         report["memory"] = memory
-        eng = SimEngine(cfg, sim=args.sim, progress=_say, waves=bool(args.waves),
+        eng = SimEngine(cfg, sim=args.sim, progress=say, waves=bool(args.waves),
                         max_cycles=args.max_cycles, push=args.push, memory=memory)
         try:
             res = eng.run(prog, inputs)
         except DeviceError as e:
-            print(f"error: {e}", file=sys.stderr)
+            warn(str(e))                # (names the run folder, kept)
             return 1
         run_dir = eng.last_run["run_dir"]
-        _say(f"simulated {res.cycles} cycles" + (f"; run folder {run_dir}" if args.keep else ""))
+        say(f"simulated {res.cycles} cycles" + (f"; run folder {run_dir}" if args.keep else ""))
         if args.waves:
             import glob
-            import shutil
             found = sorted(glob.glob(f"{eng.last_run['run_dir']}/*.fst") +
                            glob.glob(f"{eng.last_run['run_dir']}/*.vcd"))   # (VCD: other setups)
-            if found:
-                shutil.copy(found[0], args.waves)
-                _say(f"waveform written to {args.waves}")
+            if found and outs.write(args.waves, "--waves", Path(found[0]).read_bytes(),
+                                    "waveform"):
+                say(f"waveform written to {args.waves}")
+            elif not found:
+                warn(f"--waves {args.waves}: the simulator wrote no waveform (run folder "
+                     f"{run_dir} kept)")
+                args.keep = True
         diff = bit_diff(res.outputs["Ot"], gold.outputs["Ot"])
         report["rtl_vs_golden"] = diff
         report["run_dir"] = run_dir
     job.finish(res, args.sim)
     out = job.output(res)
-    _say("comparing with torch.nn.functional.scaled_dot_product_attention")
+    say("comparing with torch.nn.functional.scaled_dot_product_attention")
     qe, ke, ve = (numerics.to_float64(numerics.from_float64(x, cfg.e_type), cfg.e_type)
                   for x in (q, k, v))
     ref = _torch_sdpa(qe, ke, ve, args.causal, args.scale, args.gqa)
@@ -223,9 +227,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                   f"{100 * st.kernel_utilisation:.1f}%)")
     if res.counters:
         print("  counters: " + ", ".join(f"{k} {v}" for k, v in res.counters.items()))
-    if args.out:
-        np.save(args.out, out)
-        _say(f"output O {list(out.shape)} saved to {args.out}")
+    if args.out and outs.write(args.out, "--out", save_with(lambda f: np.save(f, out)),
+                               f"output O {list(out.shape)} (.npy)"):
+        say(f"output O {list(out.shape)} saved to {args.out}")
     ok = report["vs_torch"]["within_bounds"] and report.get("rtl_vs_golden", {}).get("differ", 0) == 0
     if args.sim != "golden":
         report["run_dir_kept"] = bool(args.keep or not ok)
@@ -233,9 +237,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             import shutil
             shutil.rmtree(run_dir, ignore_errors=True)
         elif not args.keep:
-            _say(f"run folder kept for inspection: {run_dir}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(_json_safe(report), f, indent=2)
-        _say(f"report written to {args.json}")
-    return 0 if ok else 1
+            say(f"run folder kept for inspection: {run_dir}")
+    if args.json and outs.write(args.json, "--json", json.dumps(json_safe(report), indent=2),
+                                "report"):
+        say(f"report written to {args.json}")
+    return outs.code(0 if ok else 1)

@@ -1,0 +1,7 @@
+"""``python -m fsa.cli``: the ``fsa`` command."""
+import sys
+
+from fsa.cli.main import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -69,8 +69,9 @@ rewritten only after their last reader).
 """
 from __future__ import annotations
 
-from fsa.plan import (ACC_WRITE_CMDS, BCMP_CMDS, AccRead, Plan, SpadRead, UD_FUNCS, Wave,
-                      check_reciprocal_cycles, table)
+from fsa.hw.control import ACC_WRITE_CMDS
+from fsa.hw.isa import UD_MX_FUNCS as UD_FUNCS
+from fsa.plan_base import AccRead, Plan, SpadRead, Wave, check_reciprocal_cycles, table
 
 __all__ = ["period", "make_ud_plan", "retire_span", "norm_slack", "norm_window", "check_schedule",
            "claims", "ScheduleError"]
@@ -132,14 +133,18 @@ def _pv_part(R: int, C: int, P: int, v_walk: int) -> tuple[list, list, list, lis
 
 
 def make_ud_plan(func: str, R: int, C: int, P: int = 8, *,
-                 reciprocal_cycles: "int | None" = None) -> Plan:
+                 reciprocal_cycles: "int | None" = None, rev_in: "bool | None" = None,
+                 rev_out: "bool | None" = None, delay: "bool | None" = None) -> Plan:
     """The UD plan of `func` (one of :data:`fsa.plan.UD_FUNCS`);
     `reciprocal_cycles` (:func:`fsa.hw.timing.reciprocal_cycles`) is needed
-    by NORM_SCALE.
+    by NORM_SCALE.  The input-delayer flags are fixed (:data:`FLAGS`):
+    `rev_in`, `rev_out`, `delay` must be None.
 
     Raises:
-        ValueError: unknown function, bad sizes, or ``C > R + P + 1``.
+        ValueError: flags given, unknown function, bad sizes, or ``C > R + P + 1``.
     """
+    if (rev_in, rev_out, delay) != (None, None, None):
+        raise ValueError(f"{func}: the UD plans have fixed input-delayer flags")
     if func not in UD_FUNCS:
         raise ValueError(f"unknown UD matrix function {func!r}; use one of {UD_FUNCS}")
     if R < 2 or C < 2 or P < 1:

@@ -94,6 +94,8 @@ BAD = [
     (["predict", "--config", "typo.json"], "did you mean 'exp2_pieces'"),
     (["plan", "show", "typo.json", "SCORE"], "did you mean 'exp2_pieces'"),
     (["verilog", CFG, "--out", ""], "an empty file name"),
+    (["verilog", CFG, "--out", "/proc/fsa-gen"], "/proc is not a writable folder"),
+    (["verilog", CFG, "--out", "keep.bin"], "is a file; give a folder"),
     (["nosuchcommand"], "invalid choice"),
 ]
 

@@ -23,8 +23,8 @@ import argparse
 import os
 import sys
 
-from fsa.cli.common import (FORCE_HELP, PUSH_HELP, csv_list, nonnegative_int, path_arg,
-                            positive_float, positive_int, warn)
+from fsa.cli.common import (FORCE_HELP, PUSH_HELP, Outputs, csv_list, nonnegative_int,
+                            path_arg, positive_float, positive_int, warn)
 from fsa.cli.compile import cmd_compile
 from fsa.cli.exec import cmd_exec
 from fsa.cli.run import cmd_run
@@ -48,6 +48,7 @@ def _cmd_configs(args: argparse.Namespace) -> int:
 def _cmd_verilog(args: argparse.Namespace) -> int:
     from fsa.hw.verilog import generate
 
+    Outputs().folder(args.out, "--out")      # (the generator checks what the folder holds)
     generate(args.config, args.out, force=args.force)
     return 0
 

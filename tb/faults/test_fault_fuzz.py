@@ -96,3 +96,53 @@ def test_differences_counts_each_difference_once():
     assert [k for k, _ in fuzz.differences(g, d, z)] == [0]
     d2 = [g[0], fuzz.Outcome("error", "DEADLOCK", 1, dict(fuzz.NO_WAIT), one), g[0]]
     assert [k for k, _ in fuzz.differences(g, d2, z)] == [1]
+
+
+def _examples(cfg):
+    """(name, program words, (state, error, index, wait)) of docs/faults.md's
+    precedence examples."""
+    from fsa import isa
+    from fsa.isa import Dma, DmaFunc, Fence, Matrix, MxFunc
+    stop = isa.encode([Fence(mx=True, dma=True, stop=True)])
+    base = cfg.mem_base + 0x100
+    never = dict(sem_id=3, acquire_valid=True, acquire_value=1)
+    far = Matrix(func=MxFunc.LOAD_STATIONARY, wait_prev_acc=True, spad_addr=100, spad_stride=1)
+    big = Dma(func=DmaFunc.LOAD, repeat=1, sram_addr=20, mem_addr=base, size=64)
+    late = Dma(func=DmaFunc.LOAD, repeat=3, sram_addr=20, sram_stride=1, mem_addr=cfg.mem_base,
+               mem_stride=-cfg.spad_row_bytes, size=cfg.spad_row_bytes)
+    bad_func = fuzz._set_func(isa.encode([far]), "MATRIX", 31)
+    score = Matrix(func=MxFunc.ATTENTION_SCORE, wait_prev_acc=True, rev_input=True,
+                   rev_output=True, delay_output=True, spad_addr=0, spad_stride=1, acc_addr=0,
+                   sem_id=2, release_valid=True, release_value=1)
+    hold_mx = Matrix(func=MxFunc.ATTENTION_LSE_NORM_SCALE, wait_prev_acc=True, acc_addr=1,
+                     sem_id=2, acquire_valid=True, acquire_value=1)
+    hold_dma = Dma(func=DmaFunc.STORE, repeat=1, sram_addr=20, mem_addr=base, size=8, sem_id=2,
+                   acquire_valid=True, acquire_value=1)
+    w0 = dict(fuzz.NO_WAIT)
+    return [
+        ("issue 38", [0x23900000, 0x186A0060, 0x00000000, 0x1C000000], ("error", "SRAM_RANGE", 0, w0)),
+        ("range before a younger DMA's size", isa.encode([Matrix(**{**far.__dict__, **never}), big])
+         + stop, ("error", "SRAM_RANGE", 0, w0)),
+        ("an older DMA's row before the decoder's fault", isa.encode([late]) + bad_func + stop,
+         ("error", "MEM_RANGE", 0, w0)),
+        ("range before a younger bad function", isa.encode([far]) + bad_func + stop,
+         ("error", "SRAM_RANGE", 0, w0)),
+        ("one holder of a semaphore both engines take", isa.encode([score, hold_mx, hold_dma])
+         + stop, ("error", "DEADLOCK", 2, {"sem_id": 2, "want": 1, "have": 1})),
+    ]
+
+
+def test_precedence_examples_on_the_golden_model():
+    from fsa.golden.machine import Machine
+    cfg = fconfig.get("FSA4X4Fp16Config")
+    for name, words, want in _examples(cfg):
+        out = fuzz.golden_run(Machine(cfg), words)
+        assert (out.state, out.error, out.index, out.wait) == want, (name, out.key())
+
+
+def test_precedence_examples_on_the_device():
+    cfg = fconfig.get("FSA4X4Fp16Config")
+    ex = _examples(cfg)
+    rtl = fuzz.device_runs(cfg, 7, [[w] for _, w, _ in ex])
+    for (name, _, want), out in zip(ex, rtl):
+        assert (out.state, out.error, out.index, out.wait) == want, (name, out.key())

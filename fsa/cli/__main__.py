@@ -1,7 +1,7 @@
 """``python -m fsa.cli``: the ``fsa`` command."""
 import sys
 
-from fsa.cli.main import main
+from fsa.cli.commands import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,6 +1,6 @@
 """``fsa exec``: run raw instruction streams (``inst.bin`` / ELF, the
 reference compiler's output or ours) one after another on one device, then
-dump memory (the command line is in :mod:`fsa.cli.main`)."""
+dump memory (the command line is in :mod:`fsa.cli.commands`)."""
 from __future__ import annotations
 
 import argparse

@@ -66,5 +66,10 @@ class Dataflow:
     def abort(self, m) -> None:
         """The abort register's effect on this dataflow's own golden state."""
 
+    def check_modelled(self, m, ins, index: int) -> None:
+        """Raise :class:`fsa.golden.errors.UnsupportedProgram` when golden
+        machine `m` cannot run matrix instruction `ins` in the state this
+        dataflow's own functions left (nothing to check by default)."""
+
     def __repr__(self) -> str:
         return f"<dataflow {self.name}>"

@@ -33,5 +33,8 @@ class Ud(Dataflow):
     def abort(self, m) -> None:
         golden_ud.abort(m)
 
+    def check_modelled(self, m, ins, index: int) -> None:
+        golden_ud.check_modelled(m, ins, index)
+
 
 UD = Ud()

@@ -215,14 +215,7 @@ class Machine:
         f = MxFunc(ins.func)
         flags = (ins.rev_input, ins.rev_output, ins.delay_output)
         st = self.state
-        if f == MxFunc.ATTENTION_SCORE and getattr(getattr(self, "ud", None), "lifo",
-                                                   None) is not None:
-            # a UD K part left its scores in the bottom row and -m in the u path,
-            # which ATTENTION_SCORE's upward waves (the only reference function
-            # with any) would meet
-            raise UnsupportedProgram(f"instruction {index}: ATTENTION_SCORE while a UD K part's "
-                                     f"scores wait in the bottom row for their PV part (a STEP "
-                                     f"or PVSTEP first) is not modelled")
+        dataflows.get(cfg).check_modelled(self, ins, index)     # with its own state
         if f == MxFunc.LOAD_STATIONARY:
             if ins.delay_output:
                 raise UnsupportedProgram("LOAD_STATIONARY with delay_output is not modelled")

@@ -38,7 +38,7 @@ from fsa.golden import tile
 from fsa.golden.errors import UnsupportedProgram
 from fsa.isa import Matrix, MxFunc
 
-__all__ = ["FUNCS", "UdState", "abort", "execute"]
+__all__ = ["FUNCS", "UdState", "abort", "check_modelled", "execute"]
 
 #: The UD function codes.
 FUNCS = (MxFunc.LOAD_Q, MxFunc.KSTEP, MxFunc.STEP, MxFunc.PVSTEP, MxFunc.NORM_SCALE,
@@ -90,6 +90,18 @@ def abort(m) -> None:
         fresh = UdState(m.cfg)
         m.ud.new_max, m.ud.old_max = fresh.new_max, fresh.old_max
         m.ud.lifo = m.ud.neg_m = None
+
+
+def check_modelled(m, ins: Matrix, index: int) -> None:
+    """UnsupportedProgram for a reference function the model cannot run in
+    machine `m`'s UD state: ATTENTION_SCORE while a UD K part left its
+    scores in the bottom row and -m in the u path, which its upward waves
+    (the only reference function with any) would meet."""
+    if ins.func == MxFunc.ATTENTION_SCORE and getattr(getattr(m, "ud", None), "lifo",
+                                                      None) is not None:
+        raise UnsupportedProgram(f"instruction {index}: ATTENTION_SCORE while a UD K part's "
+                                 f"scores wait in the bottom row for their PV part (a STEP "
+                                 f"or PVSTEP first) is not modelled")
 
 
 def _state(m) -> UdState:

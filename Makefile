@@ -12,6 +12,9 @@
 #                        waivers are the per-module ones in gen/<config>/waivers.vlt
 #   make bench           benchmarks (tables, bench/results/*.json, docs/performance.md;
 #                        QUICK=1 for a short run)
+#   make timing CONFIG=FSA4X4Fp16Config [UNITS="fsa_pe fsa_acc"] [SEEDS=3]
+#                        Fmax, cells, logic depth per unit on an ECP5-85k (Yosys +
+#                        nextpnr-ecp5 from PyPI; bench/timing.py, bench/results/timing.json)
 #   make clean           remove gen/ and sims/
 SHELL    := /bin/bash
 SIM      ?= verilator
@@ -29,7 +32,7 @@ DURATIONS := .test_durations
 SPLIT_ARGS := $(if $(SPLITS),--splits $(SPLITS) --group $(if $(GROUP),$(GROUP),$(error GROUP=1..$(SPLITS) is needed with SPLITS)) --durations-path $(DURATIONS) --splitting-algorithm least_duration,)
 export SIM
 
-.PHONY: all test durations verilog run lint bench clean distclean venv sim-tools
+.PHONY: all test durations verilog run lint bench timing clean distclean venv sim-tools
 
 all: test
 
@@ -91,6 +94,10 @@ bench: $(BENCH_STAMP) sim-tools
 	$(PY) bench/area.py $(BQ)
 	$(PY) bench/plots.py $(BQ)
 	$(PY) bench/mkdoc.py $(BQ)
+
+SEEDS ?= 3
+timing: $(BENCH_STAMP)
+	$(PY) bench/timing.py --config $(CONFIG) --seeds $(SEEDS) $(if $(UNITS),--units $(UNITS),)
 
 clean:
 	rm -rf gen sims

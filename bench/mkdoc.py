@@ -553,6 +553,8 @@ def main(argv: "list[str] | None" = None) -> int:
         lines.append("")
     lines += sec_ud(ud) if ud else ["## 6. UD dataflow", "", "(not run: `python bench/ud.py`)",
                                     ""]
+    import timing       # section 7: bench/timing.py renders its own results
+    lines += timing.doc_section(load("timing"))
     DOC.parent.mkdir(parents=True, exist_ok=True)
     DOC.write_text("\n".join(lines).rstrip() + "\n")
     print(f"wrote {DOC.relative_to(common.ROOT) if DOC.is_relative_to(common.ROOT) else DOC}")

@@ -173,11 +173,17 @@ def _as_array(name: str, x: Any) -> tuple[np.ndarray, Any]:
     import torch
 
     if isinstance(x, torch.Tensor):
+        if x.device.type == "meta":
+            raise ValueError(f"fsa.scaled_dot_product_attention: {name} is a meta tensor (a "
+                             f"shape without values); give a tensor that holds its values "
+                             f"(e.g. on the CPU)")
         if not x.is_floating_point():
             raise ValueError(f"fsa.scaled_dot_product_attention: {name} must be a floating-point "
                              f"tensor, got dtype {x.dtype}")
         return x.detach().to("cpu", torch.float64).numpy(), x.dtype
     if isinstance(x, np.ndarray):
+        if x.dtype.kind == "f" and not x.dtype.isnative:
+            x = x.astype(x.dtype.newbyteorder("="))        # (e.g. big-endian >f4: the values)
         if x.dtype.kind != "f" or x.dtype not in _NP_FLOATS:
             raise ValueError(f"fsa.scaled_dot_product_attention: {name} must be a floating-point "
                              f"array of a dtype torch has (float16, float32, float64), got dtype "
@@ -201,8 +207,13 @@ def _kv_map(q_lead: tuple, kv_lead: tuple, enable_gqa: bool) -> np.ndarray:
     try:
         return np.broadcast_to(idx, q_lead).reshape(-1)
     except ValueError:
-        gqa = "" if enable_gqa else (" (for fewer key/value heads than query heads, "
-                                     "enable_gqa=True)")
+        gqa = ""
+        if not enable_gqa:
+            try:                          # suggest enable_gqa only where it would help
+                _kv_map(q_lead, kv_lead, True)
+                gqa = " (for fewer key/value heads than query heads, enable_gqa=True)"
+            except ValueError:
+                pass
         raise ValueError(f"fsa.scaled_dot_product_attention: the key/value leading dimensions "
                          f"{list(kv_lead)} do not broadcast to the query's {list(q_lead)}{gqa}; "
                          f"the output has the query's leading dimensions") from None
@@ -437,7 +448,8 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
                                  dropout_p: float = 0.0, is_causal: bool = False,
                                  scale: float | None = None, enable_gqa: bool = False, *,
                                  config: "FSAConfig | str" = DEFAULT_CONFIG,
-                                 engine: str = "golden", return_stats: bool = False):
+                                 engine: str = "golden", return_stats: bool = False,
+                                 keep: bool = False):
     """Attention ``softmax(Q K^T scale [+ causal mask]) V`` on FSA, torch's contract.
 
     Args:
@@ -456,6 +468,9 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
         engine: "golden" (the bit-exact model), "verilator" or "icarus"
             (the RTL; the simulator is built on first use): the same bits.
         return_stats: also return an :class:`AttentionStats`.
+        keep: keep the simulator's run folder (log, results, under ``sims/``)
+            after a successful run on "verilator" or "icarus" (default: it is
+            removed; a failed run keeps it and names it in the error).
 
     Returns:
         A CPU torch tensor ``[..., S_q, D_v]`` of the query's dtype (the
@@ -474,7 +489,10 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
 
     _unsupported(attn_mask, dropout_p)
     is_causal, enable_gqa = _check_flag("is_causal", is_causal), _check_flag("enable_gqa", enable_gqa)
-    return_stats = _check_flag("return_stats", return_stats)
+    return_stats, keep = _check_flag("return_stats", return_stats), _check_flag("keep", keep)
+    if keep and engine == "golden":
+        raise ValueError("fsa.scaled_dot_product_attention: keep=True: only with engine "
+                         "'verilator' or 'icarus' (the golden model has no run folder)")
     if not isinstance(config, (str, FSAConfig)):
         raise TypeError(f"fsa.scaled_dot_product_attention: config must be a preset name, a path "
                         f"to an FSAConfig.json or an FSAConfig, got {type(config).__name__}")
@@ -496,6 +514,7 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
                           RuntimeWarning, stacklevel=2)
     res = None
     if job.program is not None:
-        res = engine_for(job.cfg, engine, job.program).run(job.program, job.inputs)
+        extra = {} if engine == "golden" else {"keep": keep}
+        res = engine_for(job.cfg, engine, job.program, **extra).run(job.program, job.inputs)
     out = torch.from_numpy(job.output(res)).to(dtype)
     return (out, job.finish(res, engine)) if return_stats else out

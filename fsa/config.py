@@ -17,10 +17,11 @@ import difflib
 import json
 import math
 import re
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+from . import configfile
 from .formats import FORMATS, FPFormat, get_format
 
 __all__ = ["FSAConfig", "PRESETS", "get", "names", "DEFAULT", "with_axi_bits", "DATAFLOWS",
@@ -282,34 +283,23 @@ class FSAConfig:
         return attention_scale_bits(self.sa_rows, fmt)
 
     # ----------------------------------------------------------------- JSON
-    #: The reference's FSAConfig.json keys, in its order: its Python loader does
-    #: ``FSAConfig(**json)`` on a frozen dataclass with exactly these fields.
-    REFERENCE_KEYS = ("sa_rows", "sa_cols", "inst_queue_size", "e_type", "a_type", "mem_base",
-                      "mem_size", "mem_align", "spad_base", "spad_size", "acc_base", "acc_size")
+    #: The reference's FSAConfig.json keys, in its order (fsa/configfile.py)
+    REFERENCE_KEYS = configfile.REFERENCE_KEYS
 
     def reference_dict(self) -> dict[str, Any]:
         """Exactly the reference's 12 FSAConfig.json fields (sizes in bytes)."""
-        return {"sa_rows": self.sa_rows, "sa_cols": self.sa_cols,
-                "inst_queue_size": self.inst_queue_size,
-                "e_type": self.e_type, "a_type": self.a_type,
-                "mem_base": self.mem_base, "mem_size": self.mem_size,
-                "mem_align": self.mem_align,
-                "spad_base": 0, "spad_size": self.spad_size,
-                "acc_base": 0, "acc_size": self.acc_size}
+        return configfile.reference_dict(self)
 
     def to_dict(self) -> dict[str, Any]:
         """The reference's fields plus ours under ``"fsa"`` (one self-contained
         dict, for hashing and for passing a config between processes)."""
-        d = self.reference_dict()
-        d["fsa"] = asdict(self)
-        return d
+        return configfile.to_dict(self)
 
     @staticmethod
     def sibling_path(path: "str | Path") -> Path:
         """Where our extra fields live beside a reference FSAConfig.json:
         ``X.json`` -> ``X.fsa.json``."""
-        p = Path(path)
-        return p.with_name(p.stem + ".fsa.json")
+        return configfile.sibling_path(path)
 
     def to_json(self, path: "str | Path | None" = None) -> str:
         """Without `path`: the JSON text of :meth:`to_dict` (every field).
@@ -321,57 +311,14 @@ class FSAConfig:
         """
         if path is None:
             return json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n"
-        text = json.dumps(self.reference_dict(), indent=2) + "\n"
-        Path(path).write_text(text)
-        self.sibling_path(path).write_text(json.dumps({"fsa": asdict(self)}, indent=2) + "\n")
-        return text
+        return configfile.write_json(self, path)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "FSAConfig":
         """Rebuild a config from :meth:`to_dict` output, or from a
-        reference-style FSAConfig.json (its 12 keys: the SRAM sizes give the
-        scratchpad/accumulator rows, mem_align the AXI width; the rest of our
-        fields take their defaults)."""
-        if not isinstance(d, dict):
-            raise ValueError(f"FSAConfig.json: expected an object, got {type(d).__name__}")
-        if "fsa" in d:
-            ours = d["fsa"]
-            if not isinstance(ours, dict):
-                raise ValueError(f'FSAConfig.json: "fsa" must be an object, got '
-                                 f"{type(ours).__name__}")
-            known = {f.name for f in fields(cls)}
-            missing = [f.name for f in fields(cls) if f.name in ("name", "sa_rows", "sa_cols")
-                       and f.name not in ours]
-            if missing:
-                raise ValueError(f'FSAConfig.json: "fsa" lacks {", ".join(missing)}')
-            return cls(**{k: v for k, v in ours.items() if k in known})
-        missing = [k for k in ("sa_rows", "sa_cols", "e_type", "a_type") if k not in d]
-        if missing:
-            raise ValueError(f"FSAConfig.json: missing {', '.join(missing)}")
-
-        def num(key: str, default: "int | None" = None) -> int:
-            v = d.get(key, default)
-            if type(v) is not int:
-                raise ValueError(f"FSAConfig.json: {key} must be an integer, got "
-                                 f"{type(v).__name__} {v!r}")
-            return v
-        r, c = num("sa_rows"), num("sa_cols")
-        e, a = d["e_type"], d["a_type"]
-        kw: dict[str, Any] = {}
-        if e in FORMATS and a in FORMATS and r > 0 and c > 0:
-            for key, field_, row in (("spad_size", "spad_rows", r * get_format(e).bytes),
-                                     ("acc_size", "acc_rows", c * get_format(a).bytes)):
-                if key in d:
-                    if num(key) % row:
-                        raise ValueError(f"FSAConfig.json: {key} = {d[key]} bytes is not a whole "
-                                         f"number of {row}-byte rows")
-                    kw[field_] = num(key) // row
-        if "mem_align" in d:
-            kw["axi_data_bits"] = num("mem_align") * 8
-        return cls(name=f"FSA{r}X{c}Imported", sa_rows=r, sa_cols=c, e_type=e, a_type=a,
-                   inst_queue_size=num("inst_queue_size", 256),
-                   mem_base=num("mem_base", 0x8000_0000),
-                   mem_size=num("mem_size", 0x1000_0000), **kw)
+        reference-style FSAConfig.json (:func:`fsa.configfile.from_dict`);
+        unknown keys are refused, naming the nearest known one."""
+        return configfile.from_dict(cls, d)
 
     @classmethod
     def from_json(cls, path: "str | Path") -> "FSAConfig":
@@ -379,25 +326,10 @@ class FSAConfig:
         older file with the ``"fsa"`` key inside) or the reference's.
 
         Raises:
-            ValueError: the file and its sibling disagree on a reference field.
+            ValueError: unreadable, an unknown key, or the file and its
+                sibling disagreeing on a reference field.
         """
-        try:
-            d = json.loads(Path(path).read_text())
-        except (OSError, ValueError) as e:
-            raise ValueError(f"{path}: {e}") from None
-        side = cls.sibling_path(path)
-        if isinstance(d, dict) and "fsa" not in d and side.is_file():
-            cfg = cls.from_dict(json.loads(side.read_text()))
-            ref = cfg.reference_dict()
-            bad = [k for k in cls.REFERENCE_KEYS if k in d and d[k] != ref[k]]
-            if bad:
-                raise ValueError(f"{path}: {', '.join(f'{k} = {d[k]!r}' for k in bad)} disagree with "
-                                 f"{side.name} (which gives {', '.join(f'{k} = {ref[k]!r}' for k in bad)})")
-            return cfg
-        try:
-            return cls.from_dict(d)
-        except ValueError as e:
-            raise ValueError(f"{path}: {e}") from None
+        return configfile.from_json(cls, path)
 
     def replace(self, **changes: Any) -> "FSAConfig":
         """A copy with some fields changed (validated)."""

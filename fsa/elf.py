@@ -58,6 +58,11 @@ def _check_window(what: str, addr: int, n: int, cfg) -> None:
 
 def write_elf(path: "str | Path", segments: list[tuple[int, bytes]]) -> None:
     """Write an ELF64 little-endian file with one PT_LOAD per segment."""
+    Path(path).write_bytes(elf_bytes(segments))
+
+
+def elf_bytes(segments: list[tuple[int, bytes]]) -> bytes:
+    """The ELF64 little-endian file with one PT_LOAD per segment."""
     n = len(segments)
     ehsize, phentsize = 64, 56
     off = ehsize + n * phentsize
@@ -67,4 +72,4 @@ def write_elf(path: "str | Path", segments: list[tuple[int, bytes]]) -> None:
     for addr, data in segments:
         phdrs += struct.pack("<IIQQQQQQ", 1, 6, off + len(blobs), addr, addr, len(data), len(data), 8)
         blobs += bytes(data)
-    Path(path).write_bytes(header + phdrs + blobs)
+    return header + phdrs + blobs

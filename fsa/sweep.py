@@ -24,6 +24,7 @@ process with ``serial=True``.  The results are one table (CSV and Markdown,
 from __future__ import annotations
 
 import csv
+import io
 import itertools
 import math
 import os
@@ -33,7 +34,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 __all__ = ["Point", "points", "derive", "evaluate", "run", "COLUMNS", "write_table",
-           "write_plots"]
+           "markdown_path", "csv_text", "markdown_text", "write_plots", "PLOT_NAMES"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,9 @@ class Point:
     axi_bits: "int | None" = None
     causal: bool = False
 
+
+#: the files :func:`write_plots` writes into its folder (the second with accuracy figures)
+PLOT_NAMES = ("sweep_utilisation.png", "sweep_accuracy.png")
 
 #: the table's columns, in order
 COLUMNS = ["config", "base", "R", "C", "e_type", "a_type", "pieces", "axi_bits", "causal", "seq",
@@ -220,17 +224,23 @@ def run(pts: Iterable[Point], *, accuracy_len: int = 0, area: bool = False,
     return rows
 
 
-def write_table(rows: Sequence[dict], path: "str | Path") -> list[Path]:
-    """Write the rows as CSV at `path` and as a Markdown table beside it
-    (same name, ``.md``); returns both paths."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS)
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: r.get(k) for k in COLUMNS})
+def markdown_path(path: "str | Path") -> Path:
+    """Where the Markdown table goes beside the CSV at `path` (``.md``)."""
+    return Path(path).with_suffix(".md")
 
+
+def csv_text(rows: Sequence[dict]) -> str:
+    """The rows as CSV (the :data:`COLUMNS`, a header line first)."""
+    buf = io.StringIO(newline="")
+    w = csv.DictWriter(buf, fieldnames=COLUMNS)
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: r.get(k) for k in COLUMNS})
+    return buf.getvalue()
+
+
+def markdown_text(rows: Sequence[dict]) -> str:
+    """The rows as a Markdown table (floats to 4 significant digits)."""
     def cell(v) -> str:
         if v is None:
             return ""
@@ -238,11 +248,20 @@ def write_table(rows: Sequence[dict], path: "str | Path") -> list[Path]:
             return f"{v:.4g}"
         return str(v)
 
-    md = path.with_suffix(".md")
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join(cell(r.get(k)).replace("|", "/") for k in COLUMNS) + " |"
               for r in rows]
-    md.write_text("\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
+
+
+def write_table(rows: Sequence[dict], path: "str | Path") -> list[Path]:
+    """Write the rows as CSV at `path` and as a Markdown table beside it
+    (:func:`markdown_path`); returns both paths."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(csv_text(rows), newline="")
+    md = markdown_path(path)
+    md.write_text(markdown_text(rows))
     return [path, md]
 
 
@@ -284,7 +303,7 @@ def write_plots(rows: Sequence[dict], folder: "str | Path") -> list[Path]:
                         label=name + (" causal" if causal else ""))
         ax.plot(x, [r["free_dma_utilisation"] for r in rs], ls="--", color=line.get_color())
     out.append(_save(plt, fig, ax, "sequence length (seq_q = seq_kv)",
-                     "utilisation (dashed: free DMA)", folder / "sweep_utilisation.png"))
+                     "utilisation (dashed: free DMA)", folder / PLOT_NAMES[0]))
     acc = [r for r in ok if r["max_abs_err"] is not None]
     if acc:
         fig, ax = plt.subplots(figsize=(8, 5))
@@ -295,5 +314,5 @@ def write_plots(rows: Sequence[dict], folder: "str | Path") -> list[Path]:
                         label=name + (" causal" if causal else ""))
         ax.set_yscale("log")
         out.append(_save(plt, fig, ax, "sequence length of the accuracy run",
-                         "max |golden - torch float64|", folder / "sweep_accuracy.png"))
+                         "max |golden - torch float64|", folder / PLOT_NAMES[1]))
     return out

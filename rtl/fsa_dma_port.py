@@ -68,11 +68,11 @@ from pathlib import Path
 
 from myhdl import ConcatSignal, always_comb, always_seq, block
 
-from rtl.convert import convert_block, sig
-from rtl.fsa_dma_if import AXI_SIGNALS, geometry
+from rtl.convert import Const, comb_expr, convert_block, sig, submodule
+from rtl.fsa_dma_if import AXI_SIGNALS, WDATA_DEPTH, axi_prefixes, geometry
 from rtl.prim import Bundle, clog2, fifo, vsig
 
-__all__ = ["fsa_dma_port", "convert", "port_table", "MODULE", "LINT_WAIVERS",
+__all__ = ["fsa_dma_port", "rw_ports", "convert", "port_table", "MODULE", "LINT_WAIVERS",
            "PORT_AXI", "AXCACHE", "AXBURST_INCR", "axi_bundle", "axi_width"]
 
 MODULE = "fsa_dma_port"
@@ -360,6 +360,71 @@ def fsa_dma_port(clk, rst, is_store, push, d_addr, d_len, d_row, d_lane, d_bm1, 
     return insts
 
 
+@block
+def _rw_ports(clk, rst, cfg, g, m, issue, tp, c_store, d_addr, d_len, d_row, d_lane, d_bm1, D,
+              MB, r_side, w_side, port_out):
+    """``dma_rw_overlap``: two ``fsa_dma_port`` instances per AXI port, a
+    read half ``u_rport<p>`` (``is_store`` tied to 0; AR and R) and a write
+    half ``u_wport<p>`` (tied to 1; AW, W and B), so that a LOAD's bursts
+    and a STORE's are in flight on a port at once.  The sequencer pushes a
+    burst to the half of its instruction's direction.  The channels a half
+    does not use are tied to 0 on its inputs; its outputs there go to
+    ``unused_halves`` (read by nothing: Verilator's lint does not report
+    ``*unused*`` signals).  (Its MyHDL name, which prefixes its signals in
+    the Verilog, ``_rw_ports0_*``, is the one it had inside ``fsa_dma``.)"""
+    insts = []
+    spare = []
+    for p, pre in enumerate(axi_prefixes(cfg)):
+        ax = getattr(m, pre[2:])
+        for half, side, name in ((0, r_side, "rport"), (1, w_side, "wport")):
+            push = sig(1)
+            insts.append(comb_expr(push, f"issue and tp == {p} and {'' if half else 'not '}st",
+                                   issue=issue, tp=tp, st=c_store))
+            mine = {"ar", "r"} if half == 0 else {"aw", "w", "b"}
+            pax, conn_ax = {}, {}
+            for n, w, d in AXI_SIGNALS:
+                if n not in PORT_AXI:
+                    continue
+                ch = n[:2] if n[:2] in ("ar", "aw") else n[0]
+                if ch in mine:
+                    pax[n] = conn_ax[f"axi_{n}"] = getattr(ax, n)
+                else:
+                    width = axi_width(w, g)
+                    if d == "out":
+                        s = sig(width)
+                        spare.append(s)
+                        pax[n] = conn_ax[f"axi_{n}"] = s
+                    else:
+                        pax[n] = sig(width, 0)
+                        conn_ax[f"axi_{n}"] = Const(width, 0)
+            err_r = side["rd_errs"][p] if half == 0 else sig(1)
+            err_w = side["wr_errs"][p] if half == 1 else sig(1)
+            spare.append(err_w if half == 0 else err_r)
+            conn = dict(clk=clk, rst=rst, is_store=Const(1, half), push=push, d_addr=d_addr,
+                        d_len=d_len, d_row=d_row, d_lane=d_lane, d_bm1=d_bm1,
+                        can=side["cans"][p], idle=side["idles"][p], fin=side["fins"][p],
+                        req=side["reqs"][p], q_row=side["q_rows"][p], q_lane=side["q_lanes"][p],
+                        grant=side["grants"][p], sram_ready=side["p_ready"][p],
+                        sram_rvalid=side["p_rvalid"][p], sram_rdata=side["p_rdata"][p],
+                        rd_err=err_r, wr_err=err_w)
+            kwargs = dict(conn, axi=Bundle(**pax), depth=D, wdepth=WDATA_DEPTH, afifo=True)
+            conn.update(conn_ax)
+            insts.append(submodule(fsa_dma_port, (), kwargs, MODULE,
+                                   f"u_{name}{p}", conn, port_out))
+    unused_halves = sig(1)
+    spare_v = ConcatSignal(*spare)
+
+    @always_comb
+    def unused_outputs():
+        unused_halves.next = spare_v != 0
+    insts.append(unused_outputs)
+    return insts
+
+
+#: the read and write halves of every AXI port (``dma_rw_overlap``)
+rw_ports = _rw_ports
+
+
 def convert(outdir: "str | Path", cfg, depth: "int | None" = None, wdepth: int = 4) -> Path:
     """Write ``<outdir>/fsa_dma_port.v`` (module ``fsa_dma_port``) for `cfg`;
     return its path.  `depth` (bursts in flight) defaults to the config's
@@ -368,7 +433,7 @@ def convert(outdir: "str | Path", cfg, depth: "int | None" = None, wdepth: int =
     Raises:
         ValueError: an unusable config (see :func:`rtl.fsa_dma.geometry`).
     """
-    from fsa import config as fconfig
+    from fsa.hw import config as fconfig
 
     cfg = fconfig.get(cfg)
     g = geometry(cfg)

@@ -419,3 +419,39 @@ def test_accuracy_notes_warn_where_the_bounds_can_fail():
         o = fsa.scaled_dot_product_attention(q, k, v, scale=1e-3, config="FSA8X8Fp16Config")
     assert torch.isnan(o).any()
     assert not torch.isnan(F.scaled_dot_product_attention(q, k, v, scale=1e-3)).any()
+
+
+def test_gqa_is_suggested_only_where_it_would_help():
+    rng = np.random.default_rng(5)
+    q, kv = rand(rng, (3, 1, 4, 4)), rand(rng, (1, 4, 4, 4))       # 4 kv heads, 1 query head
+    with pytest.raises(ValueError, match="do not broadcast") as e:
+        fsa.scaled_dot_product_attention(q, kv, kv, config=CFG)
+    assert "enable_gqa" not in str(e.value)
+    q = rand(rng, (2, 4, 4, 4))
+    kv = rand(rng, (2, 2, 4, 4))                                     # 2 kv heads divide 4
+    with pytest.raises(ValueError, match=r"enable_gqa=True"):
+        fsa.scaled_dot_product_attention(q, kv, kv, config=CFG)
+
+
+def test_big_endian_arrays_are_converted():
+    rng = np.random.default_rng(6)
+    q = fa3_inputs(rng, (5, 4)).astype(np.float32)
+    want = fsa.scaled_dot_product_attention(q, q, q, config=CFG)
+    big = q.astype(">f4")
+    got = fsa.scaled_dot_product_attention(big, big, big, config=CFG)
+    assert got.dtype == torch.float32
+    assert torch.equal(got.view(torch.int32), want.view(torch.int32))      # the same bits
+
+
+def test_meta_tensor_is_refused_clearly():
+    q = torch.empty((4, 4), device="meta")
+    with pytest.raises(ValueError, match="query is a meta tensor"):
+        fsa.scaled_dot_product_attention(q, q, q, config=CFG)
+
+
+def test_keep_is_for_the_simulators_only():
+    q = torch.zeros((4, 4))
+    with pytest.raises(ValueError, match="keep=True: only with engine"):
+        fsa.scaled_dot_product_attention(q, q, q, config=CFG, keep=True)
+    with pytest.raises(TypeError, match="keep must be a bool"):
+        fsa.scaled_dot_product_attention(q, q, q, config=CFG, keep="yes")

@@ -173,3 +173,36 @@ def test_missing_json_file_is_reported_as_such(tmp_path):
     (tmp_path / "d.json").mkdir()
     with pytest.raises(ValueError, match="is a folder"):
         config.get(str(tmp_path / "d.json"))
+
+
+@pytest.mark.parametrize("where, key, words", [
+    ("fsa", "exp2_piece", "unknown key 'exp2_piece'; did you mean 'exp2_pieces'?"),
+    ("fsa", "sa_row", "did you mean 'sa_rows'?"),
+    ("fsa", "colour", "unknown key 'colour' (known: name, sa_rows"),
+    ("top", "mem_alignment", "unknown key 'mem_alignment'; did you mean 'mem_align'?"),
+    ("sibling", "dma_burst_beat", "did you mean 'dma_burst_beats'?"),
+    ("reference", "inst_queue_sz", "did you mean 'inst_queue_size'?"),
+])
+def test_unknown_keys_are_refused_with_the_nearest(tmp_path, where, key, words):
+    """A misspelt key would silently give the default: every form refuses it."""
+    cfg = config.get("FSA4X4Fp16Config")
+    p = tmp_path / "FSAConfig.json"
+    if where in ("fsa", "top"):
+        d = json.loads(cfg.to_json())
+        (d["fsa"] if where == "fsa" else d)[key] = 4
+        p.write_text(json.dumps(d))
+        assert FSAConfig.from_dict({k: v for k, v in d.items() if k != key} if where == "top"
+                                   else json.loads(cfg.to_json())) == cfg
+    elif where == "sibling":
+        cfg.to_json(p)
+        side = FSAConfig.sibling_path(p)
+        d = json.loads(side.read_text())
+        d["fsa"][key] = 4
+        side.write_text(json.dumps(d))
+    else:
+        p.write_text(json.dumps(dict(REF, **{key: 4})))
+    with pytest.raises(ValueError) as e:
+        config.get(str(p))
+    assert words in str(e.value) and str(p) in str(e.value)
+    cfg.to_json(tmp_path / "ok.json")                  # the file as written still loads
+    assert FSAConfig.from_json(tmp_path / "ok.json") == cfg

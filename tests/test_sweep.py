@@ -99,7 +99,7 @@ def test_cli_writes_the_table_and_plots(tmp_path):
 
 
 def test_cli_refuses_unknown_configs_and_bad_lists(capsys):
-    assert main(["sweep", "--configs", "Nope", "--lengths", "64", "--serial"]) == 2
+    assert main(["sweep", "--configs", "Nope", "--lengths", "64", "--serial", "--out", "t.csv"]) == 2
     with pytest.raises(SystemExit):
         main(["sweep", "--configs", "FSA4X4Fp16Config", "--lengths", "64,-3"])
 
@@ -108,11 +108,11 @@ def test_outputs_are_checked_before_the_sweep_runs(tmp_path, capsys):
     (tmp_path / "afile").write_text("x")
     (tmp_path / "adir").mkdir()
     base = ["sweep", "--configs", "FSA4X4Fp16Config", "--lengths", "16", "--serial"]
-    for extra, words in ((["--out", str(tmp_path / "t.md")], "give the CSV a .csv name"),
+    for extra, words in ((["--out", str(tmp_path / "t.md")], "give the table a .csv name"),
                          (["--out", str(tmp_path / "adir")], "is a folder"),
                          (["--out", str(tmp_path / "t.csv"), "--plots", str(tmp_path / "afile")],
                           "is a file; give a folder"),
-                         (["--out", str(tmp_path / "afile" / "t.csv")], "is not a writable folder")):
+                         (["--out", str(tmp_path / "afile" / "t.csv")], "afile is not a folder")):
         assert main(base + extra) == 2
         err = capsys.readouterr()
         assert words in err.err and "sweep:" not in err.out, err     # refused before any point

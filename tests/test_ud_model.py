@@ -68,14 +68,14 @@ def test_cli_plan_show_ud(func, capsys):
 
 
 def test_cli_run_and_compile_ud(tmp_path, capsys):
-    # (the UD RTL on a simulator: tb/test_ud_attention.py)
+    # (the UD RTL on a simulator: tb/attention/test_ud_attention.py)
     assert main(["run", "--config", "FSA4X4Fp16UdConfig", "--sim", "golden", "--seq-q", "8",
                  "--seq-kv", "12"]) == 0
     capsys.readouterr()
     for kern, want_ud in (("ud", True), ("reference", False)):
         p = tmp_path / f"{kern}.bin"
         assert main(["compile", "--config", "FSA4X4Fp16UdConfig", "--seq-q", "8", "--seq-kv", "8",
-                     "--kernel", kern, "--program", str(p), "--elf", str(tmp_path / "m.elf")]) == 0
+                     "--kernel", kern, "--program", str(p), "--elf", str(tmp_path / f"{kern}.elf")]) == 0
         funcs = {i.func for i in isa.decode(isa.from_bytes(p.read_bytes())) if isinstance(i, isa.Matrix)}
         assert (isa.MxFunc.STEP in funcs) == want_ud
         assert (isa.MxFunc.ATTENTION_SCORE in funcs) == (not want_ud)

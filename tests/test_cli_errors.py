@@ -123,8 +123,13 @@ def test_force_replaces_and_names_are_the_files_written(ws, capsys):
     assert sorted(p.name for p in ws.iterdir() if p.name.startswith(("o_", "r"))) == \
         ["o_noext", "r"]
     assert np.load(ws / "o_noext").shape == (8, 4) and json.loads((ws / "r").read_text())
+    mask = os.umask(0)
+    os.umask(mask)
+    assert (ws / "o_noext").stat().st_mode & 0o777 == 0o666 & ~mask       # as open() makes it
+    (ws / "keep.bin").chmod(0o640)
     assert cli.main([*GOLD, "--out", "keep.bin", "--force"]) == 0
     assert np.load(ws / "keep.bin").shape == (8, 4)
+    assert (ws / "keep.bin").stat().st_mode & 0o777 == 0o640              # its mode kept
     assert not [p for p in ws.iterdir() if p.name.startswith(".")]      # no temporary left
 
 

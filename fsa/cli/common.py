@@ -236,6 +236,16 @@ def _probe_folder(folder: Path) -> "str | None":
     return None
 
 
+def _new_file_mode(p: Path) -> int:
+    """The mode `p` has (replaced) or a new file would get (0666 less the umask)."""
+    try:
+        return stat.S_IMODE(p.stat().st_mode)
+    except OSError:
+        mask = os.umask(0)
+        os.umask(mask)
+        return 0o666 & ~mask
+
+
 class Outputs:
     """The output files of one command.
 
@@ -311,6 +321,7 @@ class Outputs:
             fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
             with os.fdopen(fd, "wb") as f:
                 f.write(raw)
+            os.chmod(tmp, _new_file_mode(p))       # (mkstemp's file is private: 0600)
             os.replace(tmp, p)
             return True
         except OSError as e:

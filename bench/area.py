@@ -54,7 +54,7 @@ endmodule
 
 
 #: the DMA of a multi-port memory system (the presets' shape for scratchpad
-#: rows of two AXI beats, as tb/test_memshapes.py's b = 2: 8x8 fp16 on a
+#: rows of two AXI beats, as tb/dma/test_memshapes.py's b = 2: 8x8 fp16 on a
 #: 64-bit bus, 4 ports, 8 + 4 bank ports, bursts of up to 8 beats), with and
 #: without a LOAD and a STORE in flight at once (dma_rw_overlap)
 DMA_SHAPE = dict(axi_data_bits=64, mem_ports=4, spad_banks=8, acc_banks=4, dma_burst_beats=8)

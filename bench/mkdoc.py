@@ -112,7 +112,7 @@ def sec_utilisation(u: dict) -> list[str]:
             "query blocks x per-query-block + key-block steps x per-key-block, fitted on four "
             "short programs (2 and 3 query blocks x 12 and 20 key blocks). Besides the RTL "
             "points above, the regression checks the model on every attention run without AXI "
-            "pauses (`tb/test_attention.py`: exec, bubble, mx_active and dma_active equal; "
+            "pauses (`tb/attention/test_attention.py`: exec, bubble, mx_active and dma_active equal; "
             "configs 4x4 fp16/bf16/fp32/fp16-only, 8x8, 8x4, 4x8, causal and not; more "
             "under FULL=1). "
             "`fsa predict --config CFG --seq-q N --seq-kv M [--causal] [--axi-bits B] "

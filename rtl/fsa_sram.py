@@ -71,7 +71,7 @@ lane, ``n_lane`` must be 0.
 
 Timing (banks = 1, so every array access stalls the narrow port; ``.`` is
 don't care, ``r5'`` the row written in cycle 0, ``old`` the last row read
-before, 0 after reset; ``tb/tb_sram.py::sram_directed`` replays this)::
+before, 0 after reset; ``tb/sram/tb_sram.py::sram_directed`` replays this)::
 
     cycle       0      1      2      3      4      5
     a_en        1      0      1      0      0      0

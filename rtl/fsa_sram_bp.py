@@ -22,7 +22,7 @@ field)::
 
 Each bank still sees at most one access per cycle (the array ports, else
 its own narrow port), so every lane memory stays the one-port SRAM template
-of ``fsa_sram``.  ``tb/test_sram.py`` checks it against a model.
+of ``fsa_sram``.  ``tb/sram/test_sram.py`` checks it against a model.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The cycle model (fsa/cycle/model.py) without a simulator: its steady state
 against the reference schedule, its extrapolation against direct runs, its
 errors, and ``fsa predict``. (That it equals the RTL's exec counter is
-checked on every regression run without AXI pauses: tb/test_attention.py.)"""
+checked on every regression run without AXI pauses: tb/attention/test_attention.py.)"""
 from __future__ import annotations
 
 import dataclasses

@@ -8,44 +8,9 @@ from fsa import numerics as nx
 from fsa.golden import tile
 from fsa.golden.machine import Deadlock, Machine, MachineError, UnsupportedProgram
 from fsa.isa import Dma, DmaFunc, Fence, Matrix, MxFunc, encode
+from tb.common.programs import simple_attention_program
 
 STOP = Fence(mx=True, dma=True, stop=True)
-
-
-def simple_attention_program(cfg, seq_q, seq_kv, causal, base):
-    """A fence-serialised attention program (no double buffering)."""
-    R, C = cfg.sa_rows, cfg.sa_cols
-    es, as_ = cfg.e_fmt.bytes, cfg.a_fmt.bytes
-    q_at, k_at = base, base + seq_q * R * es
-    vt_at = k_at + seq_kv * R * es
-    ot_at = vt_at + R * seq_kv * es
-    Q, K, V = 0, C, C + R                  # spad rows
-    L, O = 0, 1                            # acc rows
-    prog = []
-    for i in range(seq_q // C):
-        prog.append(Dma(DmaFunc.LOAD, repeat=C, sram_addr=Q, sram_stride=1,
-                        mem_addr=q_at + i * C * R * es, mem_stride=R * es, size=R * es))
-        last = i if causal else seq_kv // R - 1
-        for j in range(last + 1):
-            prog.append(Dma(DmaFunc.LOAD, repeat=R, sram_addr=K, sram_stride=1,
-                            mem_addr=k_at + j * R * R * es, mem_stride=R * es, size=R * es))
-            prog.append(Dma(DmaFunc.LOAD, repeat=R, sram_addr=V, sram_stride=1,
-                            mem_addr=vt_at + j * R * es, mem_stride=seq_kv * es, size=R * es))
-            prog.append(Fence(dma=True))
-            prog.append(Matrix(MxFunc.LOAD_STATIONARY, spad_addr=Q + C - 1, spad_stride=-1))
-            prog.append(Matrix(MxFunc.ATTENTION_SCORE, spad_addr=K, spad_stride=1, rev_input=True,
-                               rev_output=True, delay_output=True, acc_addr=L, zero=(j == 0),
-                               causal=(causal and j == i)))
-            prog.append(Matrix(MxFunc.ATTENTION_VALUE, spad_addr=V, spad_stride=1, rev_input=True,
-                               delay_output=True, acc_addr=O, acc_stride=1, zero=(j == 0)))
-            prog.append(Fence(mx=True))
-        prog.append(Matrix(MxFunc.ATTENTION_LSE_NORM_SCALE, acc_addr=L))
-        prog.append(Matrix(MxFunc.ATTENTION_LSE_NORM, acc_addr=O, acc_stride=1))
-        prog.append(Fence(mx=True))
-        prog.append(Dma(DmaFunc.STORE, repeat=R, sram_addr=O, sram_stride=1, is_accum=True,
-                        mem_addr=ot_at + i * C * as_, mem_stride=seq_q * as_, size=C * as_))
-    prog.append(Fence(mx=True, dma=True, stop=True))
-    return prog, (q_at, k_at, vt_at, ot_at)
 
 
 def run_attention(name, seq_q, seq_kv, causal=False, seed=0, as_words=False):
@@ -317,7 +282,7 @@ def test_value_walk_with_stride_zero_sees_the_writes_two_indices_back():
     """ATTENTION_VALUE with acc_stride 0 writes one row R times: index i
     reads the row as index i - 2 wrote it (index 0 and 1: as it was), and
     the row keeps index R-1's value (what the RTL does; the RTL regression
-    tb/test_random_programs.py compares raw bits)."""
+    tb/top/test_random_programs.py compares raw bits)."""
     cfg = fconfig.get("FSA4X4Fp16Config")
     R, C = cfg.sa_rows, cfg.sa_cols
     a = cfg.a_type

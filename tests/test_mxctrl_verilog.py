@@ -1,7 +1,7 @@
 """The matrix controller's generated Verilog is reviewable: -Wall clean with
 no waiver on every array shape and exp2/divider setting, and its generated
 comparators are named by the slot, wave and bit (or command / read) they
-drive.  (Its behaviour is checked against the plans in tb/test_mxctrl.py.)"""
+drive.  (Its behaviour is checked against the plans in tb/mxctrl/test_mxctrl.py.)"""
 from __future__ import annotations
 
 import re

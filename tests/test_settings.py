@@ -5,7 +5,6 @@ against float64 softmax, against a numpy mask model, and reference programs
 unchanged; ``Program.settings`` and its JSON form."""
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import numpy as np
@@ -21,43 +20,13 @@ from fsa.isa import Matrix, MxFunc, decode, encode
 from fsa.kernel_lang import KernelError
 from fsa.kernels import attention
 from fsa.program import Program
+from tb.common.programs import masked_program, settings_inputs as inputs
 
 CONFIGS = ["FSA4X4Fp16Config", "FSA4X4Bf16Config", "FSA4X4Fp32Config", "FSA4X4Fp16OnlyConfig",
            "FSA4X4Bf16OnlyConfig", "FSA8X8Fp16Config"]
 
 
 # ------------------------------------------------------------------ helpers
-def masked_program(cfg, sq, skv, causal=False, key_limit=None, scale=None, blocks=None,
-                   kernel=None):
-    """The attention kernel (`kernel`: as :func:`fsa.kernels.attention`'s)
-    with ``mask_keys`` on the scores of the key blocks `blocks` (default: the
-    last one, when `key_limit` is given) and the settings for `key_limit` /
-    softmax scale `scale`."""
-    prog = attention(cfg, sq, skv, causal, check=False, kernel=kernel)
-    n_qb, n_kb = sq // cfg.sa_cols, skv // cfg.sa_rows
-    js = [j for i in range(n_qb) for j in range((min(i, n_kb - 1) if causal else n_kb - 1) + 1)]
-    if blocks is None:
-        blocks = {n_kb - 1} if key_limit is not None else set()
-    it = iter(js)
-    instrs = []
-    for ins in prog.instructions:
-        if isinstance(ins, Matrix) and ins.func == MxFunc.ATTENTION_SCORE:
-            ins = dataclasses.replace(ins, mask_keys=next(it) in blocks)
-        instrs.append(ins)
-    settings = {}
-    if key_limit is not None:
-        settings["key_limit"] = key_limit
-    if scale is not None:
-        settings["scale_e"], settings["scale_a"] = config.scale_bits(cfg, scale)
-    return Program(cfg, prog.name, instrs, prog.tensors, prog.views, prog.meta, prog.spad_rows,
-                   prog.acc_rows, prog.semaphores, settings)
-
-
-def inputs(cfg, rng, sq, skv):
-    R = cfg.sa_rows
-    return [nx.from_float64(rng.standard_normal((n, R)), cfg.e_type) for n in (sq, skv, skv)]
-
-
 def softmax_ref(cfg, q, k, v, scale, causal, valid_keys):
     """float64 softmax(scale Q K^T) V over keys < valid_keys (and the causal mask)."""
     e = cfg.e_type

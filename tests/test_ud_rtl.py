@@ -2,7 +2,7 @@
 simulator: the UD controller is -Wall clean with no waiver and its
 comparators for the UD bits and commands are named by what they drive; the
 UD units appear only on UD configs (the reference Verilog has no trace of
-them).  Behaviour: tb/test_ud_units.py and tb/test_ud_attention.py."""
+them).  Behaviour: tb/units/test_ud_units.py and tb/attention/test_ud_attention.py."""
 from __future__ import annotations
 
 import re

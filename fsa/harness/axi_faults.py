@@ -1,5 +1,5 @@
 """An AXI4 memory that can answer with errors: one slave model for every
-bench that injects AXI faults (fsa/harness/device.py, tb/tb_dma.py).
+bench that injects AXI faults (fsa/harness/device.py, tb/dma/tb_dma.py).
 
 :class:`FaultyAxiRam` is a drop-in for cocotbext-axi's ``AxiRam`` (the same
 ``mem`` sharing, ``read``/``write`` of the backing memory, ``write_if`` /

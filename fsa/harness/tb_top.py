@@ -24,8 +24,8 @@ cocotbext-axi memories on the ``fsa_top`` ports; ``"fast"``: the toplevel is
 ``fsa_memtop`` and the memory is inside the simulation, fsa/fastmem.py; no
 pauses or injected faults then).
 
-Used by tb/test_top.py (device tests), fsa.engines.SimEngine (fsa run /
-fsa exec) and tb/test_attention.py (the regression).
+Used by tb/top/test_top.py (device tests), fsa.engines.SimEngine (fsa run /
+fsa exec) and tb/attention/test_attention.py (the regression).
 """
 from __future__ import annotations
 

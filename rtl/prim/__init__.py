@@ -29,7 +29,7 @@ their own (the DMA's per-port engine, the SRAM) are converted separately
 through :func:`rtl.convert.submodule`.
 
 The generated Verilog of every primitive is ``verilator --lint-only -Wall``
-clean (``tb/test_prim.py`` lints one wrapper holding them all; each user's
+clean (``tb/prim/test_prim.py`` lints one wrapper holding them all; each user's
 lint covers the widths it instantiates).
 """
 from rtl.prim.arbiter import rr_arbiter

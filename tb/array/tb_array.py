@@ -3,7 +3,7 @@ array directly (no controller), for LOAD_STATIONARY -> ATTENTION_SCORE ->
 ATTENTION_VALUE over several key blocks, then the final normalisation; S, P,
 the running max, l and O^T are compared bit for bit with the tile model.
 
-Parameters come from the pytest side (tb/test_array.py) through the
+Parameters come from the pytest side (tb/array/test_array.py) through the
 environment: FSA_CASE (an .npz with the config name and the inputs).
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from cocotb.triggers import ReadOnly, RisingEdge
 from fsa import config as fconfig
 from fsa import numerics as nx
 from fsa.golden import tile
-from planstim import ACC_CODE, CMP_CODE, Program, pack, unpack
+from tb.common.planstim import ACC_CODE, CMP_CODE, Program, pack, unpack
 from rtl import fsa_acc, fsa_cmp
 
 assert CMP_CODE["UPDATE"] == fsa_cmp.CMD_UPDATE and CMP_CODE["RESET"] == fsa_cmp.CMD_RESET

@@ -2,8 +2,6 @@
 S, P, running max, l and O^T must be bit-equal to the tile model."""
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
@@ -11,6 +9,7 @@ from fsa import config as fconfig
 from fsa import numerics as nx
 from fsa import simrun
 from rtl.generate import generate, verilog_files
+from tb.common.tier import FULL, SEED
 
 pytestmark = pytest.mark.sim
 
@@ -42,14 +41,13 @@ def make_case(tmp_path, name: str, blocks: int, seed: int, kind: str = "fa3",
     return cfg, path
 
 
-FULL = os.environ.get("FULL", "0") not in ("", "0")
 
 CASES = [
     ("FSA4X4Fp16Config", 3, "fa3", False),
     ("FSA4X4Bf16Config", 3, "fa3", False),
     # FULL=1: builds of their own (23 and 11 CPU s).  In the default tier the
     # 8x8 array and R != C are checked through the device, bit for bit against
-    # the golden model (tb/test_attention.py and tb/test_ud_attention.py: 8x8,
+    # the golden model (tb/attention/test_attention.py and tb/attention/test_ud_attention.py: 8x8,
     # 8x4 and 4x8)
     ("FSA8X8Fp16Config", 3, "fa3", False, "full"),
     ("FSA8X4Fp16Config", 3, "fa3", False, "full"),
@@ -64,8 +62,8 @@ CASES = [
 def test_array_bit_exact(request, tmp_path, name, blocks, kind, causal):
     if request.node.get_closest_marker("full") and not FULL:
         pytest.skip("long sweep: FULL=1")
-    cfg, case = make_case(tmp_path, name, blocks, seed=int(simrun.os.environ.get("SEED", "1")),
+    cfg, case = make_case(tmp_path, name, blocks, seed=SEED,
                           kind=kind, causal_last=causal)
     out = generate(cfg, quiet=True)
-    simrun.run("fsa_array", verilog_files(out), "tb_array", extra_env={"FSA_CASE": str(case)},
+    simrun.run("fsa_array", verilog_files(out), "tb.array.tb_array", extra_env={"FSA_CASE": str(case)},
                timeout_s=900)

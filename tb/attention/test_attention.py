@@ -9,7 +9,7 @@ Default tier: a handful of configs and shapes (``make SIM=verilator``), one
 16x16 run (64 x 64) among them. ``FULL=1`` adds a causal 16x16 run, 32x32
 arrays and longer sequences. The reference configs of :data:`ON_UD_TWIN` run
 their (reference) programs on their UD twin's build in the default tier (one
-build fewer each; tb/test_ud_attention.py builds the twins anyway) and on
+build fewer each; tb/attention/test_ud_attention.py builds the twins anyway) and on
 their own build with ``FULL=1``. On Verilator the toplevel is ``fsa_memtop``
 (fsa/fastmem.py) with its ``fast`` input at 0: ``fsa_top``'s memory ports
 answered by cocotbext-axi, as on Icarus. ``SEED=n``
@@ -24,18 +24,18 @@ import numpy as np
 import pytest
 
 from fsa import config as fconfig
-from fsa import cyclemodel as cm
 from fsa import kernels, numerics as nx
 from fsa.engines import GoldenEngine
-from fsa.report import bit_diff, bound_scale, error_stats, fa3_inputs, torch_reference, within_bounds
+from fsa.report import bound_scale, error_stats, fa3_inputs, torch_reference, within_bounds
 from fsa.simdev import run_on_device
 from fsa.simrun import get_sim
 
-import coverage_report as cov
+from tb.attention.inputs import edge_inputs
+from tb.common import coverage_report as cov
+from tb.common.device import check_device
+from tb.common.tier import FULL, SEED
 
 pytestmark = pytest.mark.sim
-SEED = int(os.environ.get("SEED", "1"))
-FULL = os.environ.get("FULL", "0") not in ("", "0")
 
 
 def case(name, sq, skv, causal=False, pauses=0.0, icarus=False, full=False):
@@ -75,7 +75,7 @@ CASES = [
 #: reference configs whose default-tier runs use the build of their UD twin
 #: (``...UdConfig``: the same config with ``dataflow="ud"``).  The reference
 #: instructions run there unchanged: the same bits and counters as on the
-#: reference build (tb/test_ud_attention.py::test_reference_kernel_on_ud_hardware
+#: reference build (tb/attention/test_ud_attention.py::test_reference_kernel_on_ud_hardware
 #: checks that on 4x4 fp16 in every tier; ``FULL=1`` runs these on their own)
 ON_UD_TWIN = ("FSA4X4Bf16Config", "FSA4X4Fp32Config", "FSA4X4Fp16OnlyConfig",
               "FSA8X4Fp16Config", "FSA4X8Fp16Config")
@@ -111,41 +111,6 @@ def run_attention(cfg, q, k, v, causal, pauses=0.0, hw=None):
     return prog, gold, res
 
 
-def check_cycles(cfg, prog, run, what: str, pauses: float) -> bool:
-    """The cycle model (fsa/cyclemodel.py: calibrated DMA timing, and the
-    harness's push rate for the words beyond the queue's depth) predicts the
-    device's exec, bubble, mx_active and dma_active counters exactly when the
-    memory answers without pauses. Runs with random AXI pauses are not
-    checked (the model has no pauses): returns False for them, and the
-    coverage summary lists them."""
-    if pauses:
-        return False
-    m = cm.simulate(cfg, prog.instructions, cm.DEFAULT_DMA, host=cm.HARNESS_HOST)
-    assert m.cycles == run["counters"]["exec"], (
-        f"{what}: cycle model {m.cycles} cycles, RTL exec {run['counters']['exec']}")
-    for k in ("bubble", "mx_active", "dma_active"):
-        assert m.counters[k] == run["counters"][k], (what, k, m.counters, run["counters"])
-    return True
-
-
-def check_device(cfg, prog, gold, res, what: str, pauses: float = 0.0):
-    run = res["runs"][-1]
-    assert run["state"] == "done", f"{what}: device state {run['state']}, error {run['error']} " \
-                                   f"at instruction {run['error_index']} (SEED={SEED})"
-    rtl = np.frombuffer(res["dumps"][0], gold.outputs["Ot"].dtype).reshape(gold.outputs["Ot"].shape)
-    d = bit_diff(rtl, gold.outputs["Ot"])
-    assert d["differ"] == 0, (f"{what}: {d['differ']} of {rtl.size} output values differ from the "
-                              f"golden model (SEED={SEED}); first (index, rtl, model): {d['first']}; "
-                              f"run folder {res['run_dir']}")
-    c = run["counters"]
-    counts = prog.counts()
-    assert c["mx"] == counts.get("matrix", 0) and c["dma"] == counts.get("dma", 0), (c, counts)
-    assert c["fence"] == counts.get("fence", 0), (c, counts)
-    assert c["words"] == c["enq"] == c["deq"] == len(prog.words()), c
-    assert c["exec"] > 0 and 0 < c["mx_active"] <= c["exec"] and c["dma_active"] <= c["exec"], c
-    return rtl, check_cycles(cfg, prog, run, what, pauses)
-
-
 @pytest.mark.parametrize("name,sq,skv,causal,pauses,icarus,full", CASES)
 def test_attention(name, sq, skv, causal, pauses, icarus, full):
     _skip_if_not_in_tier(full, icarus)
@@ -165,28 +130,6 @@ def test_attention(name, sq, skv, causal, pauses, icarus, full):
 
 
 # ---------------------------------------------------------------- edge values
-def edge_inputs(kind: str, cfg, sq: int, skv: int):
-    R = cfg.sa_rows
-    rng = np.random.default_rng(SEED)
-    q, k, v = (rng.standard_normal((n, R)) for n in (sq, skv, skv))
-    if kind == "outliers":
-        q[0, 0], k[3, 1], v[5, 2] = 60.0, -80.0, 1000.0
-    elif kind == "equal_scores":
-        k[:] = k[0]                                  # every key equal: uniform softmax
-    elif kind == "all_negative":
-        q = np.abs(q) + 0.5
-        k = -np.abs(k) - 0.5
-    elif kind == "dominant":
-        k[5] = q[0] * 12                              # one key dominates query 0's row
-    elif kind == "tiny":
-        q, k, v = q * 1e-5, k * 1e-5, v * 1e-6       # subnormal range of fp16
-    elif kind == "nan_inf":
-        q[1, 0] = np.nan
-        k[2, 3] = np.inf
-        v[7, 1] = -np.inf
-    return tuple(nx.from_float64(x, cfg.e_type) for x in (q, k, v))
-
-
 @pytest.mark.parametrize("kind", ["outliers", "equal_scores", "all_negative", "dominant", "tiny",
                                   "nan_inf"])
 def test_edge_values(kind):

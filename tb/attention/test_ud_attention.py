@@ -7,7 +7,7 @@ reference kernel on UD hardware: the
 same bits and the same counters as on the reference configuration (the
 reference functions are unchanged there).
 
-The same harness as ``tb/test_attention.py`` (``fsa.simdev.run_on_device``);
+The same harness as ``tb/attention/test_attention.py`` (``fsa.simdev.run_on_device``);
 ``SEED=n`` changes the inputs.
 """
 from __future__ import annotations
@@ -21,8 +21,10 @@ from fsa.engines import GoldenEngine
 from fsa.report import bound_scale, error_stats, fa3_inputs, torch_reference, within_bounds
 from fsa.simdev import run_on_device
 
-import coverage_report as cov
-from test_attention import FULL, SEED, check_device, edge_inputs
+from tb.common import coverage_report as cov
+from tb.attention.inputs import edge_inputs
+from tb.common.device import check_device
+from tb.common.tier import FULL, SEED
 
 pytestmark = pytest.mark.sim
 

@@ -1,7 +1,7 @@
 """Functional coverage of a test session, counted from what the device did.
 
-Benches call :func:`record` after each device run (tb/test_attention.py,
-tb/test_top.py). A record holds what that run executed: the config, the
+Benches call :func:`record` after each device run (tb/attention/test_attention.py,
+tb/top/test_top.py). A record holds what that run executed: the config, the
 run's state and error, the device's own counters (exec cycles, matrix / DMA
 instructions, fences, words), the matrix functions and flags of the
 instructions it executed (all of them when it finished, those before the

@@ -53,14 +53,14 @@ def run_core(tmp_path, cfg, words, spad, expect="done", limit=20000, **extra):
     case = tmp_path / "case.json"
     case.write_text(json.dumps({"config": cfg.to_dict(), "words": [int(w) for w in words],
                                 "spad": spad.tolist(), "expect": expect, "limit": limit, **extra}))
-    return simrun.run("fsa_core", verilog_files(out), "tb_core", extra_env={"FSA_CASE": str(case)},
+    return simrun.run("fsa_core", verilog_files(out), "tb.core.tb_core", extra_env={"FSA_CASE": str(case)},
                       timeout_s=900)
 
 
 @pytest.mark.parametrize("name", [
     "FSA4X4Fp16Config",
     # FULL=1: one more build; the 8x8 matrix engine runs in the default tier through
-    # the device (tb/test_attention.py: cycles equal to the cycle model)
+    # the device (tb/attention/test_attention.py: cycles equal to the cycle model)
     pytest.param("FSA8X8Fp16Config", marks=pytest.mark.full)])
 def test_one_query_block_four_key_blocks(request, tmp_path, name):
     if request.node.get_closest_marker("full") and os.environ.get("FULL", "0") in ("", "0"):

@@ -1,4 +1,4 @@
-"""Bench of the DMA engine ``rtl/fsa_dma.py``, driven by ``tb/tb_dma.py`` on
+"""Bench of the DMA engine ``rtl/fsa_dma.py``, driven by ``tb/dma/tb_dma.py`` on
 ``$SIM`` (verilator or icarus).
 
 Per config: directed loads/stores (with and without random AXI pauses and
@@ -16,7 +16,6 @@ simulate it through ``rtl.convert.submodule``).  ``FULL=1``: 1000 random instruc
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import time
@@ -25,11 +24,11 @@ from pathlib import Path
 import pytest
 
 from fsa import config as fconfig
-from tb import simrun
+from fsa import simrun
+from tb.common.tier import FULL
+from tb.dma.verilog import dma_verilog
 
-ROOT = Path(__file__).resolve().parent.parent
-
-FULL = os.environ.get("FULL", "0") not in ("", "0")
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _configs() -> dict:
@@ -54,20 +53,6 @@ def _configs() -> dict:
 CONFIGS = _configs()
 
 
-_DMA_DEPS = simrun.unit_deps("rtl.fsa_dma")
-
-
-def dma_verilog(cfg) -> list[Path]:
-    """Converted Verilog of `cfg`'s DMA: the per-port module, then fsa_dma
-    (cached by a hash of the inputs)."""
-    from rtl import fsa_dma, fsa_dma_port
-
-    return [simrun.cached_convert(f"fsa_dma_port_{cfg.name}",
-                                  lambda d: fsa_dma_port.convert(d, cfg), cfg.to_json(), _DMA_DEPS),
-            simrun.cached_convert(f"fsa_dma_{cfg.name}", lambda d: fsa_dma.convert(d, cfg),
-                                  cfg.to_json(), _DMA_DEPS)]
-
-
 @pytest.mark.sim
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_dma(name):
@@ -75,7 +60,7 @@ def test_dma(name):
     srcs = dma_verilog(cfg)
     params = dict(config=cfg.to_dict(), random_instrs=1000 if FULL else 100)
     t0 = time.monotonic()
-    simrun.run("fsa_dma", srcs, "tb_dma", extra_env={"FSA_DMA_PARAMS": json.dumps(params)},
+    simrun.run("fsa_dma", srcs, "tb.dma.tb_dma", extra_env={"FSA_DMA_PARAMS": json.dumps(params)},
                timeout_s=600)
     print(f"fsa_dma {name} on {simrun.get_sim()}: {time.monotonic() - t0:.1f} s")
 

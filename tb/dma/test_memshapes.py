@@ -9,10 +9,10 @@ rows 4 beats, as the preset's).
 
 * ``test_shape_matches_the_presets``: each small shape is the one the
   presets with the same ``b`` get (no simulator);
-* ``test_dma_shape``: the DMA unit bench (``tb/tb_dma.py``) on each shape;
+* ``test_dma_shape``: the DMA unit bench (``tb/dma/tb_dma.py``) on each shape;
 * ``test_attention_shape``: attention through ``fsa_top`` bit-equal to the
   golden model and the device counters equal to the cycle model's
-  (``tb/test_attention.py``'s ``check_device``): the UD kernel on the b = 2
+  (``tb/attention/test_attention.py``'s ``check_device``): the UD kernel on the b = 2
   and b = 8 UD shapes and the reference kernel on the b = 2 UD build (one
   build each); ``FULL=1`` adds b = 4 and the reference-dataflow builds;
 * ``test_random_dma_programs_shape``: random DMA-only programs, memory
@@ -40,15 +40,16 @@ from fsa.cycle import model as cm
 from fsa import isa, kernels, numerics as nx
 from fsa.engines import GoldenEngine
 from fsa.golden.machine import Machine
-from fsa.dmarules import bursts
+from fsa.hw.dmarules import bursts
 from fsa.isa import Dma, DmaFunc, Fence
 from fsa.report import fa3_inputs
 from fsa.simdev import program_address, run_on_device
 
-import coverage_report as cov
-from tb import simrun
-from test_attention import FULL, SEED, check_device
-from test_dma import dma_verilog
+from tb.common import coverage_report as cov
+from fsa import simrun
+from tb.common.device import check_device
+from tb.common.tier import FULL, SEED
+from tb.dma.verilog import dma_verilog
 
 
 def shape(base: str, axi_bits: int, ud: bool = False, **kw) -> fconfig.FSAConfig:
@@ -139,7 +140,7 @@ def test_shape_matches_the_presets():
 def test_dma_shape(b):
     cfg = _shape(b)
     params = dict(config=cfg.to_dict(), random_instrs=1000 if FULL else 100)
-    simrun.run("fsa_dma", dma_verilog(cfg), "tb_dma",
+    simrun.run("fsa_dma", dma_verilog(cfg), "tb.dma.tb_dma",
                extra_env={"FSA_DMA_PARAMS": json.dumps(params)}, timeout_s=600)
 
 
@@ -147,7 +148,7 @@ def test_dma_shape(b):
 @pytest.mark.parametrize("b,ud,kernel", [
     (2, True, "ud"), (8, True, "ud"),
     # the reference kernel on the b = 2 UD build (the reference functions are
-    # unchanged there: tb/test_ud_attention.py checks that such a run equals
+    # unchanged there: tb/attention/test_ud_attention.py checks that such a run equals
     # the reference hardware's, bits and counters); FULL=1 builds the
     # reference-dataflow shapes too
     (2, True, "reference"),

@@ -1,5 +1,5 @@
 """The fault matrix on the whole device (``fsa_top``), many faults in ONE
-simulator run: a list of cases from the Python side (tb/test_faults.py,
+simulator run: a list of cases from the Python side (tb/faults/test_faults.py,
 through ``FSA_CASE``), each of them a fault followed by the host's recovery
 and a clean attention run whose output is dumped for the bit-exact
 comparison with the golden model. Random pauses are on all five channels of

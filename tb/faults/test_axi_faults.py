@@ -1,7 +1,7 @@
 """The fault-injecting AXI memory's fault selection (fsa/harness/axi_faults.py),
 without a simulator: error responses and the protocol violations. (On the
-RTL it serves tb/tb_dma.py ``dma_axi_errors``, the device error tests of
-tb/test_top.py and the fault matrix of tb/test_faults.py.)"""
+RTL it serves tb/dma/tb_dma.py ``dma_axi_errors``, the device error tests of
+tb/top/test_top.py and the fault matrix of tb/faults/test_faults.py.)"""
 from __future__ import annotations
 
 import pytest

@@ -10,7 +10,7 @@ reset and abort in the middle of a run; a second program started from DONE;
 start pressed repeatedly, while running and in ERROR; pushes while running,
 done and in error.
 
-All cases run in ONE simulation (tb/tb_faults.py, 4x4 fp16, the cached
+All cases run in ONE simulation (tb/faults/tb_faults.py, 4x4 fp16, the cached
 fsa_top build), reset once at the beginning: each case starts from the DONE
 state the previous case's clean run left. Each pytest item below checks one
 case's record: the reported state, error code, instruction index (and for
@@ -43,10 +43,10 @@ from fsa import simrun
 from fsa.golden.machine import Deadlock, Machine, MachineError
 from fsa.hw.errors import DEADLOCK_CYCLES, IDLE_CYCLES
 from fsa.isa import Dma, DmaFunc, Fence, Matrix, MxFunc, encode
+from tb.common.programs import simple_attention_program
+from tb.common.tier import FULL, SEED
 
 pytestmark = pytest.mark.sim
-SEED = int(os.environ.get("SEED", "1"))
-FULL = os.environ.get("FULL", "") not in ("", "0")
 CFG = fconfig.get("FSA4X4Fp16Config")
 #: FULL=1 also runs the matrix on two memory ports (rows alternate between them)
 CONFIGS = [CFG] + ([fconfig.get("FSA4X4Fp16TwoPortConfig")] if FULL else [])
@@ -67,13 +67,12 @@ DRY_DETECT = (IDLE_CYCLES, IDLE_CYCLES + 200)
 #: bound on the host's abort (write 0x50, poll state until IDLE; under
 #: AXI4-Lite and memory pauses, bursts in flight drained)
 ABORT_LIMIT = 400
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 # ---------------------------------------------------------------- programs
 def clean_program(cfg):
     """The clean run after each fault: attention 4 x 8 (fits in the queue)."""
-    from tests.test_machine import simple_attention_program
     R = cfg.sa_rows
     rng = np.random.default_rng(SEED)
     q, k, v = (nx.from_float64(rng.standard_normal((n, R)), cfg.e_type) for n in (4, 8, 8))
@@ -332,7 +331,7 @@ def run_matrix(cfg, folder: Path):
     path.write_text(json.dumps(spec))
     out = generate(cfg, quiet=True)
     top, srcs, public = device_build(out)         # the device tests' shared build
-    tdir = simrun.run(top, srcs, "tb_faults", name=f"fault_matrix_{cfg.name}",
+    tdir = simrun.run(top, srcs, "tb.faults.tb_faults", name=f"fault_matrix_{cfg.name}",
                       extra_env={"FSA_CASE": str(path)}, timeout_s=1800, public=public)
     res = json.loads((tdir / "result.json").read_text())
     recs = {r["name"]: r for r in res["cases"]}
@@ -535,7 +534,7 @@ def write_doc(recs):
                     f"bit-exact |")
     doc = ROOT / "docs" / "faults.md"
     text = doc.read_text()
-    a, b = "<!-- table: tb/test_faults.py -->", "<!-- end of table -->"
+    a, b = "<!-- table: tb/faults/test_faults.py -->", "<!-- end of table -->"
     head, rest = text.split(a, 1)
     tail = rest.split(b, 1)[1]
     doc.write_text(head + a + "\n" + "\n".join(rows) + "\n" + b + tail)

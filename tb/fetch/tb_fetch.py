@@ -1,5 +1,5 @@
 """cocotb bench of the program-fetch registers and the control port in fetch
-mode (run by tb/test_fetch.py): the fetch registers read back what was
+mode (run by tb/fetch/test_fetch.py): the fetch registers read back what was
 written; a push while a fetch-mode program runs is refused (SLVERR) and
 never reaches the queue; the program still ends DONE with every word
 fetched; then a pushed program (plain start) and a fetched one run on the

@@ -4,24 +4,23 @@ every counter equal to the cycle model (fsa/cycle/fetch.py) for a program
 longer than the queue and a short one; errors (no stop, a read error
 response, a misaligned address) reported like the golden model's
 Machine.fetch; abort in the middle of a fetch; programs back to back.
-The push path stays covered by tb/test_top.py, tb/test_attention.py and
-tb/test_restart.py (run_on_device pushes unless told to fetch)."""
+The push path stays covered by tb/top/test_top.py, tb/attention/test_attention.py and
+tb/top/test_restart.py (run_on_device pushes unless told to fetch)."""
 from __future__ import annotations
 
 import pytest
 
-import coverage_report as cov
+from tb.common import coverage_report as cov
 from fsa import config as fconfig
 from fsa.cycle import model as cm
 from fsa.cycle.fetch import FetchTiming
 from fsa.golden.machine import Machine, MachineError
 from fsa.isa import Fence, encode
 from fsa.simdev import device_build, program_address, run_on_device
-from fsa.simrun import os
-from test_restart import kernel_case
+from tb.common.programs import kernel_case
+from tb.common.tier import SEED
 
 pytestmark = pytest.mark.sim
-SEED = int(os.environ.get("SEED", "1"))
 CFG = fconfig.get("FSA4X4Fp16Config")
 STOP = Fence(mx=True, dma=True, stop=True)
 MODEL = ("exec", "bubble", "mx_active", "dma_active", "mx", "dma")
@@ -132,7 +131,7 @@ def test_abort_midway_through_a_fetch_then_fetched_programs_back_to_back():
 
 
 def test_fetch_registers_and_pushes_in_fetch_mode():
-    """tb/tb_fetch.py: the fetch registers read back (fetch_hi keeps its 7
+    """tb/fetch/tb_fetch.py: the fetch registers read back (fetch_hi keeps its 7
     bits); a push while a fetch-mode program runs answers SLVERR and does
     not reach the queue (the program ends DONE with exactly its own words);
     a pushed program and a fetched one then run on the same device."""
@@ -144,7 +143,7 @@ def test_fetch_registers_and_pushes_in_fetch_mode():
     out = generate(CFG, quiet=True)
     addr = program_address(CFG, 301)
     top, srcs, public = device_build(out)         # the device tests' shared build
-    tdir = simrun.run(top, srcs, "tb_fetch", name="fetch_registers", public=public,
+    tdir = simrun.run(top, srcs, "tb.fetch.tb_fetch", name="fetch_registers", public=public,
                       extra_env={"FSA_CFG": json.dumps(CFG.to_dict()),
                                  "FSA_FETCH_ADDR": str(addr)})
     r = json.loads((tdir / "result.json").read_text())
@@ -174,7 +173,7 @@ def test_fetch_units_lint_on_every_bus_width(name, tmp_path):
     import subprocess
 
     from fsa import simrun
-    from fsa.cycle.fetch import burst_beats
+    from fsa.hw.fetch import burst_beats
     from rtl import fsa_fetch, fsa_rdarb
 
     cfg = fconfig.get(name)

@@ -1,4 +1,4 @@
-"""cocotb side of tb/test_simrun.py: a tiny combinational adder."""
+"""cocotb side of tb/flow/test_simrun.py: a tiny combinational adder."""
 import os
 
 import cocotb

@@ -1,4 +1,4 @@
-"""The coverage summary (tb/coverage_report.py, printed by tb/conftest.py):
+"""The coverage summary (tb/common/coverage_report.py, printed by tb/conftest.py):
 merged across pytest-xdist workers and counted from what the runs did."""
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from fsa.cycle import model as cm
 from fsa import kernels
 from fsa.isa import Dma, Fence, Matrix, MxFunc
 
-import coverage_report as cov
+from tb.common import coverage_report as cov
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _expected_instructions(lists) -> Counter:
@@ -85,7 +85,7 @@ def test_summary_appears_under_xdist_and_reflects_the_runs():
     of their programs, and the devices' exec counters, which equal the cycle
     model's predictions (checked by the runs themselves)."""
     cases = [(4, 4, False), (12, 12, True)]          # both in the Icarus tier too
-    ids = [f"tb/test_attention.py::test_attention[FSA4X4Fp16Config-{q}x{k}"
+    ids = [f"tb/attention/test_attention.py::test_attention[FSA4X4Fp16Config-{q}x{k}"
            f"{'-causal' if c else ''}]" for q, k, c in cases]
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     r = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "-v", "-p", "no:cacheprovider",

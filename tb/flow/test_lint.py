@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from fsa import config as fconfig
+from fsa import lint
 from fsa.simrun import setup_tool_env
-from fsa.waivers import WAIVER_FILE, waiver_text
-from rtl import generate, lint
+from fsa.hw.waivers import WAIVER_FILE, waiver_text
+from rtl import generate
 
 #: the array units and their (fixed) module names
 ARRAY_UNITS = ["fsa_pe", "fsa_cmp", "fsa_acc", "fsa_idelay", "fsa_odelay", "fsa_array"]
@@ -66,7 +67,7 @@ def test_array_units_are_wall_clean_without_waivers(config, tmp_path):
 
 
 def test_lint_reports_a_warning_the_file_does_not_waive(tmp_path):
-    """rtl.lint.lint_module fails a module whose warning nobody waived."""
+    """fsa.lint.lint_module fails a module whose warning nobody waived."""
     (tmp_path / "probe_b.v").write_text(_TRUNC.format(name="probe_b"))
     (tmp_path / "filelist.f").write_text("probe_b.v\n")
     (tmp_path / WAIVER_FILE).write_text(waiver_text({"probe_a": {"WIDTHTRUNC": "not this one"}}))
@@ -79,7 +80,7 @@ def test_lint_reports_a_warning_the_file_does_not_waive(tmp_path):
 
 
 def test_lint_of_named_modules_only(capsys):
-    """``python -m rtl.lint CONFIG MODULE ...`` lints exactly the named
+    """``python -m fsa.lint CONFIG MODULE ...`` lints exactly the named
     modules; an unknown module name is refused with the config's list."""
     assert lint.lint("FSA4X4Fp16Config", ["fsa_cmp", "fsa_pe"]) == 0
     out = capsys.readouterr().out

@@ -44,7 +44,7 @@ def verilog(tmp_path_factory):
 
 def test_passing_bench_and_cached_build(verilog):
     sim = simrun.get_sim()
-    tdir = simrun.run("addone", [verilog], "tb_smoke", sim=sim, name="pass")
+    tdir = simrun.run("addone", [verilog], "tb.flow.tb_smoke", sim=sim, name="pass")
     assert (tdir / "results.xml").exists()
     bdir1 = simrun.build(sim, "addone", [verilog])
     stamp = (bdir1 / ".built").stat().st_mtime_ns
@@ -62,14 +62,14 @@ def test_changed_source_gets_new_build(verilog, tmp_path):
 
 def test_failure_is_reported_with_rerun_hint(verilog):
     with pytest.raises(simrun.SimulationError, match="1 failing cocotb tests") as e:
-        simrun.run("addone", [verilog], "tb_smoke", name="fail",
+        simrun.run("addone", [verilog], "tb.flow.tb_smoke", name="fail",
                    extra_env={"SMOKE_EXPECT_FAIL": "1"})
     assert "re-run:" in str(e.value) and "deliberate failure" in str(e.value)
 
 
 def test_hang_is_stopped_by_wall_clock_timeout(verilog):
     with pytest.raises(simrun.SimulationError, match="wall-clock timeout after 3 s"):
-        simrun.run("addone", [verilog], "tb_smoke", name="hang", testcase="hangs",
+        simrun.run("addone", [verilog], "tb.flow.tb_smoke", name="hang", testcase="hangs",
                    extra_env={"SMOKE_HANG": "1"}, timeout_s=3)
 
 
@@ -77,7 +77,7 @@ def test_warning_fails_the_build_unless_its_module_waives_it(tmp_path):
     """No global waiver: a Verilator warning fails the build; the waiver file
     beside the sources (as the generator writes it) lets it through, for the
     module it names only."""
-    from fsa.waivers import WAIVER_FILE, waiver_text
+    from fsa.hw.waivers import WAIVER_FILE, waiver_text
 
     # (Verilator whatever SIM says: waiver files are Verilator configuration files)
     a, y = sig(8), sig(8)
@@ -88,7 +88,7 @@ def test_warning_fails_the_build_unless_its_module_waives_it(tmp_path):
     with pytest.raises(simrun.SimulationError, match="WIDTHTRUNC"):
         simrun.build("verilator", "addone", [src])
     (src.parent / WAIVER_FILE).write_text(waiver_text({"addone": {"WIDTHTRUNC": "smoke test"}}))
-    tdir = simrun.run("addone", [src], "tb_smoke", sim="verilator", name="waived")
+    tdir = simrun.run("addone", [src], "tb.flow.tb_smoke", sim="verilator", name="waived")
     assert (tdir / "results.xml").exists()
 
 
@@ -103,7 +103,7 @@ def test_vpi_visibility_is_what_the_build_declares(verilog):
     assert (b1 / simrun.PUBLIC_FILE).read_text() == simrun.public_text(ports)
     assert not (b2 / simrun.PUBLIC_FILE).exists()
     for name, pub, probe in (("ports-only", ports, "hidden"), ("all-public", None, "visible")):
-        tdir = simrun.run("addone", [verilog], "tb_smoke", sim="verilator", name=name, public=pub,
+        tdir = simrun.run("addone", [verilog], "tb.flow.tb_smoke", sim="verilator", name=name, public=pub,
                           testcase="internal_visibility", extra_env={"SMOKE_PROBE": probe})
         xml = (tdir / "results.xml").read_text()
         assert "internal_visibility" in xml and "<skipped" not in xml, "the check did not run"

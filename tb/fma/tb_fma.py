@@ -1,4 +1,4 @@
-"""cocotb bench of ``fsa_fma`` (driven from ``tb/test_fp_fma.py``).
+"""cocotb bench of ``fsa_fma`` (driven from ``tb/fma/test_fma.py``).
 
 The vectors and the expected bits (from ``fsa.numerics``) come in an .npz
 file named by ``$FSA_FMA_VECTORS``: arrays ``a``, ``b``, ``c``, ``exp2``,

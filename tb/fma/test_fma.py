@@ -2,7 +2,7 @@
 
 Per format pair: ~24k vectors (16k normal-mode, 8k exp2-mode) with the
 expected bits from the bit-exact model, streamed through the converted
-Verilog by ``tb/tb_fma.py`` on ``$SIM`` (verilator or icarus).
+Verilog by ``tb/fma/tb_fma.py`` on ``$SIM`` (verilator or icarus).
 
 Normal-mode vectors: uniform random bits, operands drawn by class (normal,
 sparse mantissas, subnormal, +-0, +-inf, NaN payloads, extremes),
@@ -26,9 +26,10 @@ import pytest
 
 from fsa import numerics as nm
 from fsa.formats import FPFormat, get_format
-from tb import simrun
+from fsa import simrun
+from tb.common.sources import unit_deps
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 #: (mul, add, pieces) cases; the last one exercises another piece count.
 CASES = [
@@ -50,7 +51,7 @@ def fma_verilog(mul: str, add: str, pieces: int) -> Path:
 
     name = fsa_fma.module_name(mul, add, pieces)
     return simrun.cached_convert(name, lambda d: fsa_fma.convert(d, mul, add, pieces),
-                                 f"{mul}|{add}|{pieces}", simrun.unit_deps("rtl.fp.fsa_fma"),
+                                 f"{mul}|{add}|{pieces}", unit_deps("rtl.fp.fsa_fma"),
                                  waivers=fsa_fma.LINT_WAIVERS)
 
 
@@ -269,7 +270,7 @@ def test_fma_vectors(mul, add, pieces, tmp_path):
     src = fma_verilog(mul, add, pieces)
     top = src.stem
     t0 = time.monotonic()
-    simrun.run(top, [src], "tb_fma", sim=sim, extra_env={"FSA_FMA_VECTORS": str(npz)},
+    simrun.run(top, [src], "tb.fma.tb_fma", sim=sim, extra_env={"FSA_FMA_VECTORS": str(npz)},
                timeout_s=600)
     print(f"{top} on {sim}: {n} vectors in {time.monotonic() - t0:.1f} s")
 

@@ -1,6 +1,6 @@
 """The gated FMA of the PE and the ACC (``fsa_fma_<M>_<A>_p<P>_en``, rtl/fp/fsa_fma.py): with
 ``en = 1`` bit-exact with ``fsa.numerics`` like the ungated unit
-(tb/test_fp_fma.py's vectors), all four outputs 0 with ``en = 0``; and its
+(tb/fma/test_fma.py's vectors), all four outputs 0 with ``en = 0``; and its
 Verilog is Verilator -Wall clean without waivers (no latch: every variable of
 a gated block is assigned on both paths)."""
 from __future__ import annotations
@@ -12,8 +12,9 @@ import time
 import numpy as np
 import pytest
 
-from tb import simrun
-from tb.test_fp_fma import make_vectors
+from fsa import simrun
+from tb.common.sources import unit_deps
+from tb.fma.test_fma import make_vectors
 
 #: the PE's format pairs of the reference presets (fp16 / bf16 / fp32 configs; fp32 x fp32 is the ACC's too)
 CASES = [("fp16", "fp32", 8), ("bf16", "fp32", 8), ("fp32", "fp32", 8)]
@@ -24,7 +25,7 @@ def gated_verilog(mul: str, add: str, pieces: int):
 
     name = fsa_fma.module_name(mul, add, pieces, gated=True)
     return simrun.cached_convert(name, lambda d: fsa_fma.convert(d, mul, add, pieces, gated=True),
-                                 f"{mul}|{add}|{pieces}|gated", simrun.unit_deps("rtl.fp.fsa_fma"),
+                                 f"{mul}|{add}|{pieces}|gated", unit_deps("rtl.fp.fsa_fma"),
                                  waivers=fsa_fma.LINT_WAIVERS)
 
 
@@ -38,7 +39,7 @@ def test_gated_module_names():
 @pytest.mark.sim
 @pytest.mark.parametrize("mul,add,pieces", CASES, ids=[f"{m}_{a}_p{p}" for m, a, p in CASES])
 def test_gated_fma_vectors(mul, add, pieces, tmp_path):
-    """Every vector of tb/test_fp_fma.py, each with a random enable: the
+    """Every vector of tb/fma/test_fma.py, each with a random enable: the
     model's bits where it is 1, zeros where it is 0."""
     seed = int(os.environ.get("SEED", "1"))
     npz = tmp_path / "vectors.npz"
@@ -50,7 +51,7 @@ def test_gated_fma_vectors(mul, add, pieces, tmp_path):
     np.savez(npz, **vec, en=en)
     src = gated_verilog(mul, add, pieces)
     t0 = time.monotonic()
-    simrun.run(src.stem, [src], "tb_fma", extra_env={"FSA_FMA_VECTORS": str(npz)}, timeout_s=600)
+    simrun.run(src.stem, [src], "tb.fma.tb_fma", extra_env={"FSA_FMA_VECTORS": str(npz)}, timeout_s=600)
     print(f"{src.stem}: {len(en)} vectors in {time.monotonic() - t0:.1f} s")
 
 
@@ -61,7 +62,7 @@ def test_gated_fma_lint(mul, add, pieces, tmp_path):
     simrun.setup_tool_env()
     path = fsa_fma.convert(tmp_path, mul, add, pieces, gated=True)
     text = path.read_text()
-    assert "input en;" in text and text.count("if (en) begin") == 4   # fma_comb, lzc, 2 roundings
+    assert "input en;" in text and text.count("if (en) begin") == 5   # fma_comb, lzc x 2, 2 roundings
     r = subprocess.run(["verilator", "--lint-only", "-Wall", str(path)],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-3000:]

@@ -1,5 +1,5 @@
 """cocotb benches of ``fsa_fcmp``, ``fsa_cvt`` and ``fsa_div`` (driven from
-``tb/test_fp_misc.py``).
+``tb/fp_misc/test_fp_misc.py``).
 
 The units under test are instances in one wrapper toplevel (built once for
 all cases); ``$FSA_FP_PREFIX`` names the instance's port prefix (e.g.

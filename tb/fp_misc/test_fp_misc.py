@@ -9,7 +9,7 @@ folder and instantiated side by side in one wrapper toplevel
 of fifteen (a Verilator build costs 15-45 s here without ccache; a case's
 simulation 1-18 s).  Each case generates at least 20k vectors with the
 expected bits from the bit-exact model, writes them to an .npz and streams
-them through its instance with ``tb/tb_fp_misc.py`` on ``$SIM`` (verilator
+them through its instance with ``tb/fp_misc/tb_fp_misc.py`` on ``$SIM`` (verilator
 or icarus).
 
 * fcmp (fp32, fp16, bf16), ~33k pairs: uniform bits, a class mixture, every
@@ -41,7 +41,7 @@ import pytest
 
 from fsa import numerics as nm
 from fsa.formats import FPFormat, get_format
-from tb import simrun
+from fsa import simrun
 
 FCMP_CASES = ["fp32", "fp16", "bf16"]
 #: the pairs FSA uses, then fp16 <-> bf16 (supported by the unit, so tested too)
@@ -317,7 +317,7 @@ def _wrapper(insts: "list[tuple[str, str, list]]") -> str:
         conns = ",\n".join(f"        .{name}({prefix}{name})" for _, _, name in plist)
         body.append(f"    {module} u_{prefix.rstrip('_')} (\n{conns}\n    );")
     return ("`timescale 1ns/1ps\n// Bench wrapper: every fsa_fcmp / fsa_cvt / fsa_div case of\n"
-            f"// tb/test_fp_misc.py side by side.\nmodule {TOP} (\n" + ",\n".join(ports)
+            f"// tb/fp_misc/test_fp_misc.py side by side.\nmodule {TOP} (\n" + ",\n".join(ports)
             + "\n);\n" + "\n".join(body) + "\nendmodule\n")
 
 
@@ -338,7 +338,7 @@ def fp_rtl(tmp_path_factory) -> "list[Path]":
 def _run(rtl: "list[Path]", prefix: str, testcase, npz: Path, n: int) -> None:
     sim = simrun.get_sim()
     t0 = time.monotonic()
-    simrun.run(TOP, rtl, "tb_fp_misc", sim=sim, testcase=testcase,
+    simrun.run(TOP, rtl, "tb.fp_misc.tb_fp_misc", sim=sim, testcase=testcase,
                extra_env={"FSA_FP_VECTORS": str(npz), "FSA_FP_PREFIX": prefix},
                timeout_s=600)
     print(f"{prefix.rstrip('_')} on {sim}: {n} vectors in {time.monotonic() - t0:.1f} s")

@@ -1,5 +1,5 @@
 """cocotb bench for fsa_mxctrl: its per-cycle outputs must equal the plans'
-schedule (tb/planstim.py) for a stream of matrix instructions: PE control of
+schedule (tb/common/planstim.py) for a stream of matrix instructions: PE control of
 every row, CMP/ACC commands, spad and acc reads and writes, the input-delayer
 settings, semaphore releases, and the start cycle of every instruction."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ from cocotb.triggers import ReadOnly, RisingEdge
 
 from fsa import config as fconfig
 from fsa.plan import FUNCS
-from planstim import Program
+from tb.common.planstim import Program
 from rtl import fsa_acc
 
 

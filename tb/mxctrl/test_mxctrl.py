@@ -39,4 +39,4 @@ def test_controller_follows_plans(name):
     out = generate(cfg, quiet=True)
     files = [f for f in verilog_files(out) if f.stem == fsa_mxctrl.MODULE]
     case = json.dumps({"config": name, "instrs": attention_stream(cfg, causal_last=True)})
-    simrun.run(fsa_mxctrl.MODULE, files, "tb_mxctrl", extra_env={"FSA_CASE": case})
+    simrun.run(fsa_mxctrl.MODULE, files, "tb.mxctrl.tb_mxctrl", extra_env={"FSA_CASE": case})

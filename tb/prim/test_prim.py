@@ -4,8 +4,8 @@ and linted with ``verilator --lint-only -Wall`` (no waivers), and the SRAM's
 simulation-only memory zeroing.
 
 The primitives' Verilog is also checked bit for bit through their users'
-benches (``tb/test_fp_fma.py``, ``tb/test_fp_misc.py``, ``tb/test_dma.py``,
-``tb/test_sram.py``).
+benches (``tb/fma/test_fma.py``, ``tb/fp_misc/test_fp_misc.py``, ``tb/dma/test_dma.py``,
+``tb/sram/test_sram.py``).
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from myhdl import ResetSignal, Signal, Simulation, StopSimulation, block, delay,
 from fsa.formats import get_format
 from rtl.convert import convert_block, sig
 from rtl.prim import clog2, fifo, mux_tree, normalise, round_rne, rr_arbiter
-from tb import simrun
+from fsa import simrun
 
 
 def _run(*gens):

@@ -1,10 +1,10 @@
 """The run-time softmax scale and key-limit mask on the RTL device
 (``fsa_top``): the setting registers' behaviour over AXI4-Lite
-(tb/tb_settings.py), and attention with a non-default scale and key limit
+(tb/settings/tb_settings.py), and attention with a non-default scale and key limit
 (``mask_keys`` on the last key block) bit-exact with the golden model, with
 the cycle model's counts (the flag and the settings do not change timing).
 The bf16 case runs on the UD twin's build (the reference kernel, which UD
-hardware runs unchanged; tb/test_ud_attention.py builds the twin anyway)."""
+hardware runs unchanged; tb/attention/test_ud_attention.py builds the twin anyway)."""
 from __future__ import annotations
 
 import json
@@ -20,7 +20,7 @@ from fsa.engines import GoldenEngine, SimEngine
 from fsa.simdev import device_build, program_address
 from fsa.hw.verilog import generate
 from fsa.isa import Fence, Matrix, MxFunc, encode
-from tests.test_settings import inputs, masked_program
+from tb.common.programs import masked_program, settings_inputs
 
 pytestmark = pytest.mark.sim
 
@@ -36,7 +36,7 @@ def test_setting_registers_over_axi_lite(tmp_path):
             "busy": busy}
     (tmp_path / "case.json").write_text(json.dumps(case))
     top, srcs, public = device_build(generate(cfg, quiet=True))   # the device tests' shared build
-    rd = simrun.run(top, srcs, "tb_settings", public=public,
+    rd = simrun.run(top, srcs, "tb.settings.tb_settings", public=public,
                     extra_env={"FSA_CASE": str(tmp_path / "case.json")})
     seen = json.loads((rd / "settings_result.json").read_text())
     assert seen["written"] == case["new"] and seen["after_abort"]["key_limit"] == 0
@@ -51,7 +51,7 @@ CASES = [("FSA4X4Fp16Config", 8, 12, False, 0.3, 1), ("FSA4X4Fp16Config", 12, 12
 def test_attention_with_scale_and_key_limit_bit_exact(name, sq, skv, causal, scale, key_limit):
     cfg = fconfig.get(name)
     rng = np.random.default_rng([sq, skv, key_limit])
-    q, k, v = inputs(cfg, rng, sq, skv)
+    q, k, v = settings_inputs(cfg, rng, sq, skv)
     # (the reference kernel: mask_keys is a flag of its ATTENTION_SCORE)
     prog = masked_program(cfg, sq, skv, causal, key_limit=key_limit, scale=scale,
                           kernel="reference")

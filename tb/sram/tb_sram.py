@@ -1,4 +1,4 @@
-"""cocotb bench of ``fsa_sram`` (driven from ``tb/test_sram.py``).
+"""cocotb bench of ``fsa_sram`` (driven from ``tb/sram/test_sram.py``).
 
 Parameters come in ``$FSA_SRAM_PARAMS`` (JSON: ``rows``, ``row_bits``,
 ``lane_bits``, ``banks``, ``cycles``); the seed is cocotb's

@@ -1,5 +1,5 @@
 """Bench of the banked SRAM ``rtl/fsa_sram.py`` (scratchpad and accumulator
-memory), driven by ``tb/tb_sram.py`` on ``$SIM`` (verilator or icarus).
+memory), driven by ``tb/sram/tb_sram.py`` on ``$SIM`` (verilator or icarus).
 
 Per geometry: a directed run of the docstring's timing diagram, then a few
 thousand cycles of random traffic on both ports against a Python model
@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from tb import simrun
+from fsa import simrun
+from tb.common.sources import unit_deps
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 #: (rows, row_bits, lane_bits, banks)
 GEOMETRIES = [
@@ -39,7 +40,7 @@ def sram_verilog(rows: int, row_bits: int, lane_bits: int, banks: int) -> Path:
     name = fsa_sram.module_name(rows, row_bits, lane_bits, banks)
     return simrun.cached_convert(name, lambda d: fsa_sram.convert(d, rows, row_bits, lane_bits, banks),
                                  f"{rows}|{row_bits}|{lane_bits}|{banks}",
-                                 simrun.unit_deps("rtl.fsa_sram"))
+                                 unit_deps("rtl.fsa_sram"))
 
 
 def _id(g) -> str:
@@ -53,7 +54,7 @@ def test_sram_traffic(geom):
     src = sram_verilog(*geom)
     params = dict(rows=rows, row_bits=row_bits, lane_bits=lane_bits, banks=banks, cycles=CYCLES)
     t0 = time.monotonic()
-    simrun.run(src.stem, [src], "tb_sram", extra_env={"FSA_SRAM_PARAMS": json.dumps(params)},
+    simrun.run(src.stem, [src], "tb.sram.tb_sram", extra_env={"FSA_SRAM_PARAMS": json.dumps(params)},
                timeout_s=300)
     print(f"{src.stem} on {simrun.get_sim()}: {CYCLES} cycles in {time.monotonic() - t0:.1f} s")
 

@@ -43,7 +43,7 @@ from fsa.golden.machine import Machine, MachineError
 from fsa.isa import Dma, DmaFunc, Fence, Matrix, MxFunc
 from fsa.simdev import run_on_device
 
-from test_attention import FULL, SEED
+from tb.common.tier import FULL, SEED
 
 pytestmark = pytest.mark.sim
 

@@ -5,36 +5,19 @@ bit-exact run), and deadlock / no-stop detection with the same outcome as
 the golden model (fsa/hw/errors.py)."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from fsa import config as fconfig
-from fsa import kernels
 from fsa.golden.machine import Deadlock, Machine, MachineError
 from fsa.hw.errors import DEADLOCK_CYCLES, IDLE_CYCLES
 from fsa.isa import Dma, DmaFunc, Fence, Matrix, MxFunc, encode
 from fsa.simdev import run_on_device
-from fsa.simrun import os
+from tb.common.programs import kernel_case
+from tb.common.tier import SEED
 
 pytestmark = pytest.mark.sim
-SEED = int(os.environ.get("SEED", "1"))
 CFG = fconfig.get("FSA4X4Fp16Config")
 STOP = Fence(mx=True, dma=True, stop=True)
-
-
-def kernel_case(seq_q=4, seq_kv=8):
-    prog = kernels.attention(CFG, seq_q=seq_q, seq_kv=seq_kv, causal=False)
-    rng = np.random.default_rng(SEED)
-    inputs = {n: rng.standard_normal((s, CFG.sa_rows)) for n, s in
-              (("Q", seq_q), ("K", seq_kv), ("V", seq_kv))}
-    image = prog.memory_image(inputs)
-    regions = prog.output_regions()
-    m = Machine(CFG)
-    for a, b in image:
-        m.mem.write(a, b)
-    m.run(list(prog.instructions))
-    want = [m.mem.read(a, n) for a, n in regions]
-    return prog, image, regions, want
 
 
 def golden_outcome(prog):

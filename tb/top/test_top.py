@@ -11,10 +11,10 @@ from fsa import numerics as nx
 from fsa.golden.machine import Machine
 from fsa.isa import Dma, DmaFunc, Fence, Matrix, encode
 from fsa.simdev import run_on_device
-from fsa.simrun import os
+from tb.common.programs import simple_attention_program
+from tb.common.tier import SEED
 
 pytestmark = pytest.mark.sim
-SEED = int(os.environ.get("SEED", "1"))
 
 
 def model_run(cfg, prog, memory, dumps):
@@ -64,7 +64,6 @@ def test_dma_only_program(name):
 
 
 def attention_case(cfg, seq_q, seq_kv):
-    from tests.test_machine import simple_attention_program
     R = cfg.sa_rows
     rng = np.random.default_rng(SEED)
     q, k, v = (nx.from_float64(rng.standard_normal((n, R)), cfg.e_type) for n in (seq_q, seq_kv, seq_kv))
@@ -81,7 +80,7 @@ def test_attention_one_query_block(pauses):
     res = run_on_device(cfg, encode(prog), memory, dumps, max_cycles=50000, pauses=pauses,
                         seed=SEED)
     run = res["runs"][-1]
-    import coverage_report as cov
+    from tb.common import coverage_report as cov
     cov.record(prog, run, pauses=pauses, config=cfg.name)
     assert run["state"] == "done", run
     assert res["dumps"] == model_run(cfg, prog, memory, dumps)
@@ -90,7 +89,7 @@ def test_attention_one_query_block(pauses):
 
 
 def _err_case(cfg, prog, **kw):
-    import coverage_report as cov
+    from tb.common import coverage_report as cov
     res = run_on_device(cfg, encode(prog) if not isinstance(prog[0], int) else prog,
                         [(cfg.mem_base, bytes(4096))], [], max_cycles=5000, **kw)
     run = res["runs"][-1]

@@ -1,9 +1,13 @@
-"""cocotb bench of one array unit (fsa_pe, fsa_cmp or fsa_acc), driven from
-``tb/test_units.py``.
+"""cocotb bench of one array unit (fsa_pe, fsa_cmp or fsa_acc, driven from
+``tb/units/test_units.py``; the UD fsa_pe and fsa_bcmp, driven from
+``tb/units/test_ud_units.py``), one cocotb test per unit, ``replay_<unit>``
+(named so that no test's name ends with another's: cocotb_tools selects a
+``testcase`` by the end of its name).
 
 The pytest side generates a per-cycle input sequence and the expected
-outputs from the reference models of ``tb/unit_models.py`` and passes them
-in an .npz named by ``$FSA_UNIT_CASE``:
+outputs from the models of ``tb/units/models.py`` / ``tb/units/ud_models.py``
+and passes them in an .npz (``tb.units.stimuli.npz_case``) named by
+``$FSA_UNIT_CASE``:
 
 * ``inputs``: names of the input ports driven each cycle, arrays ``in_<name>``
   (``rst`` among them: a synchronous reset pulse in mid-sequence);
@@ -132,18 +136,30 @@ async def _run(dut, unit: str) -> None:
 
 
 @cocotb.test()
-async def pe_sequence(dut):
-    """fsa_pe against tb.unit_models.PEModel."""
+async def replay_pe(dut):
+    """fsa_pe against tb.units.models.PEModel."""
     await _run(dut, "pe")
 
 
 @cocotb.test()
-async def cmp_sequence(dut):
-    """fsa_cmp against tb.unit_models.CMPModel."""
+async def replay_cmp(dut):
+    """fsa_cmp against tb.units.models.CMPModel."""
     await _run(dut, "cmp")
 
 
 @cocotb.test()
-async def acc_sequence(dut):
-    """fsa_acc against tb.unit_models.ACCModel."""
+async def replay_acc(dut):
+    """fsa_acc against tb.units.models.ACCModel."""
     await _run(dut, "acc")
+
+
+@cocotb.test()
+async def replay_pe_ud(dut):
+    """The UD fsa_pe against tb.units.ud_models.UDPEModel."""
+    await _run(dut, "pe_ud")
+
+
+@cocotb.test()
+async def replay_bcmp(dut):
+    """fsa_bcmp against tb.units.ud_models.BCMPModel."""
+    await _run(dut, "bcmp")

@@ -1,11 +1,11 @@
 """Unit benches of the UD array units (docs/ud.md) against the per-cycle
-models of ``tb/ud_unit_models.py``, on ``$SIM``: the UD ``fsa_pe`` (qreg,
+models of ``tb/units/ud_models.py``, on ``$SIM``: the UD ``fsa_pe`` (qreg,
 ``use_q``, ``load_q``, ``load_reg_di``) and ``fsa_bcmp`` (the bottom
 comparator row), each the toplevel of its own build from the UD config's
 generated Verilog, compared with the model in every cycle, raw bits
-(``tb/tb_ud_units.py``, the driver of ``tb/tb_units.py``).
+(``tb/units/tb_units.py``: ``replay_pe_ud``, ``replay_bcmp``).
 
-Sequences (random, ``SEED``; values from ``tb.test_units.Values``, which
+Sequences (random, ``SEED``; values from ``tb.units.stimuli.Values``, which
 include NaN payloads, infinities, subnormals, zeros and extremes):
 
 * UD PE: every control word of the UD config's plans (all nine functions),
@@ -28,11 +28,12 @@ import pytest
 from fsa import config as fconfig
 from fsa import numerics as nm
 from fsa import plan as fplan
+from fsa import simrun
 from fsa.hw import timing
-from tb import simrun
-from tb.test_units import RESETS, Seq, Values, _seed, score_value, unit_sources
-from tb.ud_unit_models import LANE, UD_BITS, BCMPModel, UDPEModel, ud_pe_legal
-from tb.unit_models import encoded_intercepts
+from tb.common.tier import SEED
+from tb.units.models import encoded_intercepts
+from tb.units.stimuli import Seq, Values, npz_case, reset_slots, score_value, unit_sources
+from tb.units.ud_models import LANE, UD_BITS, BCMPModel, UDPEModel, ud_pe_legal
 
 CONFIGS = ["FSA4X4Fp16UdConfig", "FSA4X4Bf16UdConfig", "FSA4X4Fp32UdConfig",
            "FSA4X4Fp16OnlyUdConfig"]
@@ -69,7 +70,7 @@ def pe_ud_sequence(cfg, n: int, seed: int) -> Seq:
     icpts = list(encoded_intercepts(e, a, P))
     scale_e = cfg.attention_scale_bits(e)
     seq = Seq(("rst", "ctrl", "l_in", "u_in", "d_in"))
-    resets = {int(x) for x in rng.integers(n // 10, n, RESETS)}
+    resets = reset_slots(rng, n)
 
     def add(w: int, **kw: int) -> None:
         if len(seq) in resets:
@@ -114,7 +115,7 @@ def bcmp_sequence(cfg, n: int, seed: int) -> Seq:
     e, a, R, C = cfg.e_type, cfg.a_type, cfg.sa_rows, cfg.sa_cols
     ve, va = Values(rng, e), Values(rng, a)
     seq = Seq(("rst", "max", "up", "od", "causal", "s_in", "col"))
-    resets = {int(x) for x in rng.integers(n // 10, n, RESETS)}
+    resets = reset_slots(rng, n)
     col = 0
 
     def add(lbl: str, mx=0, up=0, od=0, causal=0, s_in=None) -> None:
@@ -168,37 +169,12 @@ def make_case(unit: str, cfg, n: int, seed: int) -> dict:
     model = (UDPEModel(cfg.e_type, cfg.a_type, cfg.exp2_pieces) if unit == "pe_ud"
              else BCMPModel(cfg.sa_rows, cfg.e_type, cfg.a_type))
     regs, combs = REGS[unit]
-    rst_state = model.reset()
-    exp = {k: [] for k in regs + combs}
-    valid = {k: [] for k in combs}
-    for t in range(len(seq)):
-        inp = {k: seq.cols[k][t] for k in seq.names}
-        out = model.reset() if inp["rst"] else model.step(inp)
-        for k in regs:
-            exp[k].append(out[k])
-        for k in combs:
-            exp[k].append(out.get(k, 0))
-            valid[k].append(k in out)
     ew, aw = cfg.e_fmt.width, cfg.a_fmt.width
     width = dict(rst=1, ctrl=12, ctrl_out=12, l_in=ew, r_out=ew, sreg=ew, qreg=ew, u_in=aw,
                  d_in=aw, d_out=aw, u_out=aw, max=2, up=2, od=aw, causal=1, s_in=aw, col=8,
                  max_out=2, up_out=2, od_out=2, causal_out=1, new_max=aw, old_max=aw,
                  diff_q=aw, cnt=9)
-    port = {k: PORTS[unit].get(k, k) for k in seq.names}
-    case = dict(unit=unit, inputs=np.array([port[k] for k in seq.names]), regs=np.array(regs),
-                combs=np.array(combs, dtype="<U16"), labels=np.array(seq.labels))
-    for k in seq.names:
-        case[f"in_{port[k]}"] = np.array(seq.cols[k], np.int64)
-        case[f"w_{port[k]}"] = np.int64(2 if k in ("max", "up", "od") else width[k])
-    for k in regs:
-        case[f"exp_{k}"] = np.array(exp[k], np.int64)
-        case[f"rst_{k}"] = np.int64(rst_state[k])
-        case[f"w_{k}"] = np.int64(width[k])
-    for k in combs:
-        case[f"exp_{k}"] = np.array(exp[k], np.int64)
-        case[f"valid_{k}"] = np.array(valid[k], bool)
-        case[f"w_{k}"] = np.int64(width[k])
-    return case
+    return npz_case(unit, seq, model, regs, combs, width, PORTS[unit], in_width={"od": 2})
 
 
 @pytest.mark.sim
@@ -208,11 +184,11 @@ def test_ud_unit_bit_exact(unit, config, tmp_path):
     cfg = fconfig.get(config)
     top = "fsa_pe" if unit == "pe_ud" else "fsa_bcmp"
     t0 = time.monotonic()
-    case = make_case(unit, cfg, CYCLES, _seed())
+    case = make_case(unit, cfg, CYCLES, SEED)
     path = tmp_path / f"{unit}-{config}.npz"
     np.savez(path, **case)
     t1 = time.monotonic()
-    simrun.run(top, unit_sources(cfg, top), "tb_ud_units", testcase=f"{unit}_sequence",
+    simrun.run(top, unit_sources(cfg, top), "tb.units.tb_units", testcase=f"replay_{unit}",
                extra_env={"FSA_UNIT_CASE": str(path)}, timeout_s=600)
     print(f"{unit} {config}: {len(case['labels'])} cycles, model {t1 - t0:.1f} s, "
           f"simulation {time.monotonic() - t1:.1f} s")
@@ -224,11 +200,11 @@ def test_ud_sequences_cover_the_plans(config):
     """The sequences exercise every UD control word of the plans, every
     lane command, causal masking, reset pulses."""
     cfg = fconfig.get(config)
-    pe = pe_ud_sequence(cfg, CYCLES, _seed())
+    pe = pe_ud_sequence(cfg, CYCLES, SEED)
     assert set(ud_plan_words(cfg)) <= set(pe.cols["ctrl"])
     for b in ("use_q", "load_q", "load_reg_di"):
         assert any(w & BIT[b] for w in pe.cols["ctrl"]), b
-    bc = bcmp_sequence(cfg, CYCLES, _seed())
+    bc = bcmp_sequence(cfg, CYCLES, SEED)
     for lane in ("max", "up", "od"):
         assert set(bc.cols[lane]) == set(range(len(LANE[lane]) + 1)), lane
     assert any(c and m == M["UPDATE"] for c, m in zip(bc.cols["causal"], bc.cols["max"]))

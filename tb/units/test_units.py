@@ -1,10 +1,10 @@
 """Unit benches of the PE, CMP and ACC (docs/array.md) against the per-cycle
-reference models of ``tb/unit_models.py``, on ``$SIM`` (verilator or icarus).
+reference models of ``tb/units/models.py``, on ``$SIM`` (verilator or icarus).
 
 For each unit and configuration, a random per-cycle input sequence is
 generated here (see :func:`pe_sequence`, :func:`cmp_sequence`,
 :func:`acc_sequence`), run through the model, and written with the
-expected outputs to an .npz; ``tb/tb_units.py`` drives the unit's converted
+expected outputs to an .npz; ``tb/units/tb_units.py`` drives the unit's converted
 Verilog (the unit itself is the toplevel, compiled with the FP modules it
 instantiates from ``gen/<config>/``) and compares every output and state
 register with the model in every cycle, bit for bit.
@@ -40,10 +40,7 @@ instantiates are compiled.  Configurations: :data:`CONFIGS`.
 """
 from __future__ import annotations
 
-import os
-import re
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -51,28 +48,24 @@ import pytest
 from fsa import config as fconfig
 from fsa import numerics as nm
 from fsa import plan as fplan
+from fsa import simrun
+from fsa.formats import get_format
 from fsa.hw import timing
-from fsa.formats import FPFormat, get_format
-from tb import simrun
-from tb.unit_models import (ACC_CMDS, CMP_CMDS, PE_BITS, UD_ACC_CMDS, ACCModel, CMPModel,
+from tb.common.tier import SEED
+from tb.units.models import (ACC_CMDS, CMP_CMDS, PE_BITS, UD_ACC_CMDS, ACCModel, CMPModel,
                             PEModel, encoded_intercepts, pe_legal)
+from tb.units.stimuli import Seq, Values, npz_case, reset_slots, score_value, unit_sources
 
 CONFIGS = ["FSA4X4Fp16Config", "FSA4X4Bf16Config", "FSA4X4Fp32Config", "FSA4X4Fp16OnlyConfig"]
 UNITS = ["pe", "cmp", "acc"]
 #: cycles per case (each case also has the reset sample)
 CYCLES = {"pe": 8000, "cmp": 6000, "acc": 6000}
-#: reset pulses in mid-sequence, per case
-RESETS = 3
 
 CMP = {n: i for i, n in enumerate(CMP_CMDS)}
 ACC = {n: i for i, n in enumerate(UD_ACC_CMDS)}
 BIT = {n: 1 << i for i, n in enumerate(PE_BITS)}
 #: UD configurations whose ACC (scale2: SET_SCALE2, RECIPROCAL2, ACC2) is checked too
 UD_ACC_CONFIGS = ["FSA4X4Fp16UdConfig", "FSA4X4Fp16OnlyUdConfig"]
-
-
-def _seed() -> int:
-    return int(os.environ.get("SEED", "1"))
 
 
 def ctrl_word(bits) -> int:
@@ -91,109 +84,9 @@ def ctrl_label(w: int) -> str:
 # --------------------------------------------------------------------------
 # values
 # --------------------------------------------------------------------------
-def _pack(sign: int, field: int, man: int, f: FPFormat) -> int:
-    return (sign << (f.width - 1)) | (field << f.man_bits) | man
-
-
-class Values:
-    """Random values of one format, drawn by class."""
-
-    CLASSES = ("normal", "uniform", "subnormal", "zero", "inf", "nan", "extreme", "pool")
-    PROBS = (0.46, 0.14, 0.08, 0.07, 0.06, 0.06, 0.07, 0.06)
-
-    def __init__(self, rng: np.random.Generator, fmt: str):
-        self.rng, self.f = rng, get_format(fmt)
-        self.fmt = fmt
-        f = self.f
-        m = (1 << f.man_bits) - 1
-        self.extremes = [_pack(0, f.exp_max - 1, m, f), _pack(0, 1, 0, f), _pack(0, 0, 1, f),
-                         _pack(0, 0, m, f), f.one, _pack(0, f.bias - 1, m, f),
-                         _pack(0, f.bias, 1, f)]
-        self.pool = [int(self.normal()) for _ in range(6)] + [0, f.sign_mask]
-
-    def normal(self, spread: int = 10) -> int:
-        f, r = self.f, self.rng
-        fld = int(np.clip(f.bias + r.integers(-spread, spread + 1), 1, f.exp_max - 1))
-        return _pack(int(r.integers(0, 2)), fld, int(r.integers(0, 1 << f.man_bits)), f)
-
-    def get(self) -> int:
-        f, r = self.f, self.rng
-        c = self.CLASSES[int(r.choice(len(self.CLASSES), p=self.PROBS))]
-        s = int(r.integers(0, 2))
-        if c == "normal":
-            return self.normal()
-        if c == "uniform":
-            return int(r.integers(0, 1 << f.width))
-        if c == "subnormal":
-            return _pack(s, 0, int(r.integers(1, 1 << f.man_bits)), f)
-        if c == "zero":
-            return _pack(s, 0, 0, f)
-        if c == "inf":
-            return _pack(s, f.exp_max, 0, f)
-        if c == "nan":
-            man = int(r.integers(1, 1 << f.man_bits)) if r.random() < 0.6 else 1 << (f.man_bits - 1)
-            return _pack(s, f.exp_max, man, f)
-        if c == "extreme":
-            return int(self.extremes[int(r.integers(len(self.extremes)))]) | (s << (f.width - 1))
-        return int(self.pool[int(r.integers(len(self.pool)))])
-
-    def real(self, x: float) -> int:
-        return int(nm.from_float64(x, self.f))
-
-
-def score_value(rng: np.random.Generator, va: Values, ve: Values) -> int:
-    """A score (format A) for the CMP: mostly moderate reals, E rounding
-    midpoints and their neighbours, E overflow and underflow, specials."""
-    fa, fe = va.f, ve.f
-    u = rng.random()
-    if u < 0.35:
-        return va.real(rng.standard_normal() * (4.0 if rng.random() < 0.8 else 300.0))
-    if u < 0.55 and fa.man_bits > fe.man_bits:
-        # a midpoint between two E neighbours (exact in A), or one A ulp off it
-        eb = ve.normal(spread=12) if rng.random() < 0.8 else _pack(
-            int(rng.integers(0, 2)), 0, int(rng.integers(0, (1 << fe.man_bits) - 1)), fe)
-        lo = float(nm.to_float64(eb, fe))
-        hi = float(nm.to_float64(eb + 1, fe))
-        mid = va.real((lo + hi) / 2)
-        off = int(rng.integers(-1, 2))
-        return (mid + off) & ((1 << fa.width) - 1) if mid & ~fa.sign_mask else mid
-    if u < 0.62 and fa.width > fe.width:
-        # beyond the E range (overflow to inf) or below it (underflow)
-        emax = float(nm.to_float64(_pack(0, fe.exp_max - 1, (1 << fe.man_bits) - 1, fe), fe))
-        etiny = float(nm.to_float64(_pack(0, 0, 1, fe), fe))
-        x = rng.choice([emax * (1 + 2.0 ** -(fe.man_bits + 1)), emax * 1.001, emax * 4,
-                        etiny / 2, etiny * 0.75, etiny / 3])
-        return va.real(float(x) * (1 if rng.random() < 0.5 else -1))
-    v = va.get()
-    while rng.random() < 0.7 and (v & fa.pos_inf) == fa.pos_inf and v & ((1 << fa.man_bits) - 1):
-        v = va.get()        # fewer NaN scores: a NaN sticks in the running max until RESET
-    return v
-
-
 # --------------------------------------------------------------------------
 # sequences
 # --------------------------------------------------------------------------
-class Seq:
-    """Per-cycle input columns and a label per cycle."""
-
-    def __init__(self, names: tuple[str, ...]):
-        self.names = names
-        self.cols: dict[str, list[int]] = {k: [] for k in names}
-        self.labels: list[str] = []
-
-    def add(self, label: str, **kw: int) -> None:
-        for k in self.names:
-            self.cols[k].append(int(kw.get(k, 0)))
-        self.labels.append(label)
-
-    def __len__(self) -> int:
-        return len(self.labels)
-
-
-def _reset_slots(rng: np.random.Generator, n: int) -> set[int]:
-    return {int(x) for x in rng.integers(n // 10, n, RESETS)}
-
-
 def plan_ctrl_words(cfg) -> list[int]:
     """Every PE control word of every plan (fsa.plan.table), idle included."""
     words = {0}
@@ -218,7 +111,7 @@ def pe_sequence(cfg, n: int, seed: int) -> Seq:
     one_e = fe.one
     scale_e = cfg.attention_scale_bits(e)
     seq = Seq(("rst", "ctrl", "l_in", "u_in", "d_in"))
-    resets = _reset_slots(rng, n)
+    resets = reset_slots(rng, n)
 
     def rand_in() -> dict:
         return dict(l_in=ve.get(), u_in=va.get(), d_in=va.get())
@@ -292,7 +185,7 @@ def cmp_sequence(cfg, n: int, seed: int) -> Seq:
     e, a, P, R = cfg.e_type, cfg.a_type, cfg.exp2_pieces, cfg.sa_rows
     ve, va = Values(rng, e), Values(rng, a)
     seq = Seq(("rst", "cmd", "causal", "mask", "key_limit", "s_in", "col"))
-    resets = _reset_slots(rng, n)
+    resets = reset_slots(rng, n)
     state = {"col": 2, "kl": R}
 
     def add(cmd: int, causal: "int | None" = None, s_in: "int | None" = None,
@@ -350,7 +243,7 @@ def acc_sequence(cfg, n: int, seed: int) -> Seq:
     from rtl import fsa_acc
     window = fsa_acc.reciprocal_cycles(a, cfg.div_bits_per_cycle)
     seq = Seq(("rst", "cmd", "sa", "sram", "scale_a"))
-    resets = _reset_slots(rng, n)
+    resets = reset_slots(rng, n)
     # the scale_a register: the reset value, a user scale's (fsa.config.scale_bits
     # of a log-uniform s), or any bit pattern (specials included)
     state = {"scale_a": cfg.attention_scale_bits(a)}
@@ -466,20 +359,6 @@ def make_case(unit: str, cfg, n: int, seed: int) -> dict:
     regs, combs = UNIT_SPEC[unit]
     if unit == "acc" and cfg.dataflow == "ud":
         regs = regs + ("scale2",)
-    model = make_model(unit, cfg)
-    rst_state = model.reset()
-    exp = {k: [] for k in regs + combs}
-    valid = {k: [] for k in combs}
-    names = seq.names
-    for t in range(len(seq)):
-        inp = {k: seq.cols[k][t] for k in names}
-        out = model.reset() if inp["rst"] else model.step(inp)
-        for k in regs:
-            exp[k].append(out[k])
-        for k in combs:
-            v = out.get(k)
-            exp[k].append(0 if v is None else v)
-            valid[k].append(v is not None)
     fe, fa = cfg.e_fmt, cfg.a_fmt
     width = {"rst": 1, "ctrl": 9, "ctrl_out": 9, "l_in": fe.width, "r_out": fe.width,
              "sreg": fe.width, "u_in": fa.width, "d_in": fa.width, "d_out": fa.width,
@@ -490,45 +369,7 @@ def make_case(unit: str, cfg, n: int, seed: int) -> dict:
              "scale": fa.width, "scale2": fa.width}
     if cfg.dataflow == "ud" and unit == "acc":
         width["cmd"] = 4
-    port = {k: PORT_NAMES[unit].get(k, k) for k in names}
-    case = dict(unit=unit, inputs=np.array([port[k] for k in names]), regs=np.array(regs),
-                combs=np.array(combs, dtype="<U16"), labels=np.array(seq.labels))
-    for k in names:
-        case[f"in_{port[k]}"] = np.array(seq.cols[k], np.int64)
-        case[f"w_{port[k]}"] = np.int64(width[k])
-    for k in regs:
-        case[f"exp_{k}"] = np.array(exp[k], np.int64)
-        case[f"rst_{k}"] = np.int64(rst_state[k])
-    for k in combs:
-        case[f"exp_{k}"] = np.array(exp[k], np.int64)
-        case[f"valid_{k}"] = np.array(valid[k], bool)
-    for k in set(regs) | set(combs):
-        case[f"w_{k}"] = np.int64(width[k])
-    return case
-
-
-def _generated(cfg) -> Path:
-    """The generated Verilog of `cfg` (regenerated only when the RTL changed;
-    generate() locks gen/<config>/ against concurrent pytest workers)."""
-    from rtl.generate import generate
-    return generate(cfg, quiet=True)
-
-
-def unit_sources(cfg, top: str) -> list[Path]:
-    """The Verilog files of `top` and of the modules it instantiates."""
-    from rtl.generate import verilog_files
-    files = {p.stem: p for p in verilog_files(_generated(cfg))}
-    need, todo = [], [top]
-    while todo:
-        mod = todo.pop()
-        if mod in need:
-            continue
-        need.append(mod)
-        text = files[mod].read_text()
-        for m in re.finditer(r"^\s*(\w+)\s+u_\w+\s*\(", text, re.M):
-            if m.group(1) in files:
-                todo.append(m.group(1))
-    return [files[m] for m in reversed(need)]
+    return npz_case(unit, seq, make_model(unit, cfg), regs, combs, width, PORT_NAMES[unit])
 
 
 # --------------------------------------------------------------------------
@@ -540,12 +381,12 @@ def unit_sources(cfg, top: str) -> list[Path]:
 def test_unit_bit_exact(unit, config, tmp_path):
     cfg = fconfig.get(config)
     t0 = time.monotonic()
-    case = make_case(unit, cfg, CYCLES[unit], _seed())
+    case = make_case(unit, cfg, CYCLES[unit], SEED)
     path = tmp_path / f"{unit}-{config}.npz"
     np.savez(path, **case)
     t1 = time.monotonic()
-    simrun.run(f"fsa_{unit}", unit_sources(cfg, f"fsa_{unit}"), "tb_units",
-               testcase=f"{unit}_sequence", extra_env={"FSA_UNIT_CASE": str(path)},
+    simrun.run(f"fsa_{unit}", unit_sources(cfg, f"fsa_{unit}"), "tb.units.tb_units",
+               testcase=f"replay_{unit}", extra_env={"FSA_UNIT_CASE": str(path)},
                timeout_s=600)
     print(f"{unit} {config}: {len(case['labels'])} cycles, model {t1 - t0:.1f} s, "
           f"simulation {time.monotonic() - t1:.1f} s")
@@ -557,11 +398,11 @@ def test_ud_acc_bit_exact(config, tmp_path):
     """The UD ACC (4-bit commands, scale2) against ACCModel(ud=True), cycle
     by cycle: RECIPROCAL2's division runs while the STEPs' commands go on."""
     cfg = fconfig.get(config)
-    case = make_case("acc", cfg, CYCLES["acc"], _seed())
+    case = make_case("acc", cfg, CYCLES["acc"], SEED)
     assert "SET_SCALE2" in set(case["labels"]) and "ACC2" in set(case["labels"])
     path = tmp_path / f"acc-{config}.npz"
     np.savez(path, **case)
-    simrun.run("fsa_acc", unit_sources(cfg, "fsa_acc"), "tb_units", testcase="acc_sequence",
+    simrun.run("fsa_acc", unit_sources(cfg, "fsa_acc"), "tb.units.tb_units", testcase="replay_acc",
                extra_env={"FSA_UNIT_CASE": str(path)}, timeout_s=600)
 
 

@@ -12,7 +12,7 @@ unit and with every register visible:
 * :class:`UDPEModel`: ``f = (use_q ? qreg : reg) * l_in + (acc_ui ? u_in :
   d_in)``; ``load_q``: ``qreg <- l_in``, ``r_out <- qreg``; ``load_reg_di``:
   ``reg <- d_in`` (low E bits); the rest as the reference PE (one model:
-  ``tb.unit_models.PEModel`` with ``ud=True``).
+  ``tb.units.models.PEModel`` with ``ud=True``).
 * :class:`BCMPModel`: the three lanes of ``fsa.hw.control.BCMP_CMDS`` (codes of
   ``rtl.fsa_bcmp.LANE_CODES``).  Beyond ud_cycle (which defines only what
   the UD schedule reads) it fixes what the RTL does between commands: the

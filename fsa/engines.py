@@ -354,7 +354,7 @@ class SimEngine(Engine):
         waves: dump waveforms (FST / VCD) into the run folder.
         push: push the words over the control port (the reference's way)
             instead of program fetch (the default: the program is placed at
-            :func:`fsa.simdev.program_address` and the device reads it).
+            :func:`fsa.cycle.fetch.program_address` and the device reads it).
         memory: "axi" (default): cocotbext-axi memories on the device's
             ports; "fast": the memory inside the simulation (fsa/fastmem.py,
             Verilator only, no pauses): the same bits and cycles, faster on

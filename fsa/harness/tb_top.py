@@ -19,7 +19,7 @@ the reset and the memory load, before the programs; each write must be
 answered OKAY and read back, else the test fails);
 ``fetch`` (a byte address, or absent/None: where the programs are placed in
 memory and fetched by the device, instead of pushed; see
-fsa.simdev.program_address); ``mem_model`` (``"axi"``, the default:
+fsa.cycle.fetch.program_address); ``mem_model`` (``"axi"``, the default:
 cocotbext-axi memories on the ``fsa_top`` ports; ``"fast"``: the toplevel is
 ``fsa_memtop`` and the memory is inside the simulation, fsa/fastmem.py; no
 pauses or injected faults then).

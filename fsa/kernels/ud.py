@@ -176,7 +176,7 @@ def flash_attention_ud(k: KernelBuilder, Q: MemTile, K: MemTile, Vt: MemTile, *,
                        causal: bool = False, seq_q: int | None = None, seq_kv: int | None = None,
                        kv_map: "tuple[int, ...] | None" = None) -> MemTile:
     """FlashAttention forward on UD hardware of one or more heads: returns
-    ``Ot [d, H seq_q]`` (tensors as :func:`fsa.kernels.flash_attention`'s:
+    ``Ot [d, H seq_q]`` (tensors as :func:`fsa.kernels.reference.flash_attention`'s:
     head ``h``'s queries and outputs from row / column ``h seq_q`` on, kv
     head ``g``'s keys and values from ``g seq_kv`` on; query head ``h``
     reads kv head ``kv_map[h]``; one head when `seq_q` / `seq_kv` /

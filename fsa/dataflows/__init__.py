@@ -4,9 +4,14 @@ in the software: its function list and PE bits (the hardware tables of
 ``fsa/hw/``), the attention kernel it builds by default, its golden-model
 executor and its cycle-model hooks (:class:`fsa.dataflows.base.Dataflow`).
 
-A new dataflow is one module subclassing :class:`~fsa.dataflows.base.Dataflow`
-and its entry in :data:`DATAFLOWS` (and, with a kernel of its own, in
-:data:`fsa.kernels.KERNELS`).
+A new dataflow is one module here subclassing
+:class:`~fsa.dataflows.base.Dataflow` and its entry in :data:`DATAFLOWS`,
+on top of its hardware half (its functions in
+``fsa.hw.isa.MX_FUNC_TABLE``, its :func:`fsa.hw.dataflow.register` call),
+its plan builder (``fsa.plan._BUILDERS``) and, with a kernel of its own, its
+entry in :data:`fsa.kernels.KERNELS`: each layer keeps its registry, so that
+no lower layer imports a higher one (the plans are the hardware generator's
+input, the kernels are built on the cycle model, which uses this seam).
 """
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ Ports::
     wb   (A)  write-back value fma(scale, sram, ACC_SA ? sa : +0); combinational,
               the controller writes it in the cycle of ACC_SA / ACC
 
-Commands (``CMD_*``, codes from the table ``fsa.plan.ACC_CMDS``; in the
+Commands (``CMD_*``, codes from the table ``fsa.hw.control.ACC_CMDS``; in the
 Verilog each is a named decode of ``cmd``, ``acc_cmd_exp_s1`` ...): NOP,
 EXP_S1 (scale <- sa * scale_a), EXP_S2
 (scale <- 2^scale, one cycle, in-unit PWL constants), ACC_SA, ACC,
@@ -19,7 +19,7 @@ the first RECIPROCAL cycle starts it, ``scale`` is written when it is done;
 the plan keeps RECIPROCAL for ``fsa.hw.timing.reciprocal_cycles`` cycles).
 
 UD configurations (``fsa.hw.dataflow.UD``, docs/ud.md) take 4-bit commands (the table
-``fsa.plan.UD_ACC_CMDS``) and add a second scale register ``scale2`` for
+``fsa.hw.control.UD_ACC_CMDS``) and add a second scale register ``scale2`` for
 the non-blocking normalisation: SET_SCALE2 (scale2 <- sram), RECIPROCAL2
 (one cycle: starts the divider on scale2, which writes scale2 when done),
 ACC2 (wb = fma(scale2, sram, +0)).
@@ -43,7 +43,7 @@ from rtl.fp import fsa_div, fsa_fma
 
 MODULE = "fsa_acc"
 CMD_BITS = 3
-#: Command codes: the table is ``fsa.plan.ACC_CMDS``.
+#: Command codes: the table is ``fsa.hw.control.ACC_CMDS``.
 (CMD_NOP, CMD_EXP_S1, CMD_EXP_S2, CMD_ACC_SA, CMD_ACC, CMD_SET_SCALE,
  CMD_RECIPROCAL) = (ACC_CMDS.index(c) for c in (
      "NOP", "EXP_S1", "EXP_S2", "ACC_SA", "ACC", "SET_SCALE", "RECIPROCAL"))
@@ -181,7 +181,7 @@ def fsa_acc(clk, rst, cmd, scale_a, sa, sram, wb, a_type="fp32", pieces=8,
 
     @always_comb
     def commands():
-        """cmd decoded by name (fsa.plan.ACC_CMDS; NOP needs none)."""
+        """cmd decoded by name (fsa.hw.control.ACC_CMDS; NOP needs none)."""
         acc_cmd_exp_s1.next = cmd == CMD_EXP_S1
         acc_cmd_exp_s2.next = cmd == CMD_EXP_S2
         acc_cmd_acc_sa.next = cmd == CMD_ACC_SA

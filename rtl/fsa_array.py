@@ -38,6 +38,7 @@ from myhdl import ConcatSignal, ResetSignal, always_comb, block
 
 from fsa.hw import dataflow
 from rtl.convert import Const, convert_block, sig, submodule
+from rtl.prim import Bundle
 from rtl import fsa_acc, fsa_bcmp, fsa_cmp, fsa_delay, fsa_pe
 
 MODULE = "fsa_array"
@@ -46,15 +47,15 @@ MODULE = "fsa_array"
 @block
 def fsa_array(clk, rst, ctrl, cmp_cmd, cmp_causal, cmp_mask, key_limit, scale_a, id_data,
               id_valid, id_rev_in, id_rev_out, id_delay, acc_cmd, acc_sram, acc_wb, cfg=None,
-              bcmp_max=None, bcmp_up=None, bcmp_od=None, bcmp_causal=None):
+              bcmp=None):
     """The array; see the module docstring. `cfg` is an FSAConfig.
 
-    ctrl[9r +: 9] is row r's PE control word (fsa.plan.PE_BITS), bits 0..8 =
+    ctrl[9r +: 9] is row r's PE control word (fsa.hw.control.PE_BITS), bits 0..8 =
     pe_ctrl_mac, pe_ctrl_acc_ui, pe_ctrl_load_reg_li, pe_ctrl_load_reg_ui,
     pe_ctrl_flow_lr, pe_ctrl_flow_ud, pe_ctrl_flow_du, pe_ctrl_update_reg,
     pe_ctrl_exp2 (the names fsa_pe gives them).
-    cmp_cmd and acc_cmd carry the command codes of fsa.plan.CMP_CMDS and
-    fsa.plan.ACC_CMDS (decoded by name in fsa_cmp and fsa_acc).
+    cmp_cmd and acc_cmd carry the command codes of fsa.hw.control.CMP_CMDS and
+    fsa.hw.control.ACC_CMDS (decoded by name in fsa_cmp and fsa_acc).
     """
     R, C, P = cfg.sa_rows, cfg.sa_cols, cfg.exp2_pieces
     e, a = cfg.e_type, cfg.a_type
@@ -62,8 +63,8 @@ def fsa_array(clk, rst, ctrl, cmp_cmd, cmp_causal, cmp_mask, key_limit, scale_a,
     df = dataflow.of(cfg)
     bottom_row = df.bottom_row          # the bottom comparator row (fsa_bcmp)
     NB = df.ctrl_bits
-    if bottom_row and any(x is None for x in (bcmp_max, bcmp_up, bcmp_od, bcmp_causal)):
-        raise ValueError(f"fsa_array: dataflow {df.name!r} needs the bcmp_* ports")
+    if bottom_row and bcmp is None:
+        raise ValueError(f"fsa_array: dataflow {df.name!r} needs the bcmp port bundle")
     checks = (("ctrl", ctrl, R * NB), ("id_data", id_data, R * EW), ("acc_sram", acc_sram, C * AW),
               ("acc_wb", acc_wb, C * AW), ("cmp_cmd", cmp_cmd, fsa_cmp.CMD_BITS),
               ("acc_cmd", acc_cmd, fsa_acc.cmd_bits(cfg)), ("key_limit", key_limit, fsa_cmp.KL_BITS),
@@ -113,10 +114,10 @@ def fsa_array(clk, rst, ctrl, cmp_cmd, cmp_causal, cmp_mask, key_limit, scale_a,
                                {"out", "cmd_out", "causal_out", "mask_out"}))
     if bottom_row:
         LB = fsa_bcmp.LANE_BITS
-        bm = [bcmp_max] + [sig(LB) for _ in range(C)]
-        bu = [bcmp_up] + [sig(LB) for _ in range(C)]
-        bo = [bcmp_od] + [sig(LB) for _ in range(C)]
-        bz = [bcmp_causal] + [sig(1) for _ in range(C)]
+        bm = [bcmp.max] + [sig(LB) for _ in range(C)]
+        bu = [bcmp.up] + [sig(LB) for _ in range(C)]
+        bo = [bcmp.od] + [sig(LB) for _ in range(C)]
+        bz = [bcmp.causal] + [sig(1) for _ in range(C)]
         for c in range(C):
             port = {"clk": clk, "rst": rst, "max_in": bm[c], "up_in": bu[c], "od_in": bo[c],
                     "causal_in": bz[c], "s_in": down[R][c], "col": Const(fsa_bcmp.COL_BITS, c),
@@ -177,11 +178,12 @@ def ports(cfg) -> dict:
                 acc_wb=sig(C * AW))
     if dataflow.of(cfg).bottom_row:
         LB = fsa_bcmp.LANE_BITS
-        p.update(bcmp_max=sig(LB), bcmp_up=sig(LB), bcmp_od=sig(LB), bcmp_causal=sig(1))
+        p.update(bcmp=Bundle(max=sig(LB), up=sig(LB), od=sig(LB), causal=sig(1)))
     return p
 
 
-#: the extra input ports of an array with the bottom row (fsa_array's keyword arguments)
+#: the extra input ports of an array with the bottom row (its ``bcmp`` bundle:
+#: MyHDL names the ports ``bcmp_<lane>``)
 UD_PORTS = ("bcmp_max", "bcmp_up", "bcmp_od", "bcmp_causal")
 
 

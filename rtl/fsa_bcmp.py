@@ -11,7 +11,7 @@ Ports::
                 cycle after an ``od`` command, else ``s_in`` itself)
     col         constant: this unit's column index (causal mask)
 
-Commands, three lanes that may act in the same cycle (``fsa.plan.BCMP_CMDS``;
+Commands, three lanes that may act in the same cycle (``fsa.hw.control.BCMP_CMDS``;
 code 0 is NOP on every lane, the others are numbered from 1 in the table's
 order, :data:`LANE_CODES`; in the Verilog each is a named decode,
 ``bcmp_cmd_update`` ...):
@@ -57,7 +57,7 @@ from rtl.fsa_cmp import fmt_consts, max_unit, score_units
 MODULE = "fsa_bcmp"
 LANES = ("max", "up", "od")
 LANE_BITS = 2
-#: Per lane, command name -> code (0 is NOP): the order of fsa.plan.BCMP_CMDS.
+#: Per lane, command name -> code (0 is NOP): the order of fsa.hw.control.BCMP_CMDS.
 LANE_CODES = {ln: {c: i + 1 for i, c in enumerate(k for k, v in BCMP_CMDS.items() if v == ln)}
               for ln in LANES}
 assert all(len(v) < 1 << LANE_BITS for v in LANE_CODES.values())
@@ -119,7 +119,7 @@ def fsa_bcmp(clk, rst, max_in, up_in, od_in, causal_in, s_in, col, u_out, od, ma
 
     @always_comb
     def commands():
-        """The lanes decoded by name (fsa.plan.BCMP_CMDS)."""
+        """The lanes decoded by name (fsa.hw.control.BCMP_CMDS)."""
         bcmp_cmd_reset.next = max_in == CMD_RESET
         bcmp_cmd_update.next = max_in == CMD_UPDATE
         bcmp_cmd_max_diff.next = max_in == CMD_MAX_DIFF

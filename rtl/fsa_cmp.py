@@ -16,13 +16,13 @@ instruction's block) sends and folds -inf instead of its score when
 ``causal_in`` and ``k > col`` (causal mask), or when ``mask_in`` and
 ``k >= key_limit`` (the instruction's ``mask_keys`` flag); both may apply.
 
-Commands (``CMD_*``, codes from the table ``fsa.plan.CMP_CMDS``): NOP,
+Commands (``CMD_*``, codes from the table ``fsa.hw.control.CMP_CMDS``): NOP,
 UPDATE, PROP_MAX, PROP_MAX_DIFF, PROP_EXP2_INTERCEPTS, PROP_ZERO, RESET; in
 the Verilog each is a named decode of ``cmd_in`` (``cmp_cmd_update`` ...).  State: ``new_max``, ``old_max``
 (reset to -inf), the UPDATE counter (causal and key masks) and the intercept index.
 
-UD configurations (``ud=True``, docs/ud.md) add command 7 ``LATCH``
-(``fsa.plan.UD_CMP_CMDS``): ``out <- s_in``, the top PE's ``u_out``
+A dataflow with ``cmp_latch`` (``fsa.hw.dataflow``; UD, docs/ud.md) adds command 7 ``LATCH``
+(``fsa.hw.control.UD_CMP_CMDS``): ``out <- s_in``, the top PE's ``u_out``
 (``-m`` arriving up the u path); the reference configurations' CMP is
 generated without it (the same Verilog).
 
@@ -43,7 +43,7 @@ from rtl.parts import part_of
 
 MODULE = "fsa_cmp"
 CMD_BITS = 3
-#: Command codes: the table is ``fsa.plan.CMP_CMDS``.
+#: Command codes: the table is ``fsa.hw.control.CMP_CMDS``.
 (CMD_NOP, CMD_UPDATE, CMD_PROP_MAX, CMD_PROP_MAX_DIFF, CMD_PROP_EXP2_INTERCEPTS,
  CMD_PROP_ZERO, CMD_RESET) = (CMP_CMDS.index(c) for c in (
      "NOP", "UPDATE", "PROP_MAX", "PROP_MAX_DIFF", "PROP_EXP2_INTERCEPTS", "PROP_ZERO", "RESET"))
@@ -145,7 +145,7 @@ def fsa_cmp(clk, rst, cmd_in, causal_in, mask_in, s_in, col, key_limit, out, cmd
 
     @always_comb
     def commands():
-        """cmd_in decoded by name (fsa.plan.CMP_CMDS)."""
+        """cmd_in decoded by name (fsa.hw.control.CMP_CMDS)."""
         cmp_cmd_update.next = cmd_in == CMD_UPDATE
         cmp_cmd_prop_max.next = cmd_in == CMD_PROP_MAX
         cmp_cmd_prop_max_diff.next = cmd_in == CMD_PROP_MAX_DIFF

@@ -67,11 +67,14 @@ from myhdl import ConcatSignal, ResetSignal, always_comb, block
 
 from fsa.hw.errors import ERR_BITS
 from fsa.hw.regs import COUNTER_BITS, COUNTERS, STATE_BITS
+from fsa.hw import dataflow
 from fsa.hw.dmarules import sram_bank_ports
 from rtl import fsa_dma_if, fsa_sram_bp
 from rtl import (fsa_acc, fsa_array, fsa_bcmp, fsa_cmp, fsa_counters, fsa_decode, fsa_dispatch,
                  fsa_mxctrl, fsa_queue, fsa_regs, fsa_sem, fsa_sram, fsa_status)
 from rtl.convert import Const, convert_block, sig, submodule
+from rtl.parts import flat_ports
+from rtl.prim import Bundle
 from rtl.fsa_decode import IDX_BITS
 from rtl.fsa_pe import ctrl_width
 
@@ -132,12 +135,12 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, abort_req, abor
     cs.update(outer)
     # the matrix controller's semaphore release (to fsa_sem's mx_rel_*)
     mx_rel_v, mx_rel_id, mx_rel_val = sig(1), sig(len(cs["in_rel_id"])), sig(len(cs["in_rel_value"]))
-    # UD: the controller's second release channel (slot 1) to fsa_sem's mx2_rel_*
-    ud = cfg.dataflow == "ud"
-    mx2_rel = dict(mx2_rel_valid=sig(1), mx2_rel_id=sig(len(cs["in_rel_id"])),
-                   mx2_rel_value=sig(len(cs["in_rel_value"])), mx3_rel_valid=sig(1),
-                   mx3_rel_id=sig(len(cs["in_rel_id"])),
-                   mx3_rel_value=sig(len(cs["in_rel_value"]))) if ud else {}
+    # the controller's further release channels (fsa.hw.dataflow: slot 1's and
+    # the third slot's on UD) to fsa_sem's mx<k>_rel_*
+    df = dataflow.of(cfg)
+    REL_WIDTHS = (("valid", 1), ("id", len(cs["in_rel_id"])), ("value", len(cs["in_rel_value"])))
+    mx2_rel = {f"mx{k}_rel_{n}": sig(w) for k in range(2, df.release_channels + 1)
+               for n, w in REL_WIDTHS}
     mx_busy = cs["mx_busy"]
 
     def conns(mod, **rename):
@@ -153,7 +156,7 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, abort_req, abor
         q_clear.next = st_clear or fetch_flush
     insts.append(queue_clear)
     units = ((fsa_queue, "u_queue", dict(clear=q_clear), True),
-             (fsa_decode, "u_decode", {}, cfg.dataflow == "ud"),
+             (fsa_decode, "u_decode", {}, True),
              (fsa_dispatch, "u_dispatch", {}, True),
              (fsa_sem, "u_sem", dict(mx_rel_valid=mx_rel_v, mx_rel_id=mx_rel_id,
                                      mx_rel_value=mx_rel_val, **mx2_rel), False),
@@ -208,16 +211,17 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, abort_req, abor
                      acc_waddr=acc_waddr, rel_valid=mx_rel_v, rel_id=mx_rel_id,
                      rel_value=mx_rel_val, busy=mx_busy)
     ud_out = set()
-    if ud:        # the UD controller's extra ports (docs/ud.md)
+    ctl_kw = dict(ctl_ports, cfg=cfg)       # (the controller's arguments: bundles, cfg)
+    if df.norm_slot:        # the extra ports of the controller with the third slot (docs/ud.md)
         LB = fsa_bcmp.LANE_BITS
         bcmp_max, bcmp_up, bcmp_od, bcmp_causal = sig(LB), sig(LB), sig(LB), sig(1)
         bcmp_max_arr = sig(LB)       # the controller's, or RESET after an abort
-        ctl_ports.update(in_reset_max=cs["in_reset_max"], in_early_release=cs["in_early_release"],
-                         bcmp_max=bcmp_max, bcmp_up=bcmp_up, bcmp_od=bcmp_od,
-                         bcmp_causal=bcmp_causal, rel2_valid=mx2_rel["mx2_rel_valid"],
-                         rel2_id=mx2_rel["mx2_rel_id"], rel2_value=mx2_rel["mx2_rel_value"],
-                         rel3_valid=mx2_rel["mx3_rel_valid"], rel3_id=mx2_rel["mx3_rel_id"],
-                         rel3_value=mx2_rel["mx3_rel_value"])
+        ctl_kw.update(in_reset_max=cs["in_reset_max"], in_early_release=cs["in_early_release"],
+                      bcmp=Bundle(max=bcmp_max, up=bcmp_up, od=bcmp_od, causal=bcmp_causal),
+                      **{f"rel{k}": Bundle(**{n: mx2_rel[f"mx{k}_rel_{n}"] for n, _ in REL_WIDTHS})
+                         for k in range(2, df.release_channels + 1)})
+        ctl_ports.update(flat_ports({n: v for n, v in ctl_kw.items()
+                                     if n not in ctl_ports and n != "cfg"}))
         ud_out = set(fsa_mxctrl.UD_OUTPUTS)
         BCMP_RESET = fsa_bcmp.CMD_RESET
 
@@ -228,7 +232,7 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, abort_req, abor
             else:
                 bcmp_max_arr.next = bcmp_max
         insts.append(bcmp_reset)
-    insts.append(submodule(fsa_mxctrl.fsa_mxctrl, (), dict(ctl_ports, cfg=cfg), fsa_mxctrl.MODULE,
+    insts.append(submodule(fsa_mxctrl.fsa_mxctrl, (), ctl_kw, fsa_mxctrl.MODULE,
                            "u_mxctrl", ctl_ports,
                            {"in_ready", "ctrl", "cmp_cmd", "cmp_causal", "cmp_mask", "acc_cmd",
                             "spad_en",
@@ -269,7 +273,7 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, abort_req, abor
                     n_ready=sp_n_ready, n_we=sp_n_we, n_addr=sp_n_addr, n_lane=sp_n_lane,
                     n_wdata=sp_n_wdata, n_rvalid=sp_n_rvalid, n_rdata=sp_n_rdata)
     # (with several AXI ports, or one working per port, a banked SRAM has a
-    # narrow port per bank: rtl/fsa_sram_bp.py, fsa.dmarules.sram_bank_ports)
+    # narrow port per bank: rtl/fsa_sram_bp.py, fsa.hw.dmarules.sram_bank_ports)
     sp_mod = fsa_sram_bp if sram_bank_ports(cfg, sp_banks) else fsa_sram
     sp_fn = fsa_sram_bp.fsa_sram_bp if sp_mod is fsa_sram_bp else fsa_sram.fsa_sram
     insts.append(submodule(sp_fn, (), dict(sp_ports, rows=sp_rows, row_bits=sp_bits,
@@ -325,10 +329,11 @@ def fsa_core(clk, rst, inst_valid, inst_ready, inst_word, start, abort_req, abor
                      id_data=id_data, id_valid=id_valid, id_rev_in=id_rev_in,
                      id_rev_out=id_rev_out, id_delay=id_delay, acc_cmd=acc_cmd,
                      acc_sram=acc_sram, acc_wb=acc_wb)
-    if ud:
-        arr_ports.update(bcmp_max=bcmp_max_arr, bcmp_up=bcmp_up, bcmp_od=bcmp_od,
-                         bcmp_causal=bcmp_causal)
-    insts.append(submodule(fsa_array.fsa_array, (), dict(arr_ports, cfg=cfg), fsa_array.MODULE,
+    arr_kw = dict(arr_ports, cfg=cfg)       # (the array's arguments: the bundle, cfg)
+    if df.bottom_row:
+        arr_kw["bcmp"] = Bundle(max=bcmp_max_arr, up=bcmp_up, od=bcmp_od, causal=bcmp_causal)
+        arr_ports.update(flat_ports(dict(bcmp=arr_kw["bcmp"])))
+    insts.append(submodule(fsa_array.fsa_array, (), arr_kw, fsa_array.MODULE,
                            "u_array", arr_ports, {"acc_wb"}))
     return insts
 

@@ -55,13 +55,14 @@ from __future__ import annotations
 from myhdl import always_comb, always_seq, block, intbv, modbv
 
 from fsa import plan as fplan
+from fsa.hw import dataflow
 from fsa.hw import isa as hwisa
 from fsa.hw import timing
 from rtl.convert import convert_block, named, sig
 from rtl import fsa_acc, fsa_bcmp, fsa_cmp, fsa_mxctrl_ud
 from rtl.fsa_mxctrl_parts import (chain, copy, delay1, encode, member, or3, pack_bits, per_func,
                                  runs, slot_regs)
-from rtl.fsa_pe import ctrl_width, pe_bits
+from rtl.fsa_pe import ctrl_width
 
 MODULE = "fsa_mxctrl"
 # field widths from the ISA table (fsa/hw/isa.py)
@@ -89,10 +90,12 @@ def plans_for(cfg) -> list:
 
 @block
 def _slot_sources(func, t, par, down, up, cmp_cmd, acc_cmd, sram_rd, const_rd, csel, acc_rd,
-                  plans, bit_names=fplan.PE_BITS, cmp_names=fplan.CMP_CMDS, bcmp=None,
-                  acc_names=fplan.ACC_CMDS):
-    """Everything one slot asks for in the current cycle."""
+                  plans, df, bcmp):
+    """Everything one slot asks for in the current cycle (the PE bits and
+    the CMP / ACC commands of dataflow `df`; `bcmp`: the bottom row's lanes,
+    or None)."""
     insts = []
+    bit_names, cmp_names, acc_names = df.pe_bits, df.cmp_cmds, df.acc_cmds
     # PE control bits per wave kind (the comparator outputs are kept in lists
     # only, never in a local, so that each is named by its instance)
     for kind, vec in (("parallel", par), ("down", down), ("up", up)):
@@ -139,7 +142,7 @@ def _slot_sources(func, t, par, down, up, cmp_cmd, acc_cmd, sram_rd, const_rd, c
     for f, pl in enumerate(plans):
         acc_t += [(f, s, e) for s, e in runs(a.cycle for a in pl.acc_reads)]
     insts.append(named(member(func, t, acc_rd, acc_t), "rd_acc"))
-    if bcmp is not None:          # UD: the bottom row's lanes (rtl/fsa_mxctrl_ud.py)
+    if bcmp is not None:          # the bottom row's lanes (rtl/fsa_mxctrl_ud.py)
         insts.append(named(fsa_mxctrl_ud.bcmp_sources(func, t, bcmp["max"], bcmp["up"],
                                                       bcmp["od"], bcmp["reset"], plans), "ud"))
 
@@ -164,12 +167,14 @@ def fsa_mxctrl(clk, rst,
                spad_en, spad_addr, id_valid, id_const, id_csel, id_k, id_rev_in, id_rev_out,
                id_delay, acc_ren, acc_raddr, acc_zero, acc_wen, acc_waddr,
                rel_valid, rel_id, rel_value, busy, cfg=None, in_reset_max=None,
-               in_early_release=None, bcmp_max=None, bcmp_up=None, bcmp_od=None,
-               bcmp_causal=None, rel2_valid=None, rel2_id=None, rel2_value=None, rel3_valid=None,
-               rel3_id=None, rel3_value=None):
+               in_early_release=None, bcmp=None, rel2=None, rel3=None):
     """The matrix controller; see the module docstring."""
     R, P = cfg.sa_rows, cfg.exp2_pieces
-    ud = cfg.dataflow == "ud"
+    df = dataflow.of(cfg)
+    norm = df.norm_slot     # the third slot and the slots' UD flags and channels
+    if norm and None in (in_reset_max, in_early_release, bcmp, rel2, rel3):
+        raise ValueError(f"fsa_mxctrl: dataflow {df.name!r} needs the ports of "
+                         "fsa_mxctrl_ud.ud_ports")
     NB = ctrl_width(cfg)
     FB = func_bits(cfg)
     plans = plans_for(cfg)
@@ -178,8 +183,6 @@ def fsa_mxctrl(clk, rst,
     RETIRE = tuple(p.retire for p in plans)
     RELEASE = tuple(p.release for p in plans)
     slope_starts = {r.cycle - r.index for p in plans for r in p.spad_reads if r.source == "slope"}
-    if len(slope_starts) > 1 and not ud:
-        raise ValueError("fsa_mxctrl: all slope reads must start at the same cycle")
     SLOPE0 = min(slope_starts) if slope_starts else 0
     KB = max(1, (P - 1).bit_length())
     K_OFS = (-SLOPE0) % (1 << KB)      # k = (t - SLOPE0) mod 2**KB = (t[KB:] + K_OFS)[KB:]
@@ -215,14 +218,11 @@ def fsa_mxctrl(clk, rst,
         d = dict(par=sig(NB), down=sig(NB), up=sig(NB), cmp=sig(3), acc=sig(AB), sram=sig(1),
                  const=sig(1), csel=sig(2), accrd=sig(1))
         src.append(d)
-        ud_kw = {}
-        if ud:
+        if df.bottom_row:
             d["bcmp"] = dict(max=sig(LB), up=sig(LB), od=sig(LB), reset=sig(1))
-            ud_kw = dict(bit_names=pe_bits(cfg), cmp_names=fplan.UD_CMP_CMDS, bcmp=d["bcmp"],
-                         acc_names=fplan.UD_ACC_CMDS)
         insts.append(named(_slot_sources(s_func[i], s_t[i], d["par"], d["down"], d["up"], d["cmp"],
                                          d["acc"], d["sram"], d["const"], d["csel"], d["accrd"],
-                                         slot_plans, **ud_kw), f"slot{i}"))
+                                         slot_plans, df, d.get("bcmp")), f"slot{i}"))
 
     # ---------------------------------------------------------------- waves
     par, down, up = sig(NB), sig(NB), sig(NB)
@@ -281,7 +281,7 @@ def fsa_mxctrl(clk, rst,
     nxt_valid, nxt_const, nxt_csel, nxt_k, nxt_flags = sig(1), sig(1), sig(2), sig(KB), sig(3)
     nxt_zero = sig(1)
     raddr_q = sig(ADDR_BITS)
-    if ud:        # the slope index offset of each slot's function (fsa_mxctrl_ud)
+    if len(slope_starts) > 1:   # the slope index offset of each slot's function
         KOFS = fsa_mxctrl_ud.slope_offsets(plans, KB)
         ko0, ko1 = sig(KB), sig(KB)
         insts += [named(per_func(s_func[0], ko0, KOFS, KB), "slot0_kofs"),
@@ -290,7 +290,7 @@ def fsa_mxctrl(clk, rst,
         ko0 = ko1 = K_OFS
     acc_cmd_i = sig(AB)
     # UD: the third slot's ACC command and acc read (constant 0 / False elsewhere)
-    nacc, nrd, naddr, nzero = (sig(AB), sig(1), sig(ADDR_BITS), sig(1)) if ud else (0, False, 0, False)
+    nacc, nrd, naddr, nzero = (sig(AB), sig(1), sig(ADDR_BITS), sig(1)) if norm else (0, False, 0, False)
 
     @always_comb
     def commands():
@@ -381,7 +381,7 @@ def fsa_mxctrl(clk, rst,
     insts.append(align)
 
     # the commands that write their row back (a small ROM over the codes)
-    WEN = tuple(int(n in fplan.ACC_WRITE_CMDS) for n in (fplan.UD_ACC_CMDS if ud else fplan.ACC_CMDS))
+    WEN = tuple(int(n in fplan.ACC_WRITE_CMDS) for n in df.acc_cmds)
     insts.append(named(per_func(acc_cmd_i, acc_wen, WEN, 1), "acc_wen"))
 
     @always_comb
@@ -395,7 +395,7 @@ def fsa_mxctrl(clk, rst,
     ret0, ret1, cf0, cf1, rls0, rls1 = (sig(TW) for _ in range(6))
     insts += [per_func(f0, ret0, RETIRE, TW), per_func(f1, ret1, RETIRE, TW),
               per_func(f0, cf0, CF, TW), per_func(f1, cf1, CF, TW)]
-    if not ud:    # (UD: rtl/fsa_mxctrl_ud.py, with early_release)
+    if not norm:  # (with the third slot: rtl/fsa_mxctrl_ud.py, with early_release)
         insts += [per_func(f0, rls0, RELEASE, TW), per_func(f1, rls1, RELEASE, TW)]
 
     fr0_s, fr1_s, ok_s, lb_s, blk_s = (sig(1) for _ in range(5))
@@ -423,7 +423,7 @@ def fsa_mxctrl(clk, rst,
             take.next = fr1
     insts.append(slot_state)
 
-    if ud:
+    if norm:
         from fsa.plan_ud import norm_slack
         SLACK = norm_slack(P)
         N0, N1 = NORM
@@ -433,7 +433,7 @@ def fsa_mxctrl(clk, rst,
         insts.append(named(fsa_mxctrl_ud.norm_slot(
                          clk, rst, nload, in_func, in_acc_addr, in_acc_stride, in_zero,
                          in_rel_valid, in_rel_id, in_rel_value, nbusy, nt, nret, nacc, nrd, naddr,
-                         nzero, rel3_valid, rel3_id, rel3_value, plans, TW), "norm"))
+                         nzero, rel3.valid, rel3.id, rel3.value, plans, TW), "norm"))
         insts.append(named(fsa_mxctrl_ud.wave_guard(clk, rst, accept, in_func, blk_s, wv_ok,
                                                     wv_busy, plans, TW), "wave"))
 
@@ -469,7 +469,7 @@ def fsa_mxctrl(clk, rst,
            in_rev_out, in_delay, in_zero, in_causal, in_mask_keys, in_rel_valid, in_rel_id,
            in_rel_value)
 
-    if ud:
+    if norm:
         @always_comb
         def slot_load():
             ld0.next = accept and not take and not is_norm
@@ -487,11 +487,11 @@ def fsa_mxctrl(clk, rst,
                                       s_sstr[i], s_aptr[i], s_astr[i], s_flags[i], s_zero[i],
                                       s_causal[i], s_maskk[i], s_rel[i], rets[i], src[i]["sram"],
                                       src[i]["accrd"], inp), f"slot{i}_regs"))
-    if ud:        # the slots' UD flags, release cycles and channels, the BCMP lanes
+    if norm:      # the slots' UD flags, release cycles and channels, the BCMP lanes
         insts.append(named(fsa_mxctrl_ud.ud_control(
             clk, rst, loads, in_reset_max, in_early_release, s_func, s_busy, s_t, s_rel, s_causal,
-            [d["bcmp"] for d in src], bcmp_max, bcmp_up, bcmp_od, bcmp_causal, rel_valid, rel_id,
-            rel_value, rel2_valid, rel2_id, rel2_value, busy, plans, TW, wv_busy, nbusy), "ud"))
+            [d["bcmp"] for d in src], bcmp.max, bcmp.up, bcmp.od, bcmp.causal, rel_valid, rel_id,
+            rel_value, rel2.valid, rel2.id, rel2.value, busy, plans, TW, wv_busy, nbusy), "ud"))
 
         @always_seq(clk.posedge, reset=rst)
         def last_slot():
@@ -522,7 +522,7 @@ def fsa_mxctrl(clk, rst,
             rel_id.next = rl1[RV:VB]
             rel_value.next = rl1[VB:]
         busy.next = b0 or b1
-    if not ud:
+    if not norm:
         insts.append(sem_release)
     return insts
 
@@ -545,7 +545,7 @@ def ports(cfg) -> dict:
         id_delay=sig(1), acc_ren=sig(1), acc_raddr=sig(ADDR_BITS), acc_zero=sig(1),
         acc_wen=sig(1), acc_waddr=sig(ADDR_BITS), rel_valid=sig(1), rel_id=sig(SEM_ID_BITS),
         rel_value=sig(SEM_VALUE_BITS), busy=sig(1))
-    if cfg.dataflow == "ud":
+    if dataflow.of(cfg).norm_slot:
         p.update(fsa_mxctrl_ud.ud_ports(SEM_ID_BITS, SEM_VALUE_BITS))
     return p
 

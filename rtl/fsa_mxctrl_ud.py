@@ -25,6 +25,7 @@ from myhdl import always_comb, always_seq, block, intbv, modbv
 
 from rtl import fsa_bcmp
 from rtl.convert import named, sig
+from rtl.prim import Bundle
 from rtl.fsa_mxctrl_parts import encode, member, runs
 
 __all__ = ["bcmp_sources", "ud_control", "wave_guard", "norm_slot", "slope_offsets", "ud_ports",
@@ -36,13 +37,20 @@ UD_OUTPUTS = ("bcmp_max", "bcmp_up", "bcmp_od", "bcmp_causal", "rel2_valid", "re
 
 
 def ud_ports(id_bits: int, value_bits: int) -> dict:
-    """Fresh signals for the UD controller's extra ports."""
-
+    """Fresh signals for the extra ports of the controller with the third
+    slot (``fsa_mxctrl``'s keyword arguments): the instruction's
+    ``in_reset_max`` and ``in_early_release``, and three bundles (MyHDL
+    names their signals ``<bundle>_<name>``): ``bcmp`` (``max``, ``up``,
+    ``od``, ``causal``: the bottom row's lanes), ``rel2`` and ``rel3``
+    (``valid``, ``id``, ``value``: slot 1's and the third slot's release)."""
     LB = fsa_bcmp.LANE_BITS
-    return dict(in_reset_max=sig(1), in_early_release=sig(1), bcmp_max=sig(LB), bcmp_up=sig(LB),
-                bcmp_od=sig(LB), bcmp_causal=sig(1), rel2_valid=sig(1), rel2_id=sig(id_bits),
-                rel2_value=sig(value_bits), rel3_valid=sig(1), rel3_id=sig(id_bits),
-                rel3_value=sig(value_bits))
+
+    def release():
+        return Bundle(valid=sig(1), id=sig(id_bits), value=sig(value_bits))
+    return dict(in_reset_max=sig(1), in_early_release=sig(1),
+                bcmp=Bundle(max=sig(LB), up=sig(LB), od=sig(LB), causal=sig(1)),
+                rel2=release(), rel3=release())
+
 
 
 @block
@@ -163,10 +171,10 @@ def wave_guard(clk, rst, accept, in_func, blocking, wave_ok, wave_busy, plans, T
 def norm_slot(clk, rst, load, in_func, in_acc_addr, in_acc_stride, in_zero, in_rel_valid, in_rel_id,
               in_rel_value, busy, t, ret, acc_cmd, acc_rd, acc_addr, acc_zero, rel_valid, rel_id,
               rel_value, plans, TW):
-    """The third slot: NORM_SCALE / NORM (``fsa.plan.NORM_FUNCS``) only,
+    """The third slot: NORM_SCALE / NORM (``fsa.hw.control.NORM_FUNCS``) only,
     which act on the ACC row and the accumulator SRAM alone.  Its function,
     cycle counter, acc pointer and stride, ``zero`` and release; its ACC
-    command (codes of ``fsa.plan.UD_ACC_CMDS``, 0 when idle) and acc read
+    command (codes of ``fsa.hw.control.UD_ACC_CMDS``, 0 when idle) and acc read
     (``acc_rd``, ``acc_addr``, ``acc_zero``) from the plans' interval
     comparators; its release on the third channel (``rel_*``); ``ret``: the
     retire cycle of its function."""

@@ -9,7 +9,7 @@ Ports (all registered outputs, one hop per direction)::
                  v            |
               d_out (A)   d_in (A)
 
-* ``ctrl_in``: 9 control bits, bit i = ``fsa.plan.PE_BITS[i]``
+* ``ctrl_in``: 9 control bits, bit i = ``fsa.hw.control.PE_BITS[i]``
   (mac, acc_ui, load_reg_li, load_reg_ui, flow_lr, flow_ud, flow_du,
   update_reg, exp2).  ``ctrl_out`` is ``ctrl_in`` one cycle later (control
   moves one column right per cycle).  In the Verilog every bit has its name:
@@ -23,14 +23,16 @@ Ports (all registered outputs, one hop per direction)::
   is that of an ungated FMA; a simulator skips the FMA's arithmetic in those
   cycles (docs/testing.md, simulation speed).
 
-UD configurations (``cfg.dataflow == "ud"``, docs/ud.md; ``ud=True``) add a
+The PE of a dataflow with the second register (``fsa.hw.dataflow``:
+``pe_qreg``, the UD dataflow, docs/ud.md; ``dataflow_name="ud"``) adds a
 second register ``qreg`` (E) and three control bits after those nine,
-``fsa.plan.UD_PE_BITS`` (``ctrl_in`` is 12 bits, :func:`ctrl_width`):
+``fsa.hw.control.UD_PE_BITS`` (``ctrl_in`` is 12 bits, :func:`ctrl_width`):
 ``use_q`` (bit 9) multiplies ``qreg`` instead of ``reg``; ``load_q`` (bit
 10): ``qreg <- l_in`` and ``r_out <- qreg`` (Q shifts in like a chain);
 ``load_reg_di`` (bit 11): ``reg <- d_in`` (its low E bits: a score coming
 back up the u path), the semantics of ``fsa/golden/ud_cycle.py``.  The
-reference configurations' PE is generated without them (the same Verilog).
+reference configurations' PE is generated without them: one body, whose
+processes lose the statements of the absent parts (``rtl/parts.py``).
 
 Latency: every output is a register written at the clock edge; everything is
 held when not written.  Synchronous active-high reset clears all registers.
@@ -53,14 +55,14 @@ from rtl.convert import convert_block, sig, submodule
 from rtl.fp import fsa_fma
 from rtl.parts import part_of
 
-#: Control bit positions in ``ctrl_in``: the table is ``fsa.plan.PE_BITS``.
+#: Control bit positions in ``ctrl_in``: the table is ``fsa.hw.control.PE_BITS``.
 (MAC, ACC_UI, LOAD_REG_LI, LOAD_REG_UI, FLOW_LR, FLOW_UD, FLOW_DU, UPDATE_REG,
  EXP2) = (PE_BITS.index(b) for b in ("mac", "acc_ui", "load_reg_li", "load_reg_ui", "flow_lr",
                                      "flow_ud", "flow_du", "update_reg", "exp2"))
 CTRL_BITS = len(PE_BITS)
 #: Verilog name of each control bit (``pe_ctrl_<PE_BITS name>``), by position.
 CTRL_NAMES = tuple(f"pe_ctrl_{b}" for b in PE_BITS)
-#: The UD PE's control bits after the nine (fsa.plan.UD_PE_BITS).
+#: The UD PE's control bits after the nine (fsa.hw.control.UD_PE_BITS).
 USE_Q, LOAD_Q, LOAD_REG_DI = (len(PE_BITS) + UD_PE_BITS.index(b)
                               for b in ("use_q", "load_q", "load_reg_di"))
 UD_CTRL_BITS = len(PE_BITS) + len(UD_PE_BITS)
@@ -129,7 +131,7 @@ def fsa_pe(clk, rst, l_in, u_in, d_in, ctrl_in, r_out, d_out, u_out, ctrl_out,
         fma_en.next = pe_ctrl_mac or pe_ctrl_update_reg or pe_ctrl_exp2
 
     def ctrl_bits():
-        """The control word's bits by name (fsa.plan.PE_BITS)."""
+        """The control word's bits by name (fsa.hw.control.PE_BITS)."""
         pe_ctrl_mac.next = ctrl_in[MAC]
         pe_ctrl_acc_ui.next = ctrl_in[ACC_UI]
         pe_ctrl_load_reg_li.next = ctrl_in[LOAD_REG_LI]
@@ -189,7 +191,7 @@ def fsa_pe(clk, rst, l_in, u_in, d_in, ctrl_in, r_out, d_out, u_out, ctrl_out,
     # (the processes of the PE with the second register keep their names, *_ud)
     sfx = "_ud" if q else ""
     ctrl_bits = always_comb(part_of(ctrl_bits, doc=(
-        "The control word's bits by name (fsa.plan.PE_BITS + UD_PE_BITS)." if q else None)))
+        "The control word's bits by name (fsa.hw.control.PE_BITS + UD_PE_BITS)." if q else None)))
     select = always_comb(part_of(select, name="select" + sfx))
     step = always_seq(clk.posedge, reset=rst)(part_of(step, name="step" + sfx))
     return u_fma, fma_gate, ctrl_bits, select, step

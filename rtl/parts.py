@@ -18,6 +18,12 @@ hand (the same MyHDL AST, so the same Verilog).  Decorate it in the block
 function itself (MyHDL takes the block's names from the caller's frame)::
 
     step = always_seq(clk.posedge, reset=rst)(part_of(step))
+
+A part's ports come as bundles (``rtl.prim.Bundle``: MyHDL names a
+converted block's bundle argument ``x`` with signals ``a, b`` as ports
+``x_a, x_b``), one keyword argument each instead of one per signal;
+:func:`flat_ports` gives the Verilog port names a parent's instance text
+connects.
 """
 from __future__ import annotations
 
@@ -26,7 +32,7 @@ import inspect
 import linecache
 import textwrap
 
-__all__ = ["part_of"]
+__all__ = ["part_of", "flat_ports"]
 
 
 def _names(node) -> set[str]:
@@ -98,3 +104,18 @@ def _maker(func, free: set, absent: frozenset, name, doc):
     ns = dict(func.__globals__)
     exec(compile(text, fname, "exec"), ns)  # noqa: S102 (our own function, pruned)
     return ns["_fsa_part"], used
+
+
+def flat_ports(ports: dict) -> dict:
+    """`ports` (port name or bundle name -> signal or ``Bundle``) with each
+    bundle expanded into its Verilog port names, in order (``bcmp`` with
+    ``max``, ``up`` -> ``bcmp_max``, ``bcmp_up``)."""
+    from rtl.prim import Bundle
+
+    out = {}
+    for name, s in ports.items():
+        if isinstance(s, Bundle):
+            out.update({f"{name}_{k}": v for k, v in vars(s).items()})
+        else:
+            out[name] = s
+    return out

@@ -42,6 +42,12 @@ class Dataflow:
     norm_slot: bool = False
     release_channels: int = 1
 
+    def __post_init__(self):
+        if self.norm_slot and not (self.bottom_row and self.release_channels == 3):
+            raise ValueError(f"dataflow {self.name!r}: the third slot (norm_slot) drives the "
+                             "bottom row and releases on three channels (bottom_row, "
+                             "release_channels=3)")
+
     @property
     def cmp_latch(self) -> bool:
         """The top CMP decodes ``LATCH``."""

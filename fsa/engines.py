@@ -60,9 +60,9 @@ from fsa.golden import fast
 from fsa.golden.machine import Machine
 from fsa.hw.regs import setting_defaults
 from fsa.isa import Dma, Fence, Matrix, MxFunc
+from fsa.kernel_lang import KernelError, Program, memory_reader
 from fsa.kernels import attention_signature
 from fsa.simdev import run_on_device
-from fsa.kernel_lang import KernelError, Program, memory_reader
 
 __all__ = ["Result", "Execution", "Engine", "GoldenEngine", "SimEngine", "DeviceError"]
 

@@ -68,8 +68,11 @@ from fsa import config as fconfig
 from fsa import kernels
 from fsa import numerics as nx
 from fsa.config import FSAConfig
+from fsa.cycle import model as cm
+from fsa.engines import GoldenEngine, SimEngine
 from fsa.formats import get_format
 from fsa.kernel_lang import MEM_STRIDE_RANGE
+from fsa.report import conversion_overflow
 
 __all__ = ["scaled_dot_product_attention", "AttentionStats", "AttentionJob", "prepare",
            "engine_for", "ENGINES", "DEFAULT_CONFIG"]
@@ -170,7 +173,7 @@ def _check_flag(name: str, x: Any) -> bool:
 
 def _as_array(name: str, x: Any) -> tuple[np.ndarray, Any]:
     """A torch tensor or numpy array -> (float64 array, torch dtype)."""
-    import torch
+    import torch        # (heavy: loaded when the API is called, not when fsa is imported)
 
     if isinstance(x, torch.Tensor):
         if x.device.type == "meta":
@@ -276,8 +279,6 @@ class AttentionJob:
             return st
         cycles, cycles_from = res.cycles, "device exec counter"
         if cycles is None:
-            from fsa.cycle import model as cm
-
             # the program fetched from memory, as the simulator engines run it
             feed = cm.program_feed(cfg, "fetch", len(prog.words()))
             cycles, cycles_from = cm.simulate(cfg, prog.instructions, **feed).cycles, \
@@ -410,8 +411,6 @@ def prepare(query: np.ndarray, key: np.ndarray, value: np.ndarray, is_causal: bo
                              key_limit=key_limit, kernel=kernel)
     stats.settings = dict(prog.settings)
 
-    from fsa.report import conversion_overflow
-
     def padded(x: np.ndarray, n: int, s: int, s_p: int, width: int) -> np.ndarray:
         buf = np.zeros((n, s_p, R))
         buf[:, :s, :width] = x.reshape(n, s, width)
@@ -431,8 +430,6 @@ def prepare(query: np.ndarray, key: np.ndarray, value: np.ndarray, is_causal: bo
 
 def engine_for(cfg: FSAConfig, engine: str, prog, progress=None, **kw):
     """The :mod:`fsa.engines` engine called `engine` for `prog`."""
-    from fsa.engines import GoldenEngine, SimEngine
-
     if engine not in ENGINES:
         raise ValueError(f"fsa.scaled_dot_product_attention: engine must be one of {ENGINES}, "
                          f"got {engine!r}")

@@ -11,7 +11,8 @@ function without the statements that mention an absent part:
 
 * an ``if`` / ``elif`` whose test names an absent part is replaced by its
   ``else`` (the chain continues with the next ``elif``);
-* any other statement that names an absent part is dropped.
+* any other statement that names an absent part is dropped (a local it
+  assigns is then absent too), and an ``if`` left without statements.
 
 The result is the function the configuration would have had written by
 hand (the same MyHDL AST, so the same Verilog).  Decorate it in the block
@@ -40,6 +41,8 @@ def _names(node) -> set[str]:
 
 
 def _prune(stmts: list, absent: set[str]) -> list:
+    """`stmts` without those naming a name of `absent` (which grows by the
+    local variables the dropped assignments would have set)."""
     out = []
     for s in stmts:
         if isinstance(s, ast.If):
@@ -48,14 +51,16 @@ def _prune(stmts: list, absent: set[str]) -> list:
                 continue
             s.body = _prune(s.body, absent)
             s.orelse = _prune(s.orelse, absent)
-            if not s.body:
+            if not s.body and s.orelse:
                 raise ValueError(f"part_of: line {s.lineno}: every statement of an 'if' "
-                                 "branch belongs to an absent part")
-            out.append(s)
+                                 "branch with an 'else' belongs to an absent part")
+            if s.body:
+                out.append(s)
         elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant):
             out.append(s)                       # a docstring
         elif _names(s) & absent:
-            continue
+            if isinstance(s, ast.Assign):       # a local of an absent part is absent too
+                absent |= {t.id for t in s.targets if isinstance(t, ast.Name)}
         else:
             out.append(s)
     return out
@@ -92,7 +97,7 @@ def _maker(func, free: set, absent: frozenset, name, doc):
     if doc is not None:
         node = ast.Expr(ast.Constant(doc))
         body = [node] + body[1:] if has_doc else [node] + body
-    fdef.body = _prune(body, absent)
+    fdef.body = _prune(body, set(absent))
     if name is not None:
         fdef.name = name
     used = sorted(_names(fdef) & (free - absent))

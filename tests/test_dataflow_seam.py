@@ -77,12 +77,26 @@ def test_part_of_drops_the_statements_of_absent_parts():
     assert set(pruned.__code__.co_freevars) == {"a", "b", "sreg", "out"}
 
 
-def test_part_of_refuses_a_branch_left_empty():
-    a, x = object(), None
+def test_part_of_drops_an_if_left_empty_and_absent_locals():
+    a, b, x, out = object(), object(), None, object()
 
     def step():
         if a:
             x.next = a
+        y = x + 1
+        out.next = b and y
+        out.next = b
+    assert _source(part_of(step)) == "def step():\n    out.next = b"
+
+
+def test_part_of_refuses_a_branch_left_empty_before_an_else():
+    a, b, x = object(), object(), None
+
+    def step():
+        if a:
+            x.next = a
+        else:
+            b.next = a
     with pytest.raises(ValueError, match="absent part"):
         part_of(step)
 

@@ -1,6 +1,7 @@
 """The UD dataflow's functions in the instruction-level golden model
 (``fsa/golden/machine.py`` calls :func:`execute` for codes 5..8 and
-:func:`illegal` when the decoder hands an instruction on).
+:func:`check_modelled` before a reference function, through the UD dataflow of
+:mod:`fsa.dataflows`, which refuses these codes on other hardware).
 
 Tile-level, bit-exact, in the hardware's operation order (docs/ud.md,
 ``fsa/plan_ud.py``):

@@ -179,9 +179,11 @@ def fsa_acc(clk, rst, cmd, scale_a, sa, sram, wb, a_type="fp32", pieces=8,
         slope_k.next = slopes[piece]
         icpt_k.next = icpts[piece]
 
+    # (a process docstring is a comment of the generated Verilog: edit it and the
+    # Verilog changes; fsa.plan re-exports the fsa.hw.control tables)
     @always_comb
     def commands():
-        """cmd decoded by name (fsa.hw.control.ACC_CMDS; NOP needs none)."""
+        """cmd decoded by name (fsa.plan.ACC_CMDS; NOP needs none)."""
         acc_cmd_exp_s1.next = cmd == CMD_EXP_S1
         acc_cmd_exp_s2.next = cmd == CMD_EXP_S2
         acc_cmd_acc_sa.next = cmd == CMD_ACC_SA

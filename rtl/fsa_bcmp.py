@@ -117,9 +117,11 @@ def fsa_bcmp(clk, rst, max_in, up_in, od_in, causal_in, s_in, col, u_out, od, ma
         insts.append(same_fmt)
     insts.append(submodule(*max_unit(a_type, op_a, op_b, diff, mx)))
 
+    # (a process docstring is a comment of the generated Verilog: edit it and the
+    # Verilog changes; fsa.plan re-exports the fsa.hw.control tables)
     @always_comb
     def commands():
-        """The lanes decoded by name (fsa.hw.control.BCMP_CMDS)."""
+        """The lanes decoded by name (fsa.plan.BCMP_CMDS)."""
         bcmp_cmd_reset.next = max_in == CMD_RESET
         bcmp_cmd_update.next = max_in == CMD_UPDATE
         bcmp_cmd_max_diff.next = max_in == CMD_MAX_DIFF

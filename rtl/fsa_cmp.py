@@ -143,9 +143,11 @@ def fsa_cmp(clk, rst, cmd_in, causal_in, mask_in, s_in, col, key_limit, out, cmd
             s_e_a.next = s_e_m
         insts.append(same_fmt)
 
+    # (a process docstring is a comment of the generated Verilog: edit it and the
+    # Verilog changes; fsa.plan re-exports the fsa.hw.control tables)
     @always_comb
     def commands():
-        """cmd_in decoded by name (fsa.hw.control.CMP_CMDS)."""
+        """cmd_in decoded by name (fsa.plan.CMP_CMDS)."""
         cmp_cmd_update.next = cmd_in == CMD_UPDATE
         cmp_cmd_prop_max.next = cmd_in == CMD_PROP_MAX
         cmp_cmd_prop_max_diff.next = cmd_in == CMD_PROP_MAX_DIFF

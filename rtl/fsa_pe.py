@@ -130,8 +130,10 @@ def fsa_pe(clk, rst, l_in, u_in, d_in, ctrl_in, r_out, d_out, u_out, ctrl_out,
         """The FMA's enable: mac (d_out / u_out), update_reg and exp2 (reg)."""
         fma_en.next = pe_ctrl_mac or pe_ctrl_update_reg or pe_ctrl_exp2
 
+    # (a process docstring is a comment of the generated Verilog: edit it and the
+    # Verilog changes; fsa.plan re-exports the fsa.hw.control tables)
     def ctrl_bits():
-        """The control word's bits by name (fsa.hw.control.PE_BITS)."""
+        """The control word's bits by name (fsa.plan.PE_BITS)."""
         pe_ctrl_mac.next = ctrl_in[MAC]
         pe_ctrl_acc_ui.next = ctrl_in[ACC_UI]
         pe_ctrl_load_reg_li.next = ctrl_in[LOAD_REG_LI]
@@ -191,7 +193,7 @@ def fsa_pe(clk, rst, l_in, u_in, d_in, ctrl_in, r_out, d_out, u_out, ctrl_out,
     # (the processes of the PE with the second register keep their names, *_ud)
     sfx = "_ud" if q else ""
     ctrl_bits = always_comb(part_of(ctrl_bits, doc=(
-        "The control word's bits by name (fsa.hw.control.PE_BITS + UD_PE_BITS)." if q else None)))
+        "The control word's bits by name (fsa.plan.PE_BITS + UD_PE_BITS)." if q else None)))
     select = always_comb(part_of(select, name="select" + sfx))
     step = always_seq(clk.posedge, reset=rst)(part_of(step, name="step" + sfx))
     return u_fma, fma_gate, ctrl_bits, select, step

@@ -46,6 +46,7 @@ Example::
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -359,6 +360,10 @@ class SimEngine(Engine):
             ports; "fast": the memory inside the simulation (fsa/fastmem.py,
             Verilator only, no pauses): the same bits and cycles, faster on
             long runs.
+        keep: keep the run folder (log, results, waves; ``last_run["run_dir"]``)
+            after a successful run; False removes it then
+            (``last_run["run_dir_kept"]`` says which).  A run that ends in
+            the error state keeps it and names it in the DeviceError.
     """
 
     name = "sim"
@@ -366,7 +371,7 @@ class SimEngine(Engine):
 
     def __init__(self, cfg: "FSAConfig | str", sim: str = "verilator", max_cycles: int = 5_000_000,
                  pauses: float = 0.0, progress=None, waves: bool = False, seed: int = 1,
-                 push: bool = False, memory: str = "axi"):
+                 push: bool = False, memory: str = "axi", keep: bool = True):
         super().__init__(cfg)
         if sim not in self.SIMS:
             raise ValueError(f"SimEngine: sim must be one of {self.SIMS}, got {sim!r}")
@@ -374,7 +379,7 @@ class SimEngine(Engine):
             raise ValueError(f"SimEngine: memory must be one of {MEMORIES}, got {memory!r}")
         self.sim, self.max_cycles, self.pauses = sim, max_cycles, pauses
         self.progress, self.waves, self.seed = progress, waves, seed
-        self.push, self.memory = push, memory
+        self.push, self.memory, self.keep = push, memory, keep
         self.last_run: dict | None = None
 
     def execute(self, program: Program, words: list[int],
@@ -400,6 +405,9 @@ class SimEngine(Engine):
         if run["state"] != "done":
             raise DeviceError(f"the device ended in state {run['state']} with error {run['error']} "
                               f"at instruction {run['error_index']} (run folder {res['run_dir']})", run)
+        res["run_dir_kept"] = self.keep
+        if not self.keep:
+            shutil.rmtree(res["run_dir"], ignore_errors=True)
         counters = dict(run["counters"])
         segments = [(a, d) for (a, _), d in zip(regions, res["dumps"])]
         return Execution.from_segments(segments, counters, counters["exec"])

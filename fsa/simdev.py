@@ -106,9 +106,14 @@ def run_on_device(cfg: FSAConfig, words: list[int], memory: list[tuple[int, byte
             "mem_model": mem_model}
     (tmp / "case.json").write_text(json.dumps(case))
     say(f"building and running the {simrun.get_sim(sim)} simulation")
-    tdir = simrun.run(top, sources, "fsa.harness.tb_top", sim=sim, name=name,
-                      extra_env={"FSA_CASE": str(tmp / "case.json")}, timeout_s=timeout_s,
-                      public=public)
+    try:
+        tdir = simrun.run(top, sources, "fsa.harness.tb_top", sim=sim, name=name,
+                          extra_env={"FSA_CASE": str(tmp / "case.json")}, timeout_s=timeout_s,
+                          public=public)
+    except simrun.SimulationError as e:         # the case file stays, to re-run it: named
+        head, sep, tail = str(e).partition("\n--- log tail ---")
+        e.args = (f"{head}\ncase file kept: {tmp / 'case.json'}{sep}{tail}",)
+        raise
     # the case file is temporary: kept only when the run failed (the error above
     # leaves it for a re-run), removed here once the run has produced its result
     shutil.copy(tmp / "case.json", tdir / "case.json")

@@ -23,8 +23,8 @@ from fsa.program import Program
 from fsa.tiles import KernelError
 
 __all__ = ["FAST_META", "attention_signature", "sign_attention", "padded_shape",
-           "check_head_tiles", "head_map", "check_attention_shape", "attention_flops",
-           "utilisation"]
+           "check_head_tiles", "attention_io", "head_map", "check_attention_shape",
+           "attention_flops", "utilisation"]
 
 
 #: the meta facts the golden model's fast attention path computes from
@@ -94,6 +94,26 @@ def check_head_tiles(k, Q, K, Vt, seq_q, seq_kv, kv_map) -> tuple[int, tuple[int
     except ValueError as e:
         raise KernelError(str(e)) from None
     return heads, kv_map
+
+
+def attention_io(k, Q, K, Vt, seq_q, seq_kv, kv_map) -> tuple:
+    """What an attention kernel build starts with: the checked heads and
+    `kv_map` (:func:`check_head_tiles`), the output tensor ``Ot [R, H seq_q]``
+    (accumulate format) with the views ``V`` (of `Vt`) and ``O`` (of ``Ot``),
+    and the blocks: Q and K by rows (C and R rows: head h's from
+    ``h seq_q / C`` on, kv head g's from ``g seq_kv / R`` on), Vt by R
+    columns, Ot by C columns (like Q's).
+
+    Returns:
+        ``(heads, kv_map, Ot, q_blocks, k_blocks, v_blocks, o_blocks)``.
+    """
+    R, C = k.R, k.C
+    heads, kv_map = check_head_tiles(k, Q, K, Vt, seq_q, seq_kv, kv_map)
+    Ot = k.alloc_mem((R, heads * seq_q), k.cfg.a_type, "Ot", role="output")
+    k.view("V", Vt)
+    k.view("O", Ot)
+    return (heads, kv_map, Ot, Q.split(C, axis=0), K.split(R, axis=0), Vt.split(R, axis=1),
+            Ot.split(C, axis=1))
 
 
 def head_map(heads: int, kv_heads: int | None = None,

@@ -75,7 +75,7 @@ import numpy as np
 from fsa import config as fconfig
 from fsa.config import FSAConfig
 from fsa.kernel_lang import Input, KernelBuilder, MemTile, Program, kernel
-from fsa.kernels.common import check_attention_shape, check_head_tiles, head_map
+from fsa.kernels.common import attention_io, check_attention_shape, head_map
 
 __all__ = ["LABEL", "refuse", "attention", "flash_attention", "buffer_plan"]
 
@@ -119,14 +119,9 @@ def flash_attention(k: KernelBuilder, Q: MemTile, K: MemTile, Vt: MemTile, *,
     R, C = k.R, k.C
     seq_q = Q.rows if seq_q is None else seq_q
     seq_kv = K.rows if seq_kv is None else seq_kv
-    heads, kv_map = check_head_tiles(k, Q, K, Vt, seq_q, seq_kv, kv_map)
-    Ot = k.alloc_mem((R, heads * seq_q), cfg.a_type, "Ot", role="output")
-    k.view("V", Vt)
-    k.view("O", Ot)
-    q_blocks = Q.split(C, axis=0)           # [C, d], head h's from h * seq_q / C on
-    k_blocks = K.split(R, axis=0)           # [R, d], kv head g's from g * seq_kv / R on
-    v_blocks = Vt.split(R, axis=1)          # [d, R], likewise
-    o_blocks = Ot.split(C, axis=1)          # [d, C], like q_blocks
+    # blocks: Q [C, d], K [R, d], Vt [d, R], Ot [d, C]
+    heads, kv_map, Ot, q_blocks, k_blocks, v_blocks, o_blocks = attention_io(
+        k, Q, K, Vt, seq_q, seq_kv, kv_map)
     plan = buffer_plan(cfg)
     nq, nkv, nacc = plan["q"], plan["kv"], plan["acc"]
     q_sp = [k.alloc_spad((C, R), f"Q{b}") for b in range(nq)]

@@ -66,7 +66,7 @@ from fsa.hw.isa import UD_MX_FUNCS
 from fsa.isa import Matrix, MxFunc
 from fsa.kernel_lang import (AccTile, Input, KernelBuilder, KernelError, MemTile, Program,
                              SpadTile, kernel)
-from fsa.kernels.common import check_attention_shape, check_head_tiles, head_map
+from fsa.kernels.common import attention_io, check_attention_shape, head_map
 from fsa.plan_ud import period
 
 __all__ = ["LABEL", "refuse", "attention", "flash_attention_ud", "buffer_plan", "mx_load_q",
@@ -186,14 +186,8 @@ def flash_attention_ud(k: KernelBuilder, Q: MemTile, K: MemTile, Vt: MemTile, *,
     R, C = k.R, k.C
     seq_q = Q.rows if seq_q is None else seq_q
     seq_kv = K.rows if seq_kv is None else seq_kv
-    heads, kv_map = check_head_tiles(k, Q, K, Vt, seq_q, seq_kv, kv_map)
-    Ot = k.alloc_mem((R, heads * seq_q), cfg.a_type, "Ot", role="output")
-    k.view("V", Vt)
-    k.view("O", Ot)
-    q_blocks = Q.split(C, axis=0)           # head h's from h * seq_q / C on
-    k_blocks = K.split(R, axis=0)           # kv head g's from g * seq_kv / R on
-    v_blocks = Vt.split(R, axis=1)
-    o_blocks = Ot.split(C, axis=1)
+    heads, kv_map, Ot, q_blocks, k_blocks, v_blocks, o_blocks = attention_io(
+        k, Q, K, Vt, seq_q, seq_kv, kv_map)
     plan = buffer_plan(cfg)
     ns, nacc = plan["slots"], plan["acc"]
     q_sp = k.alloc_spad((C, R), "Q")

@@ -146,3 +146,32 @@ def test_precedence_examples_on_the_device():
     rtl = fuzz.device_runs(cfg, 7, [[w] for _, w, _ in ex])
     for (name, _, want), out in zip(ex, rtl):
         assert (out.state, out.error, out.index, out.wait) == want, (name, out.key())
+
+
+def test_minimise_shrinks_to_the_instruction_that_matters(monkeypatch):
+    """With a fake device that gets every program holding an unknown-type
+    word wrong (index 0 reported), a long program shrinks to that word (and at
+    most one other instruction)."""
+    from fsa.golden.machine import Machine
+    cfg = fconfig.get("FSA4X4Fp16Config")
+    bad = 0xE0000000
+
+    def fake_device(cfg, seed, progs, sim=None):
+        outs = []
+        m = Machine(cfg)
+        m.mem.write(cfg.mem_base, fuzz.initial_memory(cfg, seed))
+        for p in progs:
+            o = fuzz.golden_run(m, fuzz.flat(p))
+            if bad in fuzz.flat(p):
+                o.index = o.index + 1
+            outs.append(o)
+        return outs
+
+    monkeypatch.setattr(fuzz, "device_runs", fake_device)
+    progs, outs = fuzz.generate(cfg, 11, 30)
+    prog = max((p for p, o in zip(progs, outs) if o.error == "NONE"), key=len)
+    prog = prog[:len(prog) // 2] + [[bad]] + prog[len(prog) // 2:]
+    assert len(prog) >= 6
+    small, why = fuzz.minimise(cfg, 11, prog)
+    assert [bad] in small and len(small) <= 2, (small, why)
+    assert "ILLEGAL_TYPE" in why

@@ -63,6 +63,7 @@ from rtl import fsa_acc, fsa_bcmp, fsa_cmp, fsa_mxctrl_ud
 from rtl.fsa_mxctrl_parts import (chain, copy, delay1, encode, member, or3, pack_bits, per_func,
                                  runs, slot_regs)
 from rtl.fsa_pe import ctrl_width
+from rtl.parts import part_of
 
 MODULE = "fsa_mxctrl"
 # field widths from the ISA table (fsa/hw/isa.py)
@@ -453,6 +454,8 @@ def fsa_mxctrl(clk, rst,
             accept.next = ready and in_valid
         insts.append(issue_ud)
     else:
+        nload = last_norm = None        # (the third slot's part of last_slot: absent)
+
         @always_comb
         def issue():
             bok = (fr0_s and fr1_s) or not (blk_s or lb_s)
@@ -493,20 +496,14 @@ def fsa_mxctrl(clk, rst,
             [d["bcmp"] for d in src], bcmp.max, bcmp.up, bcmp.od, bcmp.causal, rel_valid, rel_id,
             rel_value, rel2.valid, rel2.id, rel2.value, busy, plans, TW, wv_busy, nbusy), "ud"))
 
-        @always_seq(clk.posedge, reset=rst)
-        def last_slot():
-            if accept:
-                if nload:
-                    last_norm.next = True
-                else:
-                    last.next = take
-                    last_norm.next = False
-    else:
-        @always_seq(clk.posedge, reset=rst)
-        def last_slot():
-            if accept:
+    def last_slot():
+        if accept:
+            if nload:           # (the third slot's part: rtl/parts.py)
+                last_norm.next = True
+            else:
                 last.next = take
-    insts.append(last_slot)
+                last_norm.next = False
+    insts.append(always_seq(clk.posedge, reset=rst)(part_of(last_slot)))
 
     @always_comb
     def sem_release():

@@ -117,12 +117,14 @@ def fsa_pe(clk, rst, l_in, u_in, d_in, ctrl_in, r_out, d_out, u_out, ctrl_out,
     pe_ctrl_use_q, pe_ctrl_load_q, pe_ctrl_load_reg_di = (sig(1) if q else None for _ in UD_PE_BITS)
 
     fma_en = sig(1)         # the FMA works only in the cycles that use its result
-    u_fma = submodule(fsa_fma.fsa_fma, (mul if q else sreg, l_in, addend, pe_ctrl_exp2, f_a, f_e, unused_piece,
-                                        match),
+    # (the multiplicand: `mul` with the second register, else `sreg` itself)
+    u_fma = submodule(fsa_fma.fsa_fma,
+                      (mul if q else sreg, l_in, addend, pe_ctrl_exp2, f_a, f_e, unused_piece, match),
                       dict(mul=e_type, add=a_type, pieces=pieces, en=fma_en),
                       fsa_fma.module_name(e_type, a_type, pieces, gated=True), "u_fma",
-                      {"a": mul if q else sreg, "b": l_in, "c": addend, "exp2": pe_ctrl_exp2, "out_a": f_a,
-                       "out_e": f_e, "piece": unused_piece, "match": match, "en": fma_en},
+                      {"a": mul if q else sreg, "b": l_in, "c": addend, "exp2": pe_ctrl_exp2,
+                       "out_a": f_a, "out_e": f_e, "piece": unused_piece, "match": match,
+                       "en": fma_en},
                       {"out_a", "out_e", "piece", "match"})
 
     @always_comb

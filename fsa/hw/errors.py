@@ -46,7 +46,8 @@ checked at the first of these stages it reaches, in program order:
 * ``issue``: the DMA engine takes the instruction (its semaphore acquired):
   DMA_SIZE, DMA_ALIGN (size), DMA_SRAM_RANGE, then row by row DMA_ALIGN
   (address) and MEM_RANGE before the row moves (earlier rows have moved),
-  AXI_RD_ERR / AXI_WR_ERR while it runs.
+  AXI_RD_ERR / AXI_WR_ERR while it runs; a DMA with ``repeat`` or ``size``
+  0 moves nothing and is never wrong.
 * ``quiet``: nothing can change any more: DEADLOCK, NO_STOP (above).
 
 A ``decode`` or ``pending`` fault (:data:`DEFERRED`) stops dispatch at the
@@ -60,7 +61,10 @@ faulty instruction in program order among those that get to their check,
 with its index; the ``wait`` register (0x54) is 0 except for DEADLOCK.
 When several conditions hold in one cycle, ``fsa_status`` takes the first
 of :data:`PRECEDENCE` (a pending matrix instruction is older than the one
-the decoder holds, so SRAM_RANGE comes before the decoder's faults).
+the decoder holds, so SRAM_RANGE comes before the decoder's faults).  A
+semaphore has one holder: when both pending instructions would take it in
+one cycle, the matrix one does (``rtl/fsa_sem.py``; the golden model gives
+it to the older one, the same where the matrix one is older).
 """
 from __future__ import annotations
 

@@ -175,3 +175,22 @@ def test_minimise_shrinks_to_the_instruction_that_matters(monkeypatch):
     small, why = fuzz.minimise(cfg, 11, prog)
     assert [bad] in small and len(small) <= 2, (small, why)
     assert "ILLEGAL_TYPE" in why
+
+
+def test_status_checks_its_conditions_in_the_contracts_order():
+    """rtl/fsa_status.py's chain of error conditions is in the order of
+    fsa.hw.errors.PRECEDENCE (read from its source: the first assignment of
+    each code in the running branch)."""
+    import inspect
+
+    from fsa.hw import errors
+    from rtl import fsa_status
+    src = inspect.getsource(fsa_status.fsa_status)
+    src = src[src.index("elif state == ACTIVE:"):]
+    marks = {"SRAM_RANGE": "err_code.next = E_RANGE", "ILLEGAL_TYPE": "err_code.next = E_TYPE",
+             "ILLEGAL_FUNC": "err_code.next = E_FUNC", "DMA": "err_code.next = BASE",
+             "FETCH": "err_code.next = E_FRANGE", "DONE": "state.next = DONE",
+             "QUIET": "err_code.next = E_DEAD"}
+    order = sorted(marks, key=lambda k: src.index(marks[k]))
+    assert tuple(order) == errors.PRECEDENCE, order
+    assert set(errors.DEFERRED) == {"ILLEGAL_TYPE", "ILLEGAL_FUNC", "SRAM_RANGE"}

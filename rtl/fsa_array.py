@@ -48,14 +48,16 @@ MODULE = "fsa_array"
 def fsa_array(clk, rst, ctrl, cmp_cmd, cmp_causal, cmp_mask, key_limit, scale_a, id_data,
               id_valid, id_rev_in, id_rev_out, id_delay, acc_cmd, acc_sram, acc_wb, cfg=None,
               bcmp=None):
+    # (this docstring is the module's comment in the generated Verilog: edit it
+    # and the Verilog changes; fsa.plan re-exports the fsa.hw.control tables)
     """The array; see the module docstring. `cfg` is an FSAConfig.
 
-    ctrl[9r +: 9] is row r's PE control word (fsa.hw.control.PE_BITS), bits 0..8 =
+    ctrl[9r +: 9] is row r's PE control word (fsa.plan.PE_BITS), bits 0..8 =
     pe_ctrl_mac, pe_ctrl_acc_ui, pe_ctrl_load_reg_li, pe_ctrl_load_reg_ui,
     pe_ctrl_flow_lr, pe_ctrl_flow_ud, pe_ctrl_flow_du, pe_ctrl_update_reg,
     pe_ctrl_exp2 (the names fsa_pe gives them).
-    cmp_cmd and acc_cmd carry the command codes of fsa.hw.control.CMP_CMDS and
-    fsa.hw.control.ACC_CMDS (decoded by name in fsa_cmp and fsa_acc).
+    cmp_cmd and acc_cmd carry the command codes of fsa.plan.CMP_CMDS and
+    fsa.plan.ACC_CMDS (decoded by name in fsa_cmp and fsa_acc).
     """
     R, C, P = cfg.sa_rows, cfg.sa_cols, cfg.exp2_pieces
     e, a = cfg.e_type, cfg.a_type

@@ -72,7 +72,10 @@ from fsa.cycle import model as cm
 from fsa.engines import GoldenEngine, SimEngine
 from fsa.formats import get_format
 from fsa.kernel_lang import MEM_STRIDE_RANGE
-from fsa.report import conversion_overflow
+from fsa.isa import SIZES, Dma, Fence, InstrType, Matrix
+from fsa.progress import Progress
+from fsa.progress import enabled as progress_enabled
+from fsa.report import bus_bytes_per_cycle, bus_figures, conversion_overflow, program_dma_bytes
 
 __all__ = ["scaled_dot_product_attention", "AttentionStats", "AttentionJob", "prepare",
            "engine_for", "ENGINES", "DEFAULT_CONFIG"]
@@ -106,6 +109,13 @@ class AttentionStats:
         counters: device (or model) counters.
         key_blocks: (query block, key block) steps of all heads.
         words: instruction words of the program.
+        dma_bytes, bus_bytes_per_cycle, bus_occupancy, array_bound_cycles,
+            bus_occupancy_ceiling: the DMA's bytes (loads and stores), what
+            the ports move per cycle, bytes / (cycles x that), and the
+            array's input bound -- every key block enters the array as R
+            rows of K and R of V from the left: at least ``2R`` cycles per
+            step -- with the occupancy at that bound
+            (:func:`fsa.report.bus_figures`).
         inputs: per input, values that overflowed E or were already non-finite.
         notes: accuracy warnings for this call (:func:`accuracy_notes`; the
             call also issues them as RuntimeWarnings).
@@ -130,6 +140,11 @@ class AttentionStats:
     counters: dict[str, int] = field(default_factory=dict)
     key_blocks: int = 0
     words: int = 0
+    dma_bytes: int = 0
+    bus_bytes_per_cycle: int = 0
+    bus_occupancy: float | None = None
+    array_bound_cycles: int = 0
+    bus_occupancy_ceiling: float | None = None
     inputs: dict[str, dict] = field(default_factory=dict, repr=False)
     notes: list[str] = field(default_factory=list)
     program: Any = field(default=None, repr=False)      # (large: left out of the repr)
@@ -240,6 +255,14 @@ def _fitting_configs(d: int) -> str:
     return f" (e.g. {names[0]})" if names else ""
 
 
+def word_count(instructions) -> int:
+    """Instruction words of a program (``len(program.words())`` without
+    encoding it: each instruction's size by type)."""
+    n = {Fence: SIZES[InstrType.FENCE], Matrix: SIZES[InstrType.MATRIX],
+         Dma: SIZES[InstrType.DMA]}
+    return sum(n[type(x)] for x in instructions)
+
+
 # ------------------------------------------------------------------ the job
 @dataclass
 class AttentionJob:
@@ -280,12 +303,14 @@ class AttentionJob:
         cycles, cycles_from = res.cycles, "device exec counter"
         if cycles is None:
             # the program fetched from memory, as the simulator engines run it
-            feed = cm.program_feed(cfg, "fetch", len(prog.words()))
+            feed = cm.program_feed(cfg, "fetch", st.words)
             cycles, cycles_from = cm.simulate(cfg, prog.instructions, **feed).cycles, \
                 "cycle model (fsa/cycle/model.py, program fetch)"
             res.cycles = cycles
         R, C = cfg.sa_rows, cfg.sa_cols
         st.cycles, st.cycles_from = cycles, cycles_from
+        for name, value in bus_figures(cfg, st.dma_bytes, cycles, st.key_blocks).items():
+            setattr(st, name, value)
         st.utilisation = kernels.utilisation(st.flops, cycles, R, C)
         st.kernel_utilisation = res.utilisation
         st.counters, st.program, st.result = dict(res.counters), prog, res
@@ -424,17 +449,21 @@ def prepare(query: np.ndarray, key: np.ndarray, value: np.ndarray, is_causal: bo
               "V": padded(v, kv_heads, skv, skv_p, dv)}
     pairs = kernels.attention_flops(sq, skv, 1, bool(is_causal)) // 4
     stats.flops = heads * pairs * 2 * (d + dv)
-    stats.key_blocks, stats.words = prog.meta["key_blocks"], len(prog.words())
+    stats.key_blocks, stats.words = prog.meta["key_blocks"], word_count(prog.instructions)
+    stats.dma_bytes = program_dma_bytes(prog.instructions)
+    stats.bus_bytes_per_cycle = bus_bytes_per_cycle(cfg)
     return AttentionJob(cfg, prog, inputs, out_shape, bool(is_causal), stats)
 
 
-def engine_for(cfg: FSAConfig, engine: str, prog, progress=None, **kw):
-    """The :mod:`fsa.engines` engine called `engine` for `prog`."""
+def engine_for(cfg: FSAConfig, engine: str, prog, progress=None, ticks=None, **kw):
+    """The :mod:`fsa.engines` engine called `engine` for `prog` (`progress`:
+    callable(str) for messages; `ticks`: callable(done, total), the golden
+    model's steps)."""
     if engine not in ENGINES:
         raise ValueError(f"fsa.scaled_dot_product_attention: engine must be one of {ENGINES}, "
                          f"got {engine!r}")
     if engine == "golden":
-        return GoldenEngine(cfg, progress=progress)
+        return GoldenEngine(cfg, progress=progress, ticks=ticks)
     # a generous cycle limit: the slowest preset needs about 100 cycles a key block
     kw.setdefault("max_cycles", max(1_000_000, 50 * cfg.sa_rows * prog.meta["key_blocks"]))
     return SimEngine(cfg, sim=engine, progress=progress, **kw)
@@ -446,7 +475,8 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
                                  scale: float | None = None, enable_gqa: bool = False, *,
                                  config: "FSAConfig | str" = DEFAULT_CONFIG,
                                  engine: str = "golden", return_stats: bool = False,
-                                 keep: bool = False):
+                                 keep: bool = False, progress: "bool | None" = None,
+                                 force: bool = False):
     """Attention ``softmax(Q K^T scale [+ causal mask]) V`` on FSA, torch's contract.
 
     Args:
@@ -468,6 +498,15 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
         keep: keep the simulator's run folder (log, results, under ``sims/``)
             after a successful run on "verilator" or "icarus" (default: it is
             removed; a failed run keeps it and names it in the error).
+        progress: progress bars with an ETA on stderr for the stages that
+            run longer than a few seconds (:mod:`fsa.progress`: the dispatch
+            check, the golden model's key-block steps, the simulation's
+            stages); None (default): only when stderr is a terminal.
+        force: run a call that ``fsa run`` would refuse (more than an hour,
+            or more memory than the machine has, by the estimate of
+            :func:`fsa.cli.common.golden_estimate`); without it such a call
+            raises ValueError with the estimate.  Estimates over 30 s are
+            printed on stderr when progress bars are on.
 
     Returns:
         A CPU torch tensor ``[..., S_q, D_v]`` of the query's dtype (the
@@ -476,7 +515,8 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
     Raises:
         NotImplementedError: attn_mask, dropout_p > 0.
         ValueError: bad shapes, dtypes, scale (also one whose ``scale *
-            log2(e)`` over- or underflows E or A), engine or config; D > R.
+            log2(e)`` over- or underflows E or A), engine or config; D > R;
+            a call too large to run (the estimate; ``force=True`` runs it).
         TypeError: inputs that are neither torch tensors nor numpy arrays;
             is_causal, enable_gqa or return_stats not a bool; a config that
             is neither a name nor an FSAConfig.
@@ -487,6 +527,11 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
     _unsupported(attn_mask, dropout_p)
     is_causal, enable_gqa = _check_flag("is_causal", is_causal), _check_flag("enable_gqa", enable_gqa)
     return_stats, keep = _check_flag("return_stats", return_stats), _check_flag("keep", keep)
+    force = _check_flag("force", force)
+    try:
+        bars = Progress(progress_enabled(progress))
+    except TypeError as e:
+        raise TypeError(f"fsa.scaled_dot_product_attention: {e}") from None
     if keep and engine == "golden":
         raise ValueError("fsa.scaled_dot_product_attention: keep=True: only with engine "
                          "'verilator' or 'icarus' (the golden model has no run folder)")
@@ -501,7 +546,17 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
     if not dtype == kdt == vdt:
         raise ValueError(f"fsa.scaled_dot_product_attention: query, key and value must have the "
                          f"same dtype, got {dtype}, {kdt} and {vdt}")
-    job = prepare(q, k, v, is_causal, scale, enable_gqa, config=config)
+    def fits(st) -> None:           # fsa run's refusal, before the program is built
+        from fsa.cli.common import check_golden_fits
+        what = "building and checking the program" + (" and the golden model"
+                                                      if engine == "golden" else "")
+        check_golden_fits(fconfig.get(config), st.padded[0], st.padded[1], is_causal, force,
+                          st.heads, what=what, override="force=True",
+                          tell=lambda m: bars.show and print(
+                              f"fsa.scaled_dot_product_attention: {m}", file=bars.stream))
+
+    with bars.active():
+        job = prepare(q, k, v, is_causal, scale, enable_gqa, config=config, before_build=fits)
     for note in job.stats.notes:
         warnings.warn(f"fsa.scaled_dot_product_attention: {note}", RuntimeWarning, stacklevel=2)
     for name, conv in job.stats.inputs.items():
@@ -512,6 +567,18 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
     res = None
     if job.program is not None:
         extra = {} if engine == "golden" else {"keep": keep}
-        res = engine_for(job.cfg, engine, job.program, **extra).run(job.program, job.inputs)
+        if engine == "golden":
+            stage, say = bars.stage("golden model", 0, " key-block steps"), None
+        else:           # the simulator reports its stages only: a clock with their names
+            stage = bars.stage(f"{engine}").clock()
+
+            def say(msg: str) -> None:
+                stage.desc = f"{engine}: {msg}"
+        try:
+            with bars.active():
+                res = engine_for(job.cfg, engine, job.program, progress=say, ticks=stage.update,
+                                 **extra).run(job.program, job.inputs)
+        finally:
+            stage.close()
     out = torch.from_numpy(job.output(res)).to(dtype)
     return (out, job.finish(res, engine)) if return_stats else out

@@ -217,6 +217,9 @@ class GoldenEngine(Engine):
         progress: optional callable(str), told how far a long run is.
         machine: always use the instruction-level model, also for attention
             programs (the fast path is then not used).
+        ticks: optional callable(done, total): the same progress as numbers
+            (key-block steps of the vectorised model, instructions of the
+            instruction-level one), e.g. a :mod:`fsa.progress` bar.
 
     Attributes:
         last_path: "fast" or "machine": which model the last run used.
@@ -224,9 +227,10 @@ class GoldenEngine(Engine):
 
     name = "golden"
 
-    def __init__(self, cfg: "FSAConfig | str", progress=None, machine: bool = False):
+    def __init__(self, cfg: "FSAConfig | str", progress=None, machine: bool = False,
+                 ticks=None):
         super().__init__(cfg)
-        self.progress = progress
+        self.progress, self.ticks = progress, ticks
         self.machine = bool(machine)
         self.last_path: str | None = None
 
@@ -284,12 +288,23 @@ class GoldenEngine(Engine):
             m.write_setting(name, value)
         for addr, b in image:
             m.mem.write(addr, b)
-        say = self.progress
-        tick = None if say is None else (
-            lambda done, total: say(f"golden model: {done}/{total} instructions "
-                                    f"({100 * done / max(total, 1):.0f}%)"))
+        tick = self._tick("instructions")
         counters = m.run(list(program.instructions), progress=tick)
         return Execution(m.mem.read, counters, None)
+
+    def _tick(self, what: str):
+        """The progress callback(done, total) of a run: the message to
+        `progress`, the numbers to `ticks` (None when neither is set)."""
+        say, ticks = self.progress, self.ticks
+        if say is None and ticks is None:
+            return None
+
+        def tick(done: int, total: int) -> None:
+            if say is not None:
+                say(f"golden model: {done}/{total} {what} ({100 * done / max(total, 1):.0f}%)")
+            if ticks is not None:
+                ticks(done, total)
+        return tick
 
     def _execute_fast(self, program: Program, image: list[tuple[int, bytes]]) -> Execution:
         """The vectorised attention model: Q, K, Vt read from the image, Ot
@@ -303,10 +318,7 @@ class GoldenEngine(Engine):
             raw = np.frombuffer(read(t.addr, t.nbytes), np.uint8).reshape(t.shape[0], t.row_stride)
             return raw[:, :t.row_bytes].copy().view(t.dtype)
 
-        say = self.progress
-        tick = None if say is None else (
-            lambda done, total: say(f"golden model: {done}/{total} key-block steps "
-                                    f"({100 * done / max(total, 1):.0f}%)"))
+        tick = self._tick("key-block steps")
         m = program.meta
         R, sq, skv, h = self.cfg.sa_rows, m["seq_q"], m["seq_kv"], m.get("heads", 1)
         kv_map = list(m.get("kv_map", range(h)))

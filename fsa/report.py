@@ -108,3 +108,50 @@ def conversion_overflow(x: np.ndarray, fmt: str) -> dict:
     back = nx.to_float64(nx.from_float64(x, fmt), fmt)
     return {"overflow": int((np.isfinite(x) & ~np.isfinite(back)).sum()),
             "non_finite": int((~np.isfinite(x)).sum())}
+
+
+def bus_bytes_per_cycle(cfg) -> int:
+    """Bytes the memory ports can move per cycle: ``mem_ports`` x the AXI
+    beat (``axi_data_bits / 8``), one beat per port per cycle."""
+    return cfg.mem_ports * cfg.axi_data_bits // 8
+
+
+def bus_figures(cfg, dma_bytes: int, cycles: "int | None", key_blocks: int) -> dict:
+    """DMA traffic against the bus and the array's input bound.
+
+    * ``dma_bytes``: bytes the program's DMA instructions move (loads and
+      stores, ``rows x size`` each);
+    * ``bus_bytes_per_cycle``: :func:`bus_bytes_per_cycle`;
+    * ``bus_occupancy``: dma_bytes / (cycles x bus_bytes_per_cycle) (None
+      without cycles);
+    * ``array_bound_cycles``: ``2 R`` cycles per (query block, key block)
+      step: every key block enters the array as R rows of K and R rows of V
+      from the left, whatever the bus, so the run takes at least this;
+    * ``bus_occupancy_ceiling``: the occupancy at that bound,
+      dma_bytes / (array_bound_cycles x bus_bytes_per_cycle): where the
+      array, not the bus, limits (a ceiling below 1 means a faster bus
+      cannot help).
+    """
+    per = bus_bytes_per_cycle(cfg)
+    bound = 2 * cfg.sa_rows * key_blocks
+    return {"dma_bytes": int(dma_bytes), "bus_bytes_per_cycle": per,
+            "bus_occupancy": dma_bytes / (cycles * per) if cycles else None,
+            "array_bound_cycles": bound,
+            "bus_occupancy_ceiling": dma_bytes / (bound * per) if bound else None}
+
+
+def program_dma_bytes(instructions) -> int:
+    """Bytes moved by the DMA instructions of a program (``repeat x size`` each)."""
+    from fsa.isa import Dma
+    return sum(x.repeat * x.size for x in instructions if isinstance(x, Dma))
+
+
+def attention_dma_bytes(cfg, q_blocks: int, steps: int) -> int:
+    """Bytes the attention kernels move (both, :mod:`fsa.kernels.reference`
+    and :mod:`fsa.kernels.ud`; d = R): per (query block, key block) step a K
+    and a V^T tile (``2 R^2 e``), per query block a Q tile in (``C R e``) and
+    an O^T tile out (``R C a``); e, a: bytes of the element and accumulate
+    formats (:func:`program_dma_bytes` of the program gives the same)."""
+    R, C = cfg.sa_rows, cfg.sa_cols
+    e, a = cfg.e_fmt.width // 8, cfg.a_fmt.width // 8
+    return steps * 2 * R * R * e + q_blocks * (C * R * e + R * C * a)

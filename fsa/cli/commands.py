@@ -104,6 +104,11 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     cfg = config.with_axi_bits(args.config, args.axi_bits) if args.axi_bits is not None else config.get(args.config)
     p = predict(cfg, args.seq_q, args.seq_kv, args.causal, args.free_dma, kernel=args.kernel,
                 program=args.program)
+    from fsa.cycle.predict import attention_steps, block_counts
+    from fsa.report import attention_dma_bytes, bus_figures
+    nq, nk = block_counts(cfg, *p["padded"], args.causal)
+    steps = attention_steps(nq, nk, args.causal)
+    p.update(bus_figures(cfg, attention_dma_bytes(cfg, nq, steps), p["cycles"], steps))
     pad = (f" (padded to {p['padded'][0]} x {p['padded'][1]})"
            if tuple(p["padded"]) != (args.seq_q, args.seq_kv) else "")
     print(f"{cfg.name}: seq_q={args.seq_q} seq_kv={args.seq_kv}{pad} d={cfg.sa_rows}"
@@ -118,6 +123,17 @@ def _cmd_predict(args: argparse.Namespace) -> int:
           + (f"; UD bound 2R+P+3 = {2 * cfg.sa_rows + cfg.exp2_pieces + 3}" if ud else "") + ")")
     print(f"  kernel            {p['kernel']}")
     print(f"  program           {p['program']}")
+    ceiling = p["bus_occupancy_ceiling"]
+    print(f"  DMA               {p['dma_bytes']} bytes, bus occupancy {p['bus_occupancy']:.3f} "
+          f"(bytes / (cycles x {p['bus_bytes_per_cycle']} bytes per cycle of the ports))")
+    print(f"  array bound       {p['array_bound_cycles']} cycles (2R per key block: K and V "
+          f"enter the array R rows each from the left); bus occupancy there {ceiling:.3f}"
+          + (" (the array, not the bus, is the limit)" if ceiling < 1 else
+             " (the bus, not the array, is the limit)"))
+    if args.json:
+        import json
+        from fsa.cli.common import json_safe
+        print(json.dumps(json_safe(p), indent=2))
     return 0
 
 
@@ -186,6 +202,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "and larger, axi otherwise")
     p.add_argument("--kernel", choices=["reference", "ud"],
                    help="attention kernel (default: ud on a UD config, else reference)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress bars with an ETA on stderr for stages longer than a few "
+                        "seconds (default: when stderr is a terminal)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("compile", help="write the attention kernel as a program (inst.bin) "
@@ -259,6 +278,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--program", choices=["fetch", "push", "queue"],
                    help="how the program reaches the queue: fetch from memory (default, as fsa run), "
                         "push over AXI4-Lite (fsa run --push), or queue (no cost; default with --free-dma)")
+    p.add_argument("--json", action="store_true",
+                   help="also print the figures as JSON (cycles, DMA bytes, bus occupancy, "
+                        "the array bound)")
     p.set_defaults(func=_cmd_predict)
 
     p = sub.add_parser("sweep", help="design-space sweep on Dask: configs x lengths x P x AXI "

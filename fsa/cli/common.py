@@ -197,10 +197,13 @@ def _fmt_seconds(t: float) -> str:
 
 
 def check_golden_fits(cfg, seq_q: int, seq_kv: int, causal: bool, force: bool,
-                      heads: int = 1, what: str = "the golden model") -> None:
+                      heads: int = 1, what: str = "the golden model",
+                      override: str = "--force", tell=None) -> None:
     """Refuse (ValueError with the figures) a golden run that would not fit in
     memory or would take more than an hour, unless `force`.  (Building and
-    checking the program alone costs about as much: `what` says which.)"""
+    checking the program alone costs about as much: `what` says which.)
+    `override`: how the message says to force it; `tell`: callable(str) for
+    the estimate of a run over 30 s (default :func:`say`)."""
     est = golden_estimate(cfg, seq_q, seq_kv, causal, heads)
     avail = _available_memory()
     figures = (f"{est['steps']:,} key-block steps, about {_fmt_bytes(est['bytes'])} of memory and "
@@ -213,9 +216,9 @@ def check_golden_fits(cfg, seq_q: int, seq_kv: int, causal: bool, force: bool,
         raise ValueError(f"attention {many}{seq_q} x {seq_kv} on {cfg.name}: {figures}. "
                          f"{'It would not fit in memory. ' if too_big else ''}"
                          f"{'It would take more than an hour. ' if too_long else ''}"
-                         "Use shorter sequences, or --force to run anyway")
+                         f"Use shorter sequences, or {override} to run anyway")
     if est["seconds"] > 30:
-        say(f"estimate: {figures}")
+        (say if tell is None else tell)(f"estimate: {figures}")
 
 
 # ------------------------------------------------------------------ outputs

@@ -103,8 +103,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     def fits(st) -> None:          # before the program is built (that takes time too)
         check_golden_fits(cfg, st.padded[0], st.padded[1], args.causal, args.force, st.heads)
 
-    job = api.prepare(q, k, v, args.causal, args.scale, args.gqa, config=cfg, before_build=fits,
-                      kernel=args.kernel)
+    from fsa.progress import Progress, enabled
+    bars = Progress(enabled(getattr(args, "progress", None)))
+    with bars.active():             # the dispatch check's bar
+        job = api.prepare(q, k, v, args.causal, args.scale, args.gqa, config=cfg,
+                          before_build=fits, kernel=args.kernel)
     st = job.stats
     for note in st.notes:
         say(f"warning: {note}")
@@ -128,9 +131,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     pad = "" if (sq_p, skv_p, d, dv) == (sq, skv, cfg.sa_rows, cfg.sa_rows) else \
         f" (padded to {sq_p} x {skv_p}, d {cfg.sa_rows})"
     say(f"{cfg.name}: attention seq_q={sq} seq_kv={skv} d={d}{heads}{pad}"
-         f"{' causal' if args.causal else ''}; {len(prog.words())} instruction words")
+         f"{' causal' if args.causal else ''}; {st.words} instruction words")
     say("running the golden model")
-    gold = GoldenEngine(cfg, progress=say).run(prog, inputs)
+    gbar = bars.stage("golden model", 0, " key-block steps")
+    try:
+        gold = GoldenEngine(cfg, progress=None if bars.show else say,
+                            ticks=gbar.update).run(prog, inputs)
+    finally:
+        gbar.close()
     report = {"config": cfg.name, "seq_q": sq, "seq_kv": skv, "d": d, "causal": bool(args.causal),
               "engine": args.sim, "inputs": conv, "shape": list(q.shape), "heads": st.heads,
               "kv_heads": st.kv_heads, "scale": st.scale, "padded": list(st.padded)}
@@ -146,7 +154,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         # pushes (fsa predict --program fetch / push)
         feed = "push" if args.push else "fetch"
         res = dataclasses.replace(gold, cycles=cm.simulate(
-            cfg, prog.instructions, **cm.program_feed(cfg, feed, len(prog.words()))).cycles)
+            cfg, prog.instructions, **cm.program_feed(cfg, feed, st.words)).cycles)
         report["cycles_from"] = f"cycle model (fsa/cycle/model.py, program {feed})"
         say(f"cycle model: {res.cycles} cycles")
     else:
@@ -156,13 +164,22 @@ def cmd_run(args: argparse.Namespace) -> int:
         if memory == "fast":
             say("memory inside the simulation (--memory fast; --memory axi for cocotbext-axi)")
         report["memory"] = memory
-        eng = SimEngine(cfg, sim=args.sim, progress=say, waves=bool(args.waves),
+        clock = bars.stage(args.sim).clock()
+
+        def tell(msg: str) -> None:
+            if bars.show:
+                clock.desc = f"{args.sim}: {msg}"
+            else:
+                say(msg)
+        eng = SimEngine(cfg, sim=args.sim, progress=tell, waves=bool(args.waves),
                         max_cycles=args.max_cycles, push=args.push, memory=memory)
         try:
             res = eng.run(prog, inputs)
         except DeviceError as e:
+            clock.close()
             warn(str(e))                # (names the run folder, kept)
             return 1
+        clock.close()
         run_dir = eng.last_run["run_dir"]
         say(f"simulated {res.cycles} cycles" + (f"; run folder {run_dir}" if args.keep else ""))
         if args.waves:
@@ -195,6 +212,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     report["utilisation"] = st.utilisation
     report["kernel_utilisation"] = st.kernel_utilisation
     report["cycles_per_key_block"] = res.cycles_per_key_block
+    for name in ("dma_bytes", "bus_bytes_per_cycle", "bus_occupancy", "array_bound_cycles",
+                 "bus_occupancy_ceiling"):
+        report[name] = getattr(st, name)
     report["kernel"] = prog.meta.get("kernel", "reference")
     report["seconds"] = round(time.perf_counter() - t0, 2)
 
@@ -225,6 +245,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         if pad:
             print(f"    (useful work of the caller's shape; the padded kernel's: "
                   f"{100 * st.kernel_utilisation:.1f}%)")
+        print(f"  DMA {st.dma_bytes} bytes, bus occupancy {st.bus_occupancy:.3f} (of "
+              f"{st.bus_bytes_per_cycle} bytes per cycle); array bound {st.array_bound_cycles} "
+              f"cycles (2R per key block), occupancy there {st.bus_occupancy_ceiling:.3f}")
     if res.counters:
         print("  counters: " + ", ".join(f"{k} {v}" for k, v in res.counters.items()))
     if args.out and outs.write(args.out, "--out", save_with(lambda f: np.save(f, out)),

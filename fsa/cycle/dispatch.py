@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
+from fsa import progress
 from fsa.config import FSAConfig
+from fsa.cycle import checkcache
 from fsa.cycle import model as cm
 from fsa.cycle.timing import DEFAULT_DMA, IDEAL_DMA, DmaTiming
 from fsa.hw import timing
@@ -44,6 +46,11 @@ def check_dispatch(cfg: FSAConfig, instructions: Sequence[Instruction],
     :func:`check_timings` (calibrated, free, slow: the DMA
     and the matrix engine each the slower one).
 
+    The verdict is kept (:mod:`fsa.cycle.checkcache`, keyed by the config,
+    every field of every instruction, the modes and the package's code): the
+    same program is checked once, the later calls get the same cycles or the
+    same error without running the model.
+
     It checks semaphores, not data: a DMA and a matrix instruction that
     touch the same SRAM rows without a semaphore ordering them race on the
     device and are not reported (docs/architecture.md section 9).
@@ -58,11 +65,36 @@ def check_dispatch(cfg: FSAConfig, instructions: Sequence[Instruction],
             fence, or a matrix function the config does not have.
     """
     modes = tuple(cm.DISPATCH_MODES if modes is None else modes)
+    # (the cache holds the verdicts of this code: not while a test replaces the model)
+    if cm.simulate is not _SIMULATE or check_timings is not _TIMINGS:
+        return _run_checks(cfg, instructions, modes)
+    k = checkcache.key(cfg, instructions, modes)
+    verdict = checkcache.lookup(k)
+    if verdict is None:
+        try:
+            verdict = {"cycles": _run_checks(cfg, instructions, modes)}
+        except KernelError as e:
+            verdict = {"error": str(e)}
+        checkcache.store(k, verdict, disk=len(instructions) >= checkcache.DISK_MIN)
+    if "error" in verdict:
+        raise KernelError(verdict["error"])
+    return verdict["cycles"]
+
+
+def _run_checks(cfg: FSAConfig, instructions: Sequence[Instruction], modes: tuple) -> int:
+    """The six (or fewer) runs of :func:`check_dispatch`, a progress bar
+    over them when the call has one (:func:`fsa.progress.current`)."""
     rules = {"hardware": "the one-pending-instruction-per-engine rule",
              "golden": "the golden model's unbounded queues"}
     cycles = 0
+    timings = check_timings(cfg)
+    rep = progress.current()
+    bar = None if rep is None else rep.stage(
+        f"dispatch check ({len(instructions)} instructions)", len(modes) * len(timings),
+        " runs")
+    done = 0
     for mode in modes:
-        for label, dma in check_timings(cfg).items():
+        for label, dma in timings.items():
             try:
                 r = cm.simulate(cfg, instructions, dma, dispatch=mode, races=True)
             except ValueError as e:         # e.g. a function the config does not have
@@ -77,4 +109,12 @@ def check_dispatch(cfg: FSAConfig, instructions: Sequence[Instruction],
                 raise KernelError(msg) from None
             if mode == "hardware" and dma == DEFAULT_DMA:
                 cycles = r.cycles
+            done += 1
+            if bar is not None:
+                bar.update(done)
+    if bar is not None:
+        bar.close()
     return cycles
+
+
+_SIMULATE, _TIMINGS = cm.simulate, check_timings

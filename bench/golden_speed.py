@@ -13,6 +13,18 @@ Each row also checks that the two paths give the same bits where both ran
 (the machine runs a shorter sequence: it is hundreds of times slower). The
 full run adds a short query sequence against a long key sequence (64 x
 16384 at 8x8), where the vectorised model groups key blocks.
+
+``--api`` measures instead the whole call a user makes,
+``fsa.scaled_dot_product_attention`` on ``[1, 1, S, D]`` fp16 (build, the
+dispatch check, the golden model), wall time, three ways: **before** (the
+dispatch check's six cycle-model runs one after the other and no verdict
+kept: what every call cost before issue 37), **cold** (an empty verdict
+cache, the runs in parallel processes, :func:`fsa.cycle.dispatch.check_workers`)
+and **warm** (the same shape again: the verdict cache hit,
+:mod:`fsa.cycle.checkcache`); the outputs' raw bits must be equal.  Writes
+``bench/results/golden_api.json`` with the load average.  ``--api-shape S D
+CONFIG`` (repeatable) picks the shapes (default 512 x 8 on 8x8 and 1024 x 64
+on 64x64).
 """
 from __future__ import annotations
 
@@ -65,11 +77,74 @@ def measure(name: str, seq: int, machine: bool, seed: int = 0, seq_kv: "int | No
             "mac_per_s": n / dt, "ot": res.outputs["Ot"]}
 
 
+def api_call(seq: int, d: int, name: str, how: str) -> dict:
+    """One ``fsa.scaled_dot_product_attention`` call (``how``: "before",
+    "cold" or "warm", see the module docstring): wall seconds and the bits."""
+    import os
+    import tempfile
+
+    import torch
+
+    import fsa
+    from fsa.cycle import checkcache
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 1, seq, d, generator=g, dtype=torch.float16) for _ in range(3))
+    env = dict(os.environ)
+    try:
+        if how != "warm":
+            checkcache.clear_memory()
+            os.environ["FSA_CACHE"] = tempfile.mkdtemp(prefix="fsa-bench-")
+        if how == "before":
+            os.environ["FSA_CHECK_WORKERS"] = "1"
+            os.environ["FSA_DISPATCH_CACHE"] = "0"
+        t0 = time.perf_counter()
+        o = fsa.scaled_dot_product_attention(q, k, v, config=name, force=True)
+        dt = time.perf_counter() - t0
+    finally:
+        os.environ.clear()
+        os.environ.update(env)
+    if how == "before":
+        checkcache.clear_memory()
+    return {"config": name, "seq": seq, "d": d, "how": how, "seconds": dt,
+            "load_average": os.getloadavg()[0], "bits": o.view(torch.int16).numpy()}
+
+
+def api_main(shapes: list, t_start: float) -> int:
+    from fsa.cycle.dispatch import check_workers
+    rows, records, ok = [], [], True
+    for seq, d, name in shapes:
+        runs = [api_call(seq, d, name, how) for how in ("before", "cold", "warm")]
+        same = all(np.array_equal(runs[0]["bits"], r["bits"]) for r in runs)
+        ok &= same
+        for r in runs:
+            r = {k: v for k, v in r.items() if k != "bits"}
+            r["bits_equal_to_before"] = same
+            records.append(r)
+            rows.append((name, f"[1, 1, {seq}, {d}]", r["how"], r["seconds"],
+                         r["load_average"], "yes" if same else "NO"))
+    print(f"fsa.scaled_dot_product_attention, golden engine (wall time; check workers "
+          f"{check_workers()})")
+    print(table(["config", "shape", "check", "wall s", "load", "bits = before"], rows,
+                ["", "", "", ".1f", ".1f", ""]))
+    out = write_json("golden_api", {"runs": records, "check_workers": check_workers(),
+                                    "seconds": time.perf_counter() - t_start})
+    print(f"\nwrote {out.relative_to(ROOT)}")
+    return 0 if ok else 1
+
+
 def main(argv: "list[str] | None" = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true",
                     help="8x8 and 16x16 only, shorter sequences")
+    ap.add_argument("--api", action="store_true",
+                    help="the whole API call: before / cold / warm dispatch check")
+    ap.add_argument("--api-shape", nargs=3, action="append", metavar=("S", "D", "CONFIG"),
+                    help="a shape for --api (repeatable)")
     args = ap.parse_args(argv)
+    if args.api:
+        shapes = [(int(s), int(d), c) for s, d, c in args.api_shape or
+                  [(512, 8, "FSA8X8Fp16Config"), (1024, 64, "FSA64X64Fp16Config")]]
+        return api_main(shapes, time.perf_counter())
     t_start = time.perf_counter()
     names = ["FSA8X8Fp16Config", "FSA16X16Fp16Config"]
     if not args.quick:

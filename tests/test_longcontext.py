@@ -253,3 +253,20 @@ def test_run_json_has_the_bus_figures(tmp_path):
         rep["dma_bytes"] / (rep["cycles"] * rep["bus_bytes_per_cycle"]))
     assert rep["array_bound_cycles"] == 2 * 4 * 4
     assert "bus occupancy" in r.stdout
+
+
+def test_parallel_runs_give_the_serial_verdict(monkeypatch):
+    prog = kernels.attention(config.get("FSA4X4Fp16UdConfig"), 8, 12, check=False)
+    serial = cdispatch._run_checks(prog.cfg, prog.instructions, cm.DISPATCH_MODES)
+    with pytest.raises(KernelError) as serial_err:
+        cdispatch._run_checks(CFG, _deadlock(), cm.DISPATCH_MODES)
+    monkeypatch.setattr(cdispatch, "PARALLEL_MIN", 1)
+    monkeypatch.setenv("FSA_CHECK_WORKERS", "3")
+    assert cdispatch.check_workers() == 3
+    assert cdispatch._run_checks(prog.cfg, prog.instructions, cm.DISPATCH_MODES) == serial > 0
+    with pytest.raises(KernelError) as parallel_err:
+        cdispatch._run_checks(CFG, _deadlock(), cm.DISPATCH_MODES)
+    assert str(parallel_err.value) == str(serial_err.value)
+    monkeypatch.setenv("FSA_CHECK_WORKERS", "many")
+    with pytest.raises(ValueError, match="FSA_CHECK_WORKERS"):
+        cdispatch.check_workers()

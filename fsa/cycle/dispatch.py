@@ -7,6 +7,9 @@ deadlock or whose semaphore order depends on timing is refused with a
 """
 from __future__ import annotations
 
+import multiprocessing as mp
+import os
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Iterable, Sequence
 
 from fsa import progress
@@ -81,39 +84,96 @@ def check_dispatch(cfg: FSAConfig, instructions: Sequence[Instruction],
     return verdict["cycles"]
 
 
+#: programs from this many instructions are checked by parallel processes
+#: (one run each, up to :func:`check_workers`; a smaller program in one)
+PARALLEL_MIN = 20_000
+_RULES = {"hardware": "the one-pending-instruction-per-engine rule",
+          "golden": "the golden model's unbounded queues"}
+_JOB: "tuple | None" = None       # (cfg, instructions) the forked workers read
+
+
+def check_workers() -> int:
+    """Processes a large program's runs may use: ``$FSA_CHECK_WORKERS``, else
+    the CPUs this process may run on (at most six: one per run)."""
+    env = os.environ.get("FSA_CHECK_WORKERS")
+    if env is not None:
+        try:
+            return max(1, int(env))
+        except ValueError:
+            raise ValueError(f"FSA_CHECK_WORKERS must be a whole number, got {env!r}") from None
+    try:
+        n = len(os.sched_getaffinity(0))
+    except AttributeError:              # (not on every platform)
+        n = os.cpu_count() or 1
+    return min(6, n)
+
+
+def _one(cfg: FSAConfig, instructions, mode: str, label: str, dma: DmaTiming) -> tuple:
+    """One run: ("cycles", n) or ("error", the KernelError's message)."""
+    try:
+        return "cycles", cm.simulate(cfg, instructions, dma, dispatch=mode, races=True).cycles
+    except ValueError as e:         # e.g. a function the config does not have
+        return "error", str(e)
+    except cm.DispatchError as e:
+        if e.kind == "deadlock":
+            return "error", (f"deadlock under {_RULES.get(mode, mode)} ({label}): {e.detail}. "
+                             f"Emit the instruction that releases the awaited value earlier in "
+                             f"the program (before the next instruction of the waiting engine)")
+        return "error", f"{e} (under {_RULES.get(mode, mode)}, {label})"
+
+
+def _forked(run: tuple) -> tuple:
+    try:
+        return _one(*_JOB, *run)
+    except Exception as e:          # (raised again in the caller)
+        return "raise", e
+
+
 def _run_checks(cfg: FSAConfig, instructions: Sequence[Instruction], modes: tuple) -> int:
     """The six (or fewer) runs of :func:`check_dispatch`, a progress bar
-    over them when the call has one (:func:`fsa.progress.current`)."""
-    rules = {"hardware": "the one-pending-instruction-per-engine rule",
-             "golden": "the golden model's unbounded queues"}
-    cycles = 0
-    timings = check_timings(cfg)
+    over them when the call has one (:func:`fsa.progress.current`).  A
+    program of :data:`PARALLEL_MIN` instructions or more runs them in
+    forked processes (:func:`check_workers`); the verdict is the same: the
+    first failing run in the serial order (modes, then timings) names the
+    error."""
+    global _JOB
+    runs = [(mode, label, dma) for mode in modes for label, dma in check_timings(cfg).items()]
     rep = progress.current()
     bar = None if rep is None else rep.stage(
-        f"dispatch check ({len(instructions)} instructions)", len(modes) * len(timings),
-        " runs")
-    done = 0
-    for mode in modes:
-        for label, dma in timings.items():
+        f"dispatch check ({len(instructions)} instructions)", len(runs), " runs").clock()
+    workers = min(len(runs), check_workers()) if len(instructions) >= PARALLEL_MIN else 1
+    results: list = [None] * len(runs)
+    try:
+        if workers > 1 and "fork" in mp.get_all_start_methods():
+            _JOB = (cfg, instructions)
             try:
-                r = cm.simulate(cfg, instructions, dma, dispatch=mode, races=True)
-            except ValueError as e:         # e.g. a function the config does not have
-                raise KernelError(str(e)) from None
-            except cm.DispatchError as e:
-                if e.kind == "deadlock":
-                    msg = (f"deadlock under {rules.get(mode, mode)} ({label}): {e.detail}. Emit "
-                           f"the instruction that releases the awaited value earlier in the "
-                           f"program (before the next instruction of the waiting engine)")
-                else:
-                    msg = f"{e} (under {rules.get(mode, mode)}, {label})"
-                raise KernelError(msg) from None
-            if mode == "hardware" and dma == DEFAULT_DMA:
-                cycles = r.cycles
-            done += 1
-            if bar is not None:
-                bar.update(done)
-    if bar is not None:
-        bar.close()
+                with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork")) as pool:
+                    futs = {pool.submit(_forked, r): i for i, r in enumerate(runs)}
+                    for n, f in enumerate(as_completed(futs), 1):
+                        results[futs[f]] = f.result()
+                        if bar is not None:
+                            bar.update(n)
+            finally:
+                _JOB = None
+        else:
+            for i, r in enumerate(runs):
+                results[i] = _one(cfg, instructions, *r)
+                if bar is not None:
+                    bar.update(i + 1)
+                if results[i][0] == "error":
+                    break
+    finally:
+        if bar is not None:
+            bar.close()
+    cycles = 0
+    for (mode, _, dma), res in zip(runs, results):
+        what, value = res
+        if what == "raise":
+            raise value
+        if what == "error":
+            raise KernelError(value)
+        if mode == "hardware" and dma == DEFAULT_DMA:
+            cycles = value
     return cycles
 
 

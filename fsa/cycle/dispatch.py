@@ -39,7 +39,9 @@ def check_dispatch(cfg: FSAConfig, instructions: Sequence[Instruction],
                    modes: Iterable[str] | None = None) -> int:
     """Prove a program free of deadlocks and semaphore races in the cycle model.
 
-    Runs :func:`fsa.cycle.model.simulate` with ``races=True`` for each
+    Runs :func:`fsa.cycle.model.simulate` with ``races=True`` (and
+    ``periodic=True``: the periods of a repeating program are skipped once
+    the model's state repeats, :mod:`fsa.cycle.skip`, the same result) for each
     dispatch mode (default both: "hardware", the device's decoder with ONE
     pending instruction per engine, and "golden", the golden model's
     unbounded queues filled at once, which exposes semaphore values that two
@@ -111,7 +113,8 @@ def check_workers() -> int:
 def _one(cfg: FSAConfig, instructions, mode: str, label: str, dma: DmaTiming) -> tuple:
     """One run: ("cycles", n) or ("error", the KernelError's message)."""
     try:
-        return "cycles", cm.simulate(cfg, instructions, dma, dispatch=mode, races=True).cycles
+        return "cycles", cm.simulate(cfg, instructions, dma, dispatch=mode, races=True,
+                                     periodic=True).cycles
     except ValueError as e:         # e.g. a function the config does not have
         return "error", str(e)
     except cm.DispatchError as e:

@@ -66,6 +66,7 @@ from fsa.cycle.dma import DmaEngine
 from fsa.cycle.timing import (DEFAULT_DMA, HARNESS_HOST, IDEAL_DMA, PROGRAM_FEEDS,
                               DmaTiming, HostFeed, HostPush, program_feed)
 from fsa.cycle.fetch import Fetch, FetchTiming
+from fsa.cycle.skip import Skipper
 from fsa.hw import timing
 from fsa.hw.isa import SEM_IDS
 
@@ -149,7 +150,7 @@ DISPATCH_MODES = ("hardware", "golden")
 def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DMA,
              max_cycles: int = 10**9, dispatch: str = "hardware",
              races: bool = False, host: "HostPush | None" = None,
-             fetch: "FetchTiming | None" = None) -> ModelResult:
+             fetch: "FetchTiming | None" = None, periodic: bool = False) -> ModelResult:
     """Predict the cycles of `instructions` on `cfg`'s device.
 
     Args:
@@ -169,6 +170,9 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
             None: every word is in the queue at ``start``.
         fetch: the program is fetched from memory (:class:`fsa.cycle.fetch.FetchTiming`,
             started by ``fetch_start``; not with `host`).
+        periodic: skip the periods of a repeating program once the state
+            repeats (:mod:`fsa.cycle.skip`: the same result, cycle for
+            cycle; without `host` and `fetch` only).
 
     Raises:
         DispatchError: the program deadlocks (or races, with `races`).
@@ -287,8 +291,41 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
 
     eng = DmaEngine(cfg, dma, port_busy)     # the DMA engine and its in-flight queue
     dma_spans = eng.spans
+    skipper = Skipper(cfg, ins, golden, RET, eng) if periodic and feed is None and fe is None \
+        else None
+    mark = False
     c = 0
     while True:
+        if mark:        # an instruction started: a checkpoint (fsa/cycle/skip.py)
+            mark = False
+            sig = skipper.signature(c, pc, have, dec_full, mxq, dmq, slots, last, rlast, wave,
+                                    wave_last, val, held, eng)
+            jump = None if sig is None else skipper.find(sig, c, cnt, len(mx_starts),
+                                                         len(dma_spans))
+            if jump is not None:
+                k, dc, dp, (cnt1, s1, sp1) = jump
+                for key in cnt:
+                    cnt[key] += k * (cnt[key] - cnt1[key])
+                for lst, first in ((mx_starts, s1), (dma_spans, sp1)):
+                    period = lst[first:]
+                    for i in range(1, k + 1):
+                        lst.extend(tuple(t + i * dc for t in x) if isinstance(x, tuple)
+                                   else x + i * dc for x in period)
+                for q in (mxq, dmq):
+                    if q:
+                        head = q[0] + k * dp
+                        q[:] = [j for j in q if j >= head] if golden else [j + k * dp for j in q]
+                for s_ in slots:
+                    if s_ is not None and c < s_[1] + RET[s_[0]]:
+                        s_[1] += k * dc
+                        s_[2] += k * dp
+                if wave is not None and wave[1] > c:
+                    wave = [wave[0] + k * dc, wave[1] + k * dc]
+                skipper.shift_engine(eng, k * dc, k * dp)
+                if not golden:
+                    pc += k * dp
+                c += k * dc
+                skipper.skipped += k
         if c > max_cycles:
             raise RuntimeError(f"cycle model: no stop within {max_cycles} cycles")
         # ---------------- combinational view of cycle c
@@ -420,6 +457,7 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
             if wave_last:
                 wave = [c + 1, c + 1 + WAVE[int(x.func)]]
             mx_starts.append(c + 1)
+            mark = skipper is not None
             cnt["mx"] += 1
             if x.acquire_valid:
                 held[x.sem_id] = True
@@ -431,6 +469,7 @@ def simulate(cfg: FSAConfig, instructions: Sequence, dma: DmaTiming = DEFAULT_DM
         if dm_issue:
             x = ins[dmq[0]]
             eng.accept(c, dmq[0], x)
+            mark = skipper is not None
             cnt["dma"] += 1
             if x.acquire_valid:
                 held[x.sem_id] = True

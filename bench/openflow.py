@@ -280,7 +280,7 @@ def _depth(log: str) -> "int | None":
 
 
 def ecp5_timing(files: "list[Path]", top: str, work: Path, seeds=(1, 2, 3),
-                timeout: float = 3600, depth: bool = True) -> dict:
+                timeout: float = 3600, depth: bool = True, per_module: bool = False) -> dict:
     """`top` with registered inputs (:func:`registered_wrapper`) through
     ``synth_ecp5`` and ``nextpnr-ecp5 --85k --package CABGA381
     --out-of-context``, once per seed.  Returns the cells (TRELLIS_COMB),
@@ -289,6 +289,10 @@ def ecp5_timing(files: "list[Path]", top: str, work: Path, seeds=(1, 2, 3),
     of the slowest seed (:func:`critical_path`), the generic-gate logic
     depth (``synth -flatten; ltp -noff``: register to register, inputs and
     outputs; None with `depth` False) and the seconds each step took.
+    `per_module`: ``synth_ecp5 -noflatten`` (each module mapped on its own,
+    then flattened for nextpnr), for a whole device, whose flattened
+    ``synth_ecp5`` stalls in the SAT-based ``share`` pass.  A design that
+    does not fit the device raises with nextpnr's utilisation.
     Logs and reports stay in `work`."""
     names = _copy(files, work)
     top_file = next(f for f in files if top in _modules_in(f))
@@ -299,7 +303,11 @@ def ecp5_timing(files: "list[Path]", top: str, work: Path, seeds=(1, 2, 3),
     ysteps = ["hierarchy -top " + wname, "design -save rtl"]
     if depth:
         ysteps += ["synth -flatten -top " + wname, "ltp -noff", "design -load rtl"]
-    ysteps += [f"synth_ecp5 -top {wname} -json {wname}.json"]
+    if per_module:
+        ysteps += [f"synth_ecp5 -noflatten -top {wname}", "flatten", "opt_clean",
+                   f"write_json {wname}.json"]
+    else:
+        ysteps += [f"synth_ecp5 -top {wname} -json {wname}.json"]
     t = time.perf_counter()
     rc, text = _run([tool("yosys"), "-q", "-p", f"{reads}; " + "; ".join(ysteps)], work,
                     work / f"{top}.yosys.log", timeout)
@@ -320,9 +328,21 @@ def ecp5_timing(files: "list[Path]", top: str, work: Path, seeds=(1, 2, 3),
         pnr_s.append(time.perf_counter() - t)
         if rc != 0 or not (work / rep).exists():
             err = re.findall(r"^ERROR: (.*)$", text, re.M)
-            raise RuntimeError(f"nextpnr-ecp5 failed on {top} (seed {s}): "
-                               f"{err[-1] if err else 'rc ' + str(rc)} "
-                               f"(log: {work / (top + f'.seed{s}.nextpnr.log')})")
+            found = dict(re.findall(r"(TRELLIS_COMB|TRELLIS_FF|MULT18X18D):\s+(\d+/\s*\d+)",
+                                    text))
+            use = ", ".join(f"{k} {v.replace(' ', '')}" for k, v in found.items())
+            e = RuntimeError(f"nextpnr-ecp5 failed on {top} (seed {s}): "
+                             f"{err[-1] if err else 'rc ' + str(rc)}"
+                             f"{' (' + use + ')' if use else ''} "
+                             f"(log: {work / (top + f'.seed{s}.nextpnr.log')})")
+            # what was placed, for a design that does not fit
+            n = {k: int(v.split("/")[0]) for k, v in found.items()}
+            e.utilisation = {k: v for k, v in (("cells", n.get("TRELLIS_COMB")),
+                                                 ("dsp", n.get("MULT18X18D")),
+                                                 ("flip_flops", n["TRELLIS_FF"] - wffs
+                                                  if "TRELLIS_FF" in n else None))
+                             if v is not None}
+            raise e
         r = json.loads((work / rep).read_text())
         reports[s] = r
         fmax[s] = min(v["achieved"] for v in r["fmax"].values()) if r.get("fmax") else None

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import time
 from importlib import metadata
 from pathlib import Path
@@ -88,8 +89,13 @@ def _files(config: str, module: str, work: Path) -> list[Path]:
 
 
 def time_unit(config: str, module: str, seeds, work: Path) -> dict:
+    """One unit through the flow; the whole device per module (its
+    flattened synth_ecp5 stalls in ``share``) and without the generic
+    depth (a flattened generic synth stalls likewise)."""
     files = _files(config, module, work)
-    return openflow.ecp5_timing(files, module, work, seeds=tuple(seeds))
+    top = module == "fsa_top"
+    return openflow.ecp5_timing(files, module, work, seeds=tuple(seeds), depth=not top,
+                                per_module=top)
 
 
 def _versions() -> dict:
@@ -102,10 +108,20 @@ def _versions() -> dict:
     return out
 
 
+def _stage_name(stage: str) -> str:
+    """``fsa_fma_fp16_fp32_p8_en.round_rne1__round_rne_en1_rnd_en`` ->
+    ``fma.round_rne1`` (the unit without ``fsa_`` and formats, the block's
+    instance name)."""
+    if "." not in stage:
+        return stage
+    mod, block = stage.split(".", 1)
+    return f"{mod.removeprefix('fsa_').split('_')[0]}.{block.split('__')[0]}"
+
+
 def _path_text(c: dict) -> str:
     if not c:
         return "-"
-    st = " → ".join(f"{s['stage'].split('.', 1)[-1]} ({s['from_ns']:.0f}–{s['to_ns']:.0f})"
+    st = " → ".join(f"{_stage_name(s['stage'])} ({s['from_ns']:.0f}–{s['to_ns']:.0f})"
                     for s in c.get("stages", []))
     return f"{c['start']} → {c['end']}, {c['ns']:.1f} ns" + (f": {st}" if st else "")
 
@@ -124,7 +140,8 @@ def rows(d: dict) -> list[list]:
     for cname, units in d.get("runs", {}).items():
         for label, r in units.items():
             if "error" in r:
-                out.append([cname, label, "-", "-", "-", f"failed: {r['error']}", "-"])
+                out.append([cname, label, r.get("cells", "-"), r.get("dsp", "-"),
+                            r.get("flip_flops", "-"), f"failed: {r['error']}", "-"])
                 continue
             out.append([cname, label, r["cells"], r["dsp"], r["flip_flops"], _fmax_text(r),
                         r.get("logic_depth")])
@@ -158,9 +175,16 @@ def doc_section(d: "dict | None") -> list[str]:
         for label, r in units.items():
             if "critical" in r:
                 out.append(f"* {cname} `{label}`: {_path_text(r['critical'])}")
-    out += ["", f"Issue 34's target is {TARGET_MHZ:.0f} MHz for every unit of a 4x4 device. "
-            "The whole `fsa_top` is timed with `--top` (one seed): see the row above if it was "
-            "run.", "", "![Fmax per unit](timing.png)", ""]
+    out += ["", "In the FMAs, the LUT logic between `fma_comb` (whose last carry chain is the "
+            "add, `xsum`) and the first rounding's carry chain is the normaliser "
+            "(`normalise0`, a shifter of LUTs only) and the result exponent. "
+            "Flip-flop names are Yosys' (`autoname` names a cell after a net it drives), "
+            "so a path may start at an input register of the wrapper named after a signal "
+            "inside the unit. The whole device (`--top`, one seed) is mapped module by module "
+            "(`synth_ecp5 -noflatten`, then flattened for nextpnr): a flattened `synth_ecp5` "
+            "of `fsa_array` stalls for more than 5 minutes in Yosys' SAT-based `share` pass. "
+            f"Issue 34's target is {TARGET_MHZ:.0f} MHz for every unit of a 4x4 device "
+            "(dashed line).", "", "![Fmax per unit](timing.png)", ""]
     return out
 
 
@@ -203,14 +227,15 @@ def main(argv: "list[str] | None" = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", default="FSA4X4Fp16Config")
     ap.add_argument("--units", nargs="*", default=None,
-                    help=f"units to time (default: {' '.join(DEFAULT_UNITS)})")
+                    help=f"units to time (default: {' '.join(DEFAULT_UNITS)}; none: "
+                         "--units --top times only the whole device)")
     ap.add_argument("--seeds", type=int, default=3, help="nextpnr seeds per unit (default 3)")
     ap.add_argument("--top", action="store_true", help="also the whole fsa_top (one seed)")
     ap.add_argument("--quick", action="store_true", help="fsa_pe only, one seed")
     args = ap.parse_args(argv)
     if args.seeds < 1:
         raise SystemExit(f"timing: --seeds must be >= 1, got {args.seeds}")
-    units = ["fsa_pe"] if args.quick else list(args.units or DEFAULT_UNITS)
+    units = ["fsa_pe"] if args.quick else list(DEFAULT_UNITS if args.units is None else args.units)
     seeds = list(range(1, (1 if args.quick else args.seeds) + 1))
     todo = [(lb, c, m, seeds) for lb, c, m in resolve(args.config, units)]
     if args.top:
@@ -227,8 +252,9 @@ def main(argv: "list[str] | None" = None) -> int:
         try:
             r = time_unit(cname, module, sd, work)
         except RuntimeError as e:
-            r = {"error": str(e).splitlines()[0]}
-            print(f"[timing]   failed: {r['error']}", flush=True)
+            print(f"[timing]   failed: {e}", flush=True)
+            r = {"error": re.sub(r"\s*\(log: [^)]*\)", "", str(e).splitlines()[0]),
+                 **getattr(e, "utilisation", {})}
         else:
             print(f"[timing]   {r['cells']} cells, {r['dsp']} DSP, {r['flip_flops']} FF, "
                   f"Fmax {_fmax_text(r)} MHz, depth {r['logic_depth']} "

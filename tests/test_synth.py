@@ -131,3 +131,21 @@ def test_critical_path_names_the_stages(tmp_path):
     assert [s["signal"] for s in c["signals"]] == ["r", "s", "t"]
     assert c["stages"][2]["from_ns"] == 3.5 and c["stages"][2]["to_ns"] == 8.5
 
+
+def test_timing_results_render():
+    """The committed bench/results/timing.json renders into its section with
+    one row per unit measured, and every unit has an Fmax and a depth."""
+    import json
+
+    timing = importlib.import_module("timing")
+    d = json.loads((ROOT / "bench" / "results" / "timing.json").read_text())
+    text = "\n".join(timing.doc_section(d))
+    assert text.startswith("## 7. Timing")
+    units = [(c, u) for c, us in d["runs"].items() for u in us]
+    assert len(units) >= 4
+    for c, u in units:
+        r = d["runs"][c][u]
+        assert f"| {c} | {u} |" in text
+        if "error" not in r:
+            assert 1.0 < r["fmax_min"] <= r["fmax_median"] < 500.0, (c, u)
+            assert r["logic_depth"] > 10 and r["cells"] > 100, (c, u)

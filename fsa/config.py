@@ -37,6 +37,9 @@ DEFAULT = "FSA4X4Fp16Config"
 #: the unidirectional one of docs/ud.md.
 DATAFLOWS = ("reference", "ud")
 
+#: The most pipeline registers of the FMA (FSAConfig.fma_stages).
+MAX_FMA_STAGES = 4
+
 
 @dataclass(frozen=True)
 class FSAConfig:
@@ -95,6 +98,11 @@ class FSAConfig:
             a second PE register; needs ``sa_cols <= sa_rows + exp2_pieces
             + 1``).  Written to ``FSAConfig.fsa.json``, never to the
             reference's 12-key ``FSAConfig.json``.
+        fma_stages: pipeline registers of the FMA (rtl/fp/fsa_fma_pipe.py),
+            0..MAX_FMA_STAGES: 0 (default) is the single-cycle FMA; N adds N
+            cycles of latency.  Only 0 builds a device so far: the PE, ACC
+            and the plans do not take the latency yet (docs/pipelining.md).
+            Written to ``FSAConfig.fsa.json`` like ``dataflow``.
     """
 
     name: str
@@ -119,6 +127,7 @@ class FSAConfig:
     div_bits_per_cycle: int = 2
     ctrl_base: int = 0x8000
     dataflow: str = "reference"
+    fma_stages: int = 0
 
     def __post_init__(self) -> None:
         for f in fields(self):             # the types first: JSON may hold anything
@@ -216,6 +225,12 @@ class FSAConfig:
              f"register block), got {self.ctrl_base!r}")
         need(self.dataflow in DATAFLOWS,
              f"dataflow must be one of {DATAFLOWS}, got {self.dataflow!r}")
+        need(0 <= self.fma_stages <= MAX_FMA_STAGES,
+             f"fma_stages must be in 0..{MAX_FMA_STAGES} (pipeline registers of the FMA; "
+             f"0 = single-cycle), got {self.fma_stages!r}")
+        need(self.fma_stages == 0,
+             f"fma_stages = {self.fma_stages}: the pipelined FMA exists (rtl/fp/fsa_fma_pipe.py) "
+             f"but the PE, the ACC and the plans do not take its latency yet; use 0")
         if self.dataflow == "ud":
             need(self.sa_cols <= self.sa_rows + self.exp2_pieces + 1,
                  f"dataflow 'ud' needs sa_cols <= sa_rows + exp2_pieces + 1 = "

@@ -157,7 +157,7 @@ def _check_port(name: str, port, width: int) -> None:
 
 @block
 def fsa_fma(a, b, c, exp2, out_a, out_e, piece, match, mul="fp16", add="fp32", pieces=8,
-            en=None):
+            en=None, pipe=None, clk=None):
     """Combinational FMA with exp2 mode (see the module docstring).
 
     Args:
@@ -574,6 +574,8 @@ def fsa_fma(a, b, c, exp2, out_a, out_e, piece, match, mul="fp16", add="fp32", p
             out_a.next = concat(s_sgn, ma)
             out_e.next = concat(s_sgn, me)
 
+    if pipe is not None:    # a pipelined variant (rtl/fp/fsa_fma_pipe.py, with its clk)
+        return pipe(fma_comb, exponent, pack, locals())
     return fma_comb, u_norm, exponent, u_rnd_a, u_rnd_m, pack
 
 

@@ -330,3 +330,35 @@ def test_instruction_keys_ignore_only_addresses():
     run = [dataclasses.replace(a, mem_addr=cfg.mem_base + 128 * i) for i in range(4)]
     keys = Skipper._keys(cfg, run + [dataclasses.replace(a, sram_addr=8)])
     assert keys[2] == keys[3] != keys[4]
+
+
+# ------------------------------------------------------------------ float32 MACs
+@pytest.mark.parametrize("name,sq,skv,causal,key_limit", [
+    ("FSA8X8Fp16Config", 64, 128, False, None), ("FSA8X8Fp16Config", 64, 64, True, None),
+    ("FSA8X8Fp16Config", 32, 64, False, 5), ("FSA16X16Fp16Config", 32, 96, False, None),
+    ("FSA4X4Fp16Config", 16, 32, True, None)])
+@pytest.mark.parametrize("dist", ["normal", "large", "tiny", "special"])
+def test_float32_macs_same_bits(name, sq, skv, causal, key_limit, dist, monkeypatch):
+    """The golden model's float32 multiply-add chains (fp16 x fp16 + fp32)
+    give the float64 path's bits, also with overflow, subnormal products,
+    infinities, NaN and -0."""
+    from fsa import numerics as nx
+    from fsa.golden import fast
+    cfg = config.get(name)
+    R = cfg.sa_rows
+    rng = np.random.default_rng(hash((name, dist)) % 2**32)
+    xs = [rng.standard_normal((2, n, R)) for n in (sq, skv, skv)]
+    if dist == "large":
+        xs = [x * 300 for x in xs]
+    elif dist == "tiny":
+        xs = [x * 1e-6 for x in xs]
+    elif dist == "special":
+        xs = [x * np.where(rng.random(x.shape) < 0.05, 1e5, 1.0) for x in xs]
+        xs[0][0, 0, 0], xs[1][1, 3, 2], xs[2][0, 5, 1] = np.inf, np.nan, -np.inf
+        xs[0][1, 2, :] = -0.0
+    q, k, v = (nx.from_float64(x, cfg.e_type) for x in xs)
+    out = []
+    for on in (False, True):
+        monkeypatch.setattr(fast, "FLOAT32_MACS", on)
+        out.append(fast.attention(cfg, q, k, v, causal=causal, key_limit=key_limit))
+    assert out[0].dtype == out[1].dtype and np.array_equal(out[0], out[1])

@@ -56,6 +56,9 @@ __all__ = ["attention", "key_block_steps"]
 
 #: elements (queries x keys) of the working arrays of one group of key blocks
 GROUP_ELEMENTS = 1 << 15
+#: fp16 x fp16 products accumulated in fp32 are computed in numpy float32
+#: (:func:`_mac32`): the same bits, see there (False: the float64 path)
+FLOAT32_MACS = True
 
 
 def _u(fmt) -> type:
@@ -152,6 +155,22 @@ def attention(cfg: FSAConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray,
     return o[0] if one else o
 
 
+def _mac32(xs, ys) -> np.ndarray:
+    """``RNE_fp32(... (x[R-1] y[R-1] + 0) + ... + x[0] y[0])`` for fp16 values
+    (float32 arrays), the multiply-add chain of :func:`_attention` with E =
+    fp16 and A = fp32, computed in float32: a product of two fp16 numbers
+    (11-bit significands, exponents in [-24, 15]) is exact in fp32, and each
+    float32 addition is the correctly rounded (RNE) sum, which is what
+    ``nf.add_round(p, c, "fp32", trap_free=True)`` gives (those sums are
+    trap-free: two operands of at most 24 bits, the addend an fp32 number;
+    fsa.numerics.fast); the first step adds +0 as the float64 path does
+    (-0 + 0 = +0); inf and NaN follow IEEE in both."""
+    acc = xs[-1] * ys[-1] + np.float32(0.0)
+    for x, y in zip(xs[-2::-1], ys[-2::-1]):
+        acc += x * y
+    return acc
+
+
 def _attention(cfg: FSAConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool,
                progress, scale_bits: tuple[int, int], key_limit: "int | None") -> np.ndarray:
     R, C, P = cfg.sa_rows, cfg.sa_cols, cfg.exp2_pieces
@@ -171,6 +190,9 @@ def _attention(cfg: FSAConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray, caus
     # double-rounding trap, fsa.numerics.fast); A x A products are checked
     prod_ok = 2 * E.precision <= cfg.a_fmt.precision
     mask = np.arange(R)[None, :] > np.arange(C)[:, None]     # (C, R): key k > query c
+    f32 = FLOAT32_MACS and e == "fp16" and a == "fp32"
+    if f32:
+        qt32, kv32, vv32 = (x.astype(np.float32) for x in (qt, kv, vv))
 
     new_max = np.full((H, sq), -np.inf)              # CMP maxima (old = new between blocks)
     l = np.zeros((H, sq))
@@ -189,9 +211,16 @@ def _attention(cfg: FSAConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray, caus
         kb = kv[:, j * R:(j + G) * R]                # (H, G R, R): the group's keys
         vb = vv[:, j * R:(j + G) * R].reshape(H, G, R, R)   # vb[h, g, key, i]
         # 1. scores, partial sums flowing up from row R-1: (H, n, G R)
-        s = nf.add_round(qt[R - 1, :, lo:, None] * kb[:, None, :, R - 1], 0.0, a, trap_free=True)
-        for r in range(R - 2, -1, -1):
-            s = nf.add_round(qt[r, :, lo:, None] * kb[:, None, :, r], s, a, trap_free=prod_ok)
+        if f32:
+            kb32 = kv32[:, j * R:(j + G) * R]
+            s = _mac32([qt32[r, :, lo:, None] for r in range(R)],
+                       [kb32[:, None, :, r] for r in range(R)]).astype(np.float64)
+        else:
+            s = nf.add_round(qt[R - 1, :, lo:, None] * kb[:, None, :, R - 1], 0.0, a,
+                             trap_free=True)
+            for r in range(R - 2, -1, -1):
+                s = nf.add_round(qt[r, :, lo:, None] * kb[:, None, :, r], s, a,
+                                 trap_free=prod_ok)
         # 2. CMP: to E, mask, running max (block by block)
         s_e = (nf.round_values(s, e) if e != a else s).reshape(H, n, G, R)
         if causal:
@@ -214,17 +243,29 @@ def _attention(cfg: FSAConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray, caus
             x = nf.add_round(x1 * sc_e, 0.0, e, trap_free=True, bits=True)
             p = nx.to_float64(nx.exp2_pwl(x, e, P, a, out="elem"), e)
         # 4. row sums, keys R-1 .. 0
-        rs = nf.add_round(p[..., R - 1], 0.0, a, trap_free=True)
-        for jj in range(R - 2, -1, -1):
-            rs = nf.add_round(p[..., jj], rs, a, trap_free=True)
+        if f32:
+            p32 = p.astype(np.float32)
+            ones = [np.float32(1.0)] * R       # (x 1: exact) the same chain of sums
+            rs = _mac32([p32[..., jj] for jj in range(R)], ones).astype(np.float64)
+        else:
+            rs = nf.add_round(p[..., R - 1], 0.0, a, trap_free=True)
+            for jj in range(R - 2, -1, -1):
+                rs = nf.add_round(p[..., jj], rs, a, trap_free=True)
         # 5. the ACC scale of every block (exact path: per query and block)
         md = nf.add_round(om, -nm, a, trap_free=True)
         s1 = nf.add_round(md * sc_a, 0.0, a, trap_free=True, bits=True)
         scale = nx.to_float64(nx.exp2_pwl(s1, a, P, a, out="acc"), a)
         # 6. P V of every block, keys R-1 .. 0
-        o = nf.add_round(p[..., R - 1, None] * vb[:, None, :, R - 1, :], 0.0, a, trap_free=True)
-        for jj in range(R - 2, -1, -1):
-            o = nf.add_round(p[..., jj, None] * vb[:, None, :, jj, :], o, a, trap_free=prod_ok)
+        if f32:
+            vb32 = vv32[:, j * R:(j + G) * R].reshape(H, G, R, R)
+            o = _mac32([p32[..., jj, None] for jj in range(R)],
+                       [vb32[:, None, :, jj, :] for jj in range(R)]).astype(np.float64)
+        else:
+            o = nf.add_round(p[..., R - 1, None] * vb[:, None, :, R - 1, :], 0.0, a,
+                             trap_free=True)
+            for jj in range(R - 2, -1, -1):
+                o = nf.add_round(p[..., jj, None] * vb[:, None, :, jj, :], o, a,
+                                 trap_free=prod_ok)
         # 5./6. l and O, block after block (the first key block reads zeros)
         for g in range(G):
             first = j + g == 0

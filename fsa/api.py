@@ -455,15 +455,17 @@ def prepare(query: np.ndarray, key: np.ndarray, value: np.ndarray, is_causal: bo
     return AttentionJob(cfg, prog, inputs, out_shape, bool(is_causal), stats)
 
 
-def engine_for(cfg: FSAConfig, engine: str, prog, progress=None, ticks=None, **kw):
+def engine_for(cfg: FSAConfig, engine: str, prog, progress=None, ticks=None,
+               built: bool = False, **kw):
     """The :mod:`fsa.engines` engine called `engine` for `prog` (`progress`:
     callable(str) for messages; `ticks`: callable(done, total), the golden
-    model's steps)."""
+    model's steps; `built`: `prog` comes unchanged from :func:`prepare`,
+    :class:`~fsa.engines.GoldenEngine`'s argument)."""
     if engine not in ENGINES:
         raise ValueError(f"fsa.scaled_dot_product_attention: engine must be one of {ENGINES}, "
                          f"got {engine!r}")
     if engine == "golden":
-        return GoldenEngine(cfg, progress=progress, ticks=ticks)
+        return GoldenEngine(cfg, progress=progress, ticks=ticks, built=built)
     # a generous cycle limit: the slowest preset needs about 100 cycles a key block
     kw.setdefault("max_cycles", max(1_000_000, 50 * cfg.sa_rows * prog.meta["key_blocks"]))
     return SimEngine(cfg, sim=engine, progress=progress, **kw)
@@ -576,8 +578,9 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
                 stage.desc = f"{engine}: {msg}"
         try:
             with bars.active():
+                # (built=True: the program comes unchanged from prepare above)
                 res = engine_for(job.cfg, engine, job.program, progress=say, ticks=stage.update,
-                                 **extra).run(job.program, job.inputs)
+                                 built=True, **extra).run(job.program, job.inputs)
         finally:
             stage.close()
     out = torch.from_numpy(job.output(res)).to(dtype)

@@ -220,6 +220,12 @@ class GoldenEngine(Engine):
         ticks: optional callable(done, total): the same progress as numbers
             (key-block steps of the vectorised model, instructions of the
             instruction-level one), e.g. a :mod:`fsa.progress` bar.
+        built: the caller vouches that every program it runs comes straight
+            from :func:`fsa.kernels.attention` and was not changed since
+            (:func:`fsa.api.prepare` builds it and runs it): the fast path's
+            signature, computed there from the program, is not computed
+            again (that encodes the whole program); the other conditions of
+            :meth:`fast_path_applies` are still checked.
 
     Attributes:
         last_path: "fast" or "machine": which model the last run used.
@@ -228,9 +234,9 @@ class GoldenEngine(Engine):
     name = "golden"
 
     def __init__(self, cfg: "FSAConfig | str", progress=None, machine: bool = False,
-                 ticks=None):
+                 ticks=None, built: bool = False):
         super().__init__(cfg)
-        self.progress, self.ticks = progress, ticks
+        self.progress, self.ticks, self.built = progress, ticks, bool(built)
         self.machine = bool(machine)
         self.last_path: str | None = None
 
@@ -241,17 +247,20 @@ class GoldenEngine(Engine):
         return []
 
     @staticmethod
-    def fast_path_applies(program: Program) -> bool:
+    def fast_path_applies(program: Program, built: bool = False) -> bool:
         """True for a program of :func:`fsa.kernels.attention` (one head or
         several), which :func:`fsa.golden.fast.attention` models: its
         ``meta["fast_signature"]`` must match the program as it is (the words,
         config, memory layout and meta facts it was built with), so a user's
         kernel that merely records attention facts in its meta, or a program
-        changed after the build, runs on the instruction-level model."""
+        changed after the build, runs on the instruction-level model.
+        (`built`: the program is known to be unchanged since the build, see
+        the engine's argument: a signature is required but not recomputed.)"""
         m, t, R = program.meta, program.tensors, program.cfg.sa_rows
         if m.get("kind") != "attention" or not all(n in t for n in ("Q", "K", "Vt", "Ot")):
             return False
-        if m.get("fast_signature") != attention_signature(program):
+        if "fast_signature" not in m or (
+                not built and m["fast_signature"] != attention_signature(program)):
             return False
         sq, skv, h = m.get("seq_q"), m.get("seq_kv"), m.get("heads", 1)
         kv_map = tuple(m.get("kv_map", range(h)))
@@ -280,7 +289,7 @@ class GoldenEngine(Engine):
 
     def execute(self, program: Program, words: list[int],
                 image: list[tuple[int, bytes]]) -> Execution:
-        if not self.machine and self.fast_path_applies(program):
+        if not self.machine and self.fast_path_applies(program, self.built):
             return self._execute_fast(program, image)
         self.last_path = "machine"
         m = Machine(self.cfg)

@@ -362,3 +362,30 @@ def test_float32_macs_same_bits(name, sq, skv, causal, key_limit, dist, monkeypa
         monkeypatch.setattr(fast, "FLOAT32_MACS", on)
         out.append(fast.attention(cfg, q, k, v, causal=causal, key_limit=key_limit))
     assert out[0].dtype == out[1].dtype and np.array_equal(out[0], out[1])
+
+
+def test_built_skips_only_the_signature(monkeypatch):
+    """GoldenEngine(built=True) does not recompute the fast signature, but a
+    program without one still runs on the instruction-level model; the API's
+    output is the same bits either way."""
+    import torch
+
+    import fsa
+    from fsa import engines
+    cfg = config.get("FSA4X4Fp16Config")
+    prog = kernels.attention(cfg, 8, 8, check=False)
+    calls = []
+    real = engines.attention_signature
+    monkeypatch.setattr(engines, "attention_signature", lambda p: calls.append(1) or real(p))
+    assert engines.GoldenEngine.fast_path_applies(prog) and len(calls) == 1
+    assert engines.GoldenEngine.fast_path_applies(prog, built=True) and len(calls) == 1
+    del prog.meta["fast_signature"]
+    assert not engines.GoldenEngine.fast_path_applies(prog, built=True)
+    q = torch.randn(1, 2, 12, 4, generator=torch.Generator().manual_seed(5))
+    o = fsa.scaled_dot_product_attention(q, q, q, config=cfg)
+    assert len(calls) == 1                              # not recomputed by the API
+    from fsa.api import prepare
+    x = q.double().numpy()
+    job = prepare(x, x, x, config=cfg)
+    res = engines.GoldenEngine(cfg, machine=True).run(job.program, job.inputs)
+    assert np.array_equal(job.output(res), o.double().numpy())

@@ -16,10 +16,14 @@ full run adds a short query sequence against a long key sequence (64 x
 
 ``--api`` measures instead the whole call a user makes,
 ``fsa.scaled_dot_product_attention`` on ``[1, 1, S, D]`` fp16 (build, the
-dispatch check, the golden model), wall time, three ways: **before** (the
-dispatch check's six cycle-model runs one after the other and no verdict
-kept: what every call cost before issue 37), **cold** (an empty verdict
-cache, the runs in parallel processes, :func:`fsa.cycle.dispatch.check_workers`)
+dispatch check, the golden model), wall and CPU time, three ways: **before**
+(what every call cost before issue 37: the dispatch check's six cycle-model
+runs one after the other, every cycle simulated --
+``fsa.cycle.dispatch.PERIODIC = False`` --, no verdict kept, and the golden
+model's multiply-adds in float64 -- ``fsa.golden.fast.FLOAT32_MACS = False``),
+**cold** (today's code with an empty verdict cache: periods skipped, the
+runs in parallel processes for large programs,
+:func:`fsa.cycle.dispatch.check_workers`, float32 multiply-adds)
 and **warm** (the same shape again: the verdict cache hit,
 :mod:`fsa.cycle.checkcache`); the outputs' raw bits must be equal.  Writes
 ``bench/results/golden_api.json`` with the load average.  ``--api-shape S D
@@ -87,6 +91,8 @@ def api_call(seq: int, d: int, name: str, how: str) -> dict:
 
     import fsa
     from fsa.cycle import checkcache
+    from fsa.cycle import dispatch
+    from fsa.golden import fast
     g = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(1, 1, seq, d, generator=g, dtype=torch.float16) for _ in range(3))
     env = dict(os.environ)
@@ -97,15 +103,19 @@ def api_call(seq: int, d: int, name: str, how: str) -> dict:
         if how == "before":
             os.environ["FSA_CHECK_WORKERS"] = "1"
             os.environ["FSA_DISPATCH_CACHE"] = "0"
-        t0 = time.perf_counter()
+            dispatch.PERIODIC = fast.FLOAT32_MACS = False
+        t0, c0 = time.perf_counter(), time.process_time()
+        ch0 = sum(os.times()[2:4])
         o = fsa.scaled_dot_product_attention(q, k, v, config=name, force=True)
-        dt = time.perf_counter() - t0
+        dt, cpu = time.perf_counter() - t0, time.process_time() - c0
+        cpu += sum(os.times()[2:4]) - ch0          # (the check's forked workers)
     finally:
         os.environ.clear()
         os.environ.update(env)
+        dispatch.PERIODIC = fast.FLOAT32_MACS = True
     if how == "before":
         checkcache.clear_memory()
-    return {"config": name, "seq": seq, "d": d, "how": how, "seconds": dt,
+    return {"config": name, "seq": seq, "d": d, "how": how, "seconds": dt, "cpu_seconds": cpu,
             "load_average": os.getloadavg()[0], "bits": o.view(torch.int16).numpy()}
 
 
@@ -120,12 +130,12 @@ def api_main(shapes: list, t_start: float) -> int:
             r = {k: v for k, v in r.items() if k != "bits"}
             r["bits_equal_to_before"] = same
             records.append(r)
-            rows.append((name, f"[1, 1, {seq}, {d}]", r["how"], r["seconds"],
+            rows.append((name, f"[1, 1, {seq}, {d}]", r["how"], r["seconds"], r["cpu_seconds"],
                          r["load_average"], "yes" if same else "NO"))
     print(f"fsa.scaled_dot_product_attention, golden engine (wall time; check workers "
           f"{check_workers()})")
-    print(table(["config", "shape", "check", "wall s", "load", "bits = before"], rows,
-                ["", "", "", ".1f", ".1f", ""]))
+    print(table(["config", "shape", "run", "wall s", "CPU s", "load", "bits = before"], rows,
+                ["", "", "", ".1f", ".1f", ".1f", ""]))
     out = write_json("golden_api", {"runs": records, "check_workers": check_workers(),
                                     "seconds": time.perf_counter() - t_start})
     print(f"\nwrote {out.relative_to(ROOT)}")

@@ -89,6 +89,9 @@ def check_dispatch(cfg: FSAConfig, instructions: Sequence[Instruction],
 #: programs from this many instructions are checked by parallel processes
 #: (one run each, up to :func:`check_workers`; a smaller program in one)
 PARALLEL_MIN = 20_000
+#: skip the periods of a repeating program (fsa/cycle/skip.py; False: every
+#: cycle, as before it existed -- bench/golden_speed.py --api's "before")
+PERIODIC = True
 _RULES = {"hardware": "the one-pending-instruction-per-engine rule",
           "golden": "the golden model's unbounded queues"}
 _JOB: "tuple | None" = None       # (cfg, instructions) the forked workers read
@@ -114,7 +117,7 @@ def _one(cfg: FSAConfig, instructions, mode: str, label: str, dma: DmaTiming) ->
     """One run: ("cycles", n) or ("error", the KernelError's message)."""
     try:
         return "cycles", cm.simulate(cfg, instructions, dma, dispatch=mode, races=True,
-                                     periodic=True).cycles
+                                     periodic=PERIODIC).cycles
     except ValueError as e:         # e.g. a function the config does not have
         return "error", str(e)
     except cm.DispatchError as e:

@@ -268,7 +268,8 @@ def critical_path(report: dict, smap: "dict | None" = None) -> dict:
                 signals.append({"signal": sig, "ns": round(t, 2)})
             break
     if stages and t - stages[-1]["to_ns"] > 1.0:
-        stages.append({"stage": "(LUT logic)", "from_ns": stages[-1]["to_ns"], "to_ns": round(t, 2)})
+        stages.append({"stage": "(LUT logic)", "from_ns": stages[-1]["to_ns"],
+                       "to_ns": round(t, 2)})
     return {"start": segs[0]["from"]["cell"] if segs else None,
             "end": segs[-1]["to"]["cell"] if segs else None,
             "ns": round(t, 2), "stages": stages, "signals": signals}

@@ -7,8 +7,9 @@ a statement), so the results are bit-exact with ``fsa.numerics`` like the
 combinational unit's, ``stages`` clock cycles later.  The cut points, in
 datapath order:
 
-* **M** after the exp2 split and the multiplier (``fma_comb`` cut after the
-  product);
+* **S** after unpack, the exp2 split and the operand selection (``fma_comb``
+  cut before the product);
+* **M** after the multiplier (``fma_comb`` cut after the product);
 * **A** after the alignment (``fma_comb`` cut before the add / subtract);
 * **B** after the add and the result class: ``fma_comb``'s outputs (the
   exact sum, its exponent, class, sign, piece and match) are registers;
@@ -17,8 +18,9 @@ datapath order:
 
 A cut inside ``fma_comb`` registers every value a later part reads (locals
 and input ports, named ``k<cut>_<name>``).  ``CUTS`` gives the cuts of each
-stage count (1: B; 2: B, C; 3: A, B, C; 4: M, A, B, C), chosen by the
-measured stage delays (docs/pipelining.md).  The result class, sign, piece
+stage count (1: B; 2: B, C; 3: A, B, C; 4: S, A, B, C), chosen by the
+measured stage delays (docs/pipelining.md; M and D are measured
+alternatives).  The result class, sign, piece
 and match travel with the data to the outputs (``kc_cls``, ...).  The
 gated variant's enable travels with them too (a valid pipeline: ``ka_en``,
 ``kb_en``, ...): each stage is gated by the enable of the vector it holds,
@@ -48,10 +50,11 @@ __all__ = ["MAX_STAGES", "CUTS", "module_name", "fsa_fma_pipe", "convert"]
 #: the largest ``fma_stages`` (``FSAConfig.fma_stages``)
 MAX_STAGES = MAX_FMA_STAGES
 #: the cut points of each stage count (see the module docstring)
-CUTS = {1: "B", 2: "BC", 3: "ABC", 4: "MABC"}
+CUTS = {1: "B", 2: "BC", 3: "ABC", 4: "SABC"}
 #: the cuts inside ``fma_comb``: letter -> ("after" / "before", the first
 #: line of the statement of its ``if en`` body there)
-INNER_CUTS = {"M": ("after", "prod[:] = sA * sb"), "A": ("before", "if ps == cs:")}
+INNER_CUTS = {"S": ("before", "eaw[:] = concat(intbv(0)[EW - EM:], ea)"),
+              "M": ("after", "prod[:] = sA * sb"), "A": ("before", "if ps == cs:")}
 
 
 def check_stages(stages) -> int:

@@ -154,7 +154,7 @@ def test_pipe_structure_and_lint(gated, tmp_path):
     assert p0.read_bytes() == c0.read_bytes()
     want = {1: ["fma_back"], 2: ["fma_back", "exponent", "cut_c"],
             3: ["fma_a", "fma_back", "exponent", "cut_c"],
-            4: ["fma_m", "fma_a", "fma_back", "exponent", "cut_c"]}
+            4: ["fma_s", "fma_a", "fma_back", "exponent", "cut_c"]}
     for stages in range(1, fsa_fma_pipe.MAX_STAGES + 1):
         path = fsa_fma_pipe.convert(tmp_path, "bf16", "bf16", 4, gated, stages)
         text = path.read_text()
@@ -163,7 +163,7 @@ def test_pipe_structure_and_lint(gated, tmp_path):
         assert "fma_comb" not in comb and "pack" in comb
         assert "input clk;" in text and ("input en;" in text) == gated
         # the enable travels: one register per cut that still gates something
-        assert sum(f"reg k{x}_en;" in text for x in "mabcd") == (
+        assert sum(f"reg k{x}_en;" in text for x in "smabcd") == (
             (len(fsa_fma_pipe.CUTS[stages]) - ("D" in fsa_fma_pipe.CUTS[stages])) if gated else 0)
         r = subprocess.run(["verilator", "--lint-only", "-Wall", str(path)],
                            capture_output=True, text=True, timeout=120)

@@ -11,7 +11,8 @@ output (the combinational unit gets them from that wrapper, a pipelined one
 from a ``<module>_oreg`` wrapper written here, whose output registers are
 subtracted from the flip-flops), so every path is register to register.
 The results are merged into ``bench/results/timing.json`` under the config,
-one row per module (``... (fma_stages N)``), which bench/timing.py's
+one row per stage count (``fsa_fma, L=N``, L = fma_stages; the module is the
+row's ``top``), which bench/timing.py's
 :func:`timing.doc_section` renders into docs/performance.md.
 """
 from __future__ import annotations
@@ -65,7 +66,7 @@ def time_fma(cfg, stages: int, gated: bool, seeds) -> tuple[str, dict]:
     r["flip_flops"] -= extra
     r["output_register_flip_flops"] = extra
     r["fma_stages"] = stages
-    return f"{mod} (fma_stages {stages})", r
+    return f"fsa_fma, L={stages}", r
 
 
 def main(argv: "list[str] | None" = None) -> int:
@@ -96,14 +97,29 @@ def main(argv: "list[str] | None" = None) -> int:
         print(f"[fma_timing]   {label}: {r['cells']} cells, {r['dsp']} DSP, {r['flip_flops']} FF, "
               f"Fmax {timing._fmax_text(r)} MHz, depth {r['logic_depth']} "
               f"({r['seconds']:.0f} s); {timing._path_text(r['critical'])}", flush=True)
-        # merged at once after each unit (bench/timing.py merges the same file)
-        prev = common.RESULTS / "timing.json"
-        d = json.loads(prev.read_text()) if prev.exists() else {}
-        d.setdefault("runs", {}).setdefault(cfg.name, {})[label] = r
-        common.write_json("timing", {"quick": False, "tools": timing._versions(),
-                                     "device": f"LFE5U-85F {openflow.PACKAGE}",
-                                     "runs": d["runs"], "seconds": d.get("seconds", 0.0)})
+        merge(cfg.name, label, r)     # at once after each unit (bench/timing.py merges too)
     return 0
+
+
+def merge(config: str, label: str, r: dict) -> None:
+    """Put row `label` of `config` into bench/results/timing.json (the
+    config's FMA rows last, by stage count) and redraw docs/timing.png."""
+    prev = common.RESULTS / "timing.json"
+    d = json.loads(prev.read_text()) if prev.exists() else {}
+    units = d.setdefault("runs", {}).setdefault(config, {})
+    for k in [k for k, v in units.items() if "fma_stages" in v and v["top"] == r["top"]]:
+        del units[k]                # the same module under an older label
+    units[label] = r
+    order = sorted(units, key=lambda k: ("fma_stages" in units[k],
+                                         units[k].get("fma_stages", -1)))
+    d["runs"][config] = {k: units[k] for k in order}
+    out = common.write_json("timing", {"quick": False, "tools": timing._versions(),
+                                       "device": f"LFE5U-85F {openflow.PACKAGE}",
+                                       "runs": d["runs"], "seconds": d.get("seconds", 0.0)})
+    try:
+        timing.plot(json.loads(out.read_text()), common.ROOT / "docs" / "timing.png")
+    except ImportError:
+        print("[fma_timing] matplotlib missing: no plot")
 
 
 if __name__ == "__main__":

@@ -184,7 +184,10 @@ def doc_section(d: "dict | None") -> list[str]:
             "(`synth_ecp5 -noflatten`, then flattened for nextpnr): a flattened `synth_ecp5` "
             "of `fsa_array` stalls for more than 5 minutes in Yosys' SAT-based `share` pass. "
             f"Issue 34's target is {TARGET_MHZ:.0f} MHz for every unit of a 4x4 device "
-            "(dashed line).", "", "![Fmax per unit](timing.png)", ""]
+            "(dashed line). Rows `fsa_fma, L=N`: the PE's gated FMA with `fma_stages` = N "
+            "(bench/fma_timing.py, a register on every output too, FF without those; the "
+            "-1 of L=0 is a wrapper register Yosys removed; docs/pipelining.md).", "",
+            "![Fmax per unit](timing.png)", ""]
     return out
 
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import itertools
 import linecache
 import textwrap
 import types
@@ -70,14 +71,13 @@ def module_name(mul: str = "fp16", add: str = "fp32", pieces: int = 8, gated: bo
     """Verilog module name: ``fsa_fma.module_name`` for ``stages = 0``, else
     with ``_s<stages>`` before the gated variant's ``_en``
     (``fsa_fma_fp16_fp32_p8_s2_en``)."""
-    base = comb.module_name(mul, add, pieces)
     if check_stages(stages) == 0:
         return comb.module_name(mul, add, pieces, gated)
-    return f"{base}_s{stages}" + ("_en" if gated else "")
+    return f"{comb.module_name(mul, add, pieces)}_s{stages}" + ("_en" if gated else "")
 
 
 # ----------------------------------------------------------------- processes
-_n_made = [0]
+_made = itertools.count(1)    # numbers the generated sources' pseudo file names
 
 
 def _process(text: str, binds: dict, clk=None):
@@ -91,8 +91,7 @@ def _process(text: str, binds: dict, clk=None):
     used = sorted(names & set(binds))
     src = (f"def _fsa_stage({', '.join(used)}):\n" + textwrap.indent(text, "    ")
            + f"\n    return {fdef.name}\n")
-    _n_made[0] += 1
-    fname = f"<fsa_fma_stage_{_n_made[0]}>"
+    fname = f"<fsa_fma_stage_{next(_made)}>"
     linecache.cache[fname] = (len(src), None, src.splitlines(True), fname)
     ns = {"intbv": intbv, "concat": concat}
     exec(compile(src, fname, "exec"), ns)  # noqa: S102 (fsa_fma's own processes, re-cut)
@@ -231,9 +230,7 @@ def stage_processes(stages: int, clk, fma_comb, exponent, pack, s: dict) -> list
     if gated:
         binds["kb_en"] = Signal(bool(0))
         carry["en"] = "kb_en"
-    outs = {"piece": carry["piece"], "match": carry["match"]}
-    if gated:
-        outs["en"] = "kb_en"
+    outs = {k: carry[k] for k in ("piece", "match", "en") if k in carry}
     for text in _split_comb(fma_comb.func, "".join(x for x in cuts if x in INNER_CUTS), gated,
                             outs, binds):
         insts.append(_process(text, binds, clk))

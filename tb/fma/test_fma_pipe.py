@@ -43,7 +43,8 @@ def pipe_verilog(mul: str, add: str, pieces: int, stages: int, gated: bool) -> P
     name = fsa_fma_pipe.module_name(mul, add, pieces, gated, stages)
     return simrun.cached_convert(
         name, lambda d: fsa_fma_pipe.convert(d, mul, add, pieces, gated, stages),
-        f"{mul}|{add}|{pieces}|{stages}|{gated}", unit_deps("rtl.fp.fsa_fma_pipe"))
+        f"{mul}|{add}|{pieces}|{stages}|{gated}|{fsa_fma_pipe.CUTS[stages]}",
+        unit_deps("rtl.fp.fsa_fma_pipe"))
 
 
 def make_stream(mul: str, add: str, pieces: int, stages: int, gated: bool, seed: int,
@@ -99,6 +100,23 @@ def test_fma_pipe_vectors(mul, add, pieces, stages, gated, tmp_path):
     simrun.run(src.stem, [src], "tb.fma.tb_fma_pipe", extra_env={"FSA_FMA_VECTORS": str(npz)},
                timeout_s=600)
     print(f"{src.stem}: {len(s['a'])} cycles in {time.monotonic() - t0:.1f} s")
+
+
+@pytest.mark.sim
+@pytest.mark.skipif(not FULL, reason="FULL=1 only: the cuts no stage count uses")
+def test_fma_pipe_other_cuts(tmp_path, monkeypatch):
+    """Cuts M (after the product) and D (after the roundings), measured and
+    kept as alternatives (docs/pipelining.md), bit-exact too: 4 stages M, B,
+    C, D, gated."""
+    from rtl.fp import fsa_fma_pipe
+
+    monkeypatch.setitem(fsa_fma_pipe.CUTS, 4, "MBCD")
+    src = pipe_verilog("fp16", "fp32", 8, 4, True)
+    assert "begin: fma_m" in src.read_text() and "begin: cut_d" in src.read_text()
+    npz = tmp_path / "stream.npz"
+    make_stream("fp16", "fp32", 8, 4, True, SEED, npz)
+    simrun.run(src.stem, [src], "tb.fma.tb_fma_pipe", extra_env={"FSA_FMA_VECTORS": str(npz)},
+               timeout_s=600)
 
 
 def test_pipe_names_and_stages():

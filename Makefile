@@ -69,7 +69,7 @@ run: sim-tools
 	$(PY) -m fsa.cli run --config $(RUN_CONFIG) --sim $(SIM) --seq-q $(SEQ) --seq-kv $(SEQ)
 
 lint: $(STAMP)
-	$(PY) -m rtl.lint $(CONFIG) $(MODULES)
+	$(PY) -m fsa.lint $(CONFIG) $(MODULES)
 
 BENCH_STAMP := .venv/.bench-installed
 BQ := $(if $(QUICK),--quick,)

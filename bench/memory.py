@@ -28,7 +28,7 @@ tables and writes ``bench/results/memory.json``:
 
 Table 1b: the presets with ``dma_rw_overlap`` against the same config
 without it; table 1c: the one-port presets (two scratchpad banks) against
-the per-port DMA on their one port (``fsa.dmarules.per_port_dma``: two
+the per-port DMA on their one port (``fsa.hw.dmarules.per_port_dma``: two
 accumulator banks, ``dma_rw_overlap``, merged bursts), which the presets
 do not take (see docs/performance.md).
 """
@@ -101,7 +101,7 @@ def main(argv: "list[str] | None" = None) -> int:
         if cfg.dma_rw_overlap:
             off = cfg.replace(dma_rw_overlap=False, name=f"{name}NoOverlap")
             no_ov = cpredict.predict_cycles(off, N, N, False, cpredict.steady_state(off, program="fetch"))
-        # one port: the per-port DMA (fsa.dmarules.per_port_dma) with two
+        # one port: the per-port DMA (fsa.hw.dmarules.per_port_dma) with two
         # accumulator banks, a LOAD and a STORE at once and merged bursts
         per_port = None
         if cfg.mem_ports == 1 and cfg.spad_banks >= 2:

@@ -156,17 +156,17 @@ def sec_memory(m: dict) -> list[str]:
            "min(2b, 8) AXI ports into pow2(2 x ports) scratchpad (at most 16) and one "
            "accumulator bank per port; for the UD kernel a third K/V slot (`spad_rows` = "
            "C + 6R where that exceeds the reference's 2C + 4R) in all of these; each bank has "
-           "its own narrow port (`fsa.dmarules.bank_ports`, "
+           "its own narrow port (`fsa.hw.dmarules.bank_ports`, "
            "`rtl/fsa_sram_bp.py`); `...Axi64Config`: the 64-bit bus, single bank and "
            "scratchpad every preset had before. The DMA keeps two LOADs in flight (with "
-           "several ports when they write disjoint scratchpad rows, `fsa/dmarules.py`); with "
+           "several ports when they write disjoint scratchpad rows, `fsa/hw/dmarules.py`); with "
            "one port a LOAD may start in a program-fetch burst's last beats "
            "(`fsa.hw.fetch.LOAD_TAIL`), else LOADs and fetch bursts take turns on port 0's "
            "read channel. Demand per key block "
            "(`fsa.cycle.predict.dma_demand`): one K and one V tile of R rows, 2R^2 e bytes (e bytes "
            "per element) = 2R rows of ceil(Re/W) beats of W bytes, each beat one cycle of a "
            "narrow port of the scratchpad, in 2R AXI bursts (the DMA queues one per cycle) or, "
-           "with merged bursts (\"burst beats\" = `dma_burst_beats`, `fsa.dmarules.bursts`: "
+           "with merged bursts (\"burst beats\" = `dma_burst_beats`, `fsa.hw.dmarules.bursts`: "
            "rows that follow each other in memory and SRAM, K's but not V^T's, in bursts of up "
            "to that many beats, never across 4 KiB; the presets with several ports merge four "
            "rows where a row is at most four beats, `fsa.config.burst_beats`) fewer, in the reference "
@@ -195,7 +195,7 @@ def sec_memory(m: dict) -> list[str]:
         out += ["", "\"ld+st\": a LOAD and a STORE in flight at once (`dma_rw_overlap`, the "
                 "multi-port presets; any config with two banks in each SRAM may set it; each "
                 "port a read and a write half, the two instructions of "
-                "different SRAMs and disjoint memory bytes, `fsa.dmarules.load_store_ok`). "
+                "different SRAMs and disjoint memory bytes, `fsa.hw.dmarules.load_store_ok`). "
                 f"With it and without it, N = {m['N']} (the UD kernel's O store from the "
                 "accumulator runs under the K/V loads into the scratchpad):", ""]
         out.append(md_table(["config", "N cycles, on", "over free, %", "N cycles, off",
@@ -207,7 +207,7 @@ def sec_memory(m: dict) -> list[str]:
                             ["", ".0f", "+.2f", ".0f", "+.2f", "+.2f"]))
     one = [r for r in rows if r.get("cycles_per_port") is not None]
     if one:
-        out += ["", "One AXI port can take the same DMA (`fsa.dmarules.per_port_dma`: with "
+        out += ["", "One AXI port can take the same DMA (`fsa.hw.dmarules.per_port_dma`: with "
                 "`dma_rw_overlap` or `dma_burst_beats` and two banks in each SRAM, each SRAM "
                 "gets a narrow port per bank and the port a read and a write half, as with "
                 "several ports). The one-port presets do not take it: against the preset, the "

@@ -7,7 +7,8 @@ dump from Python (``fsa.harness.device.Device(memory="fast")``).
 ``python -m rtl.fsa_memwrap`` as a separate process (as
 ``fsa.hw.verilog.generate`` runs the generator) and caches its output under
 ``sims/gen/memtop/<hash>/`` (the hash covers the wrapped ``fsa_top.v`` and
-the wrapper generator's source).  Verilator only.
+the wrapper generator's source); its module name and backdoor files are
+:mod:`fsa.hw.fastmem`'s.  Verilator only.
 """
 from __future__ import annotations
 
@@ -22,15 +23,12 @@ from pathlib import Path
 from filelock import FileLock
 
 from fsa import paths
+from fsa.hw import fastmem as _contract
+from fsa.hw.fastmem import MODULE
 
-__all__ = ["MODULE", "LOAD_FILE", "DUMP_FILE", "MEMORIES", "FAST_FROM", "default_memory",
+__all__ = ["MEMORIES", "FAST_FROM", "default_memory",
            "wrapper", "wrapper_ports"]
 
-#: the wrapper's module name
-MODULE = "fsa_memtop"
-#: the backdoor files, in the simulator's working folder (the run folder)
-LOAD_FILE = "fsa_mem_in.hex"
-DUMP_FILE = "fsa_mem_out.hex"
 #: the memory models a device simulation can use: cocotbext-axi's AxiRam
 #: (bus models, pauses, fault injection) or the wrapper's memory
 MEMORIES = ("axi", "fast")
@@ -53,6 +51,7 @@ def wrapper(gen_dir: "str | Path", top: str = "fsa_top") -> Path:
     h = hashlib.sha256(top_v.read_bytes())
     h.update((root / "rtl" / "fsa_memwrap.py").read_bytes())
     h.update(Path(__file__).read_bytes())
+    h.update(Path(_contract.__file__).read_bytes())
     out = paths.work_root() / "sims" / "gen" / "memtop" / h.hexdigest()[:16]
     path = out / f"{MODULE}.v"
     out.parent.mkdir(parents=True, exist_ok=True)

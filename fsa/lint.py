@@ -1,12 +1,14 @@
 """Verilator lint (``--lint-only -Wall``) of a generated configuration.
 
-``python -m rtl.lint FSA4X4Fp16Config`` (``make lint CONFIG=...``) generates
-the config if needed and lints every module on its own (so each module is
-checked as a top).  There is no global ``-Wno-...`` flag: the only waivers are
-the generated ``waivers.vlt`` (``fsa.waivers``), where each waiver names the
+``python -m fsa.lint FSA4X4Fp16Config`` (``make lint CONFIG=...``) generates
+the config if needed (by running the generator, :func:`fsa.hw.verilog.generate`)
+and lints every module on its own (so each module is checked as a top) with
+the Verilator of :func:`fsa.simrun.setup_tool_env`.  There is no global
+``-Wno-...`` flag: the only waivers are
+the generated ``waivers.vlt`` (``fsa.hw.waivers``), where each waiver names the
 one module whose unit declared it (``LINT_WAIVERS``) and carries its reason;
 the Verilator simulator builds read the same file.  A module passes when
-Verilator exits 0 and prints no warning.  ``python -m rtl.lint CONFIG MODULE
+Verilator exits 0 and prints no warning.  ``python -m fsa.lint CONFIG MODULE
 ...`` (``make lint CONFIG=... MODULES='fsa_pe fsa_cmp'``) lints only the named
 modules (the 128x128 presets' array and top need more memory and time than
 the rest together).
@@ -17,7 +19,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rtl.generate import generate, verilog_files, waiver_file
+from fsa.hw.verilog import generate, verilog_files
+from fsa.hw.waivers import WAIVER_FILE
 
 __all__ = ["lint_command", "lint_module", "lint"]
 
@@ -28,7 +31,7 @@ def lint_command(outdir: Path, module: str) -> list[str]:
     (absolute paths: the waivers match ``*/<module>.v``)."""
     outdir = Path(outdir).resolve()
     files = [str(f) for f in verilog_files(outdir)]
-    return ["verilator", "--lint-only", "-Wall", str(waiver_file(outdir)),
+    return ["verilator", "--lint-only", "-Wall", str(outdir / WAIVER_FILE),
             "--top-module", module, *files]
 
 
@@ -68,13 +71,13 @@ def lint(config: str, modules: "list[str] | None" = None) -> int:
     n = len(todo)
     part = "" if n == len(manifest["modules"]) else f" (of {len(manifest['modules'])})"
     print(f"[lint] {config}: {n - bad}/{n}{part} modules clean; waivers with their reasons in "
-          f"{waiver_file(out)}")
+          f"{out / WAIVER_FILE}")
     return bad
 
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
-        print("usage: python -m rtl.lint CONFIG [MODULE ...]   (make lint CONFIG=... "
+        print("usage: python -m fsa.lint CONFIG [MODULE ...]   (make lint CONFIG=... "
               "[MODULES='...']; `fsa configs` lists the presets; MODULE: lint only these "
               "modules of the config)", file=sys.stderr)
         sys.exit(0 if sys.argv[1:] in (["-h"], ["--help"]) else 2)

@@ -14,9 +14,10 @@ Two situations:
   ``$XDG_CACHE_HOME/fsa``, else ``~/.cache/fsa``; with ``gen/`` and ``sims/``
   inside it.
 
-:func:`work_root` is the one of the two in use; :mod:`fsa.simrun`,
-:mod:`fsa.hw.verilog` and ``rtl/generate.py`` take their folders from here
-(as module constants, read once at import).
+:func:`work_root` is the one of the two in use; :mod:`fsa.simrun` and
+:mod:`fsa.hw.verilog` take their folders from here (as module constants,
+read once at import); ``rtl/generate.py`` takes its default output folder
+from :mod:`fsa.hw.verilog`.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Mapping
 
 __all__ = ["PACKAGE_ROOT", "checkout_root", "cache_dir", "work_root", "gen_dir", "sims_dir",
-           "check_output", "check_gen_outdir"]
+           "check_output"]
 
 #: the folder holding the ``fsa`` (and ``rtl``) packages: the checkout, or
 #: the installation's site-packages
@@ -94,20 +95,4 @@ def check_output(path: "str | Path", what: str, *, folder: bool = False,
     if not up.is_dir() or not os.access(up, os.W_OK | os.X_OK) or (
             p.exists() and not os.access(p, os.W_OK)):
         raise ValueError(f"{what}: {up} is not a writable folder")
-    return p
-
-
-def check_gen_outdir(outdir: "str | Path") -> Path:
-    """The absolute output folder for Verilog generation, or ValueError.
-
-    Generation replaces the whole folder, so it must be new, empty, or a
-    folder generation wrote before (it holds ``manifest.json``); there must be
-    a writable folder to create it in (:func:`check_output`).  (An existing
-    folder of other files would be wiped.)"""
-    p = Path(outdir).expanduser().resolve()
-    check_output(p, f"output folder {p}", folder=True, create=True)
-    if p.is_dir() and not (p / "manifest.json").is_file() and any(p.iterdir()):
-        raise ValueError(f"output folder {p}: exists and holds other files (no manifest.json of "
-                         f"an earlier generation); generation replaces the whole folder, so give "
-                         f"a new or empty one")
     return p

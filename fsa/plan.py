@@ -54,7 +54,7 @@ from typing import Iterable
 
 from fsa.hw.control import (ACC_CMDS, ACC_WRITE_CMDS, BCMP_CMDS, CMP_CMDS, ISSUE_SLOTS,
                             NORM_FUNCS, NORM_PARTNERS, PE_BITS, SLOT_RETIRE, UD_ACC_CMDS,
-                            UD_CMP_CMDS, UD_PE_BITS)
+                            UD_CMP_CMDS, UD_PE_BITS, norm_slack)
 from fsa.hw import dataflow as hw_dataflow
 from fsa.hw.isa import ALL_MX_FUNCS, MX_FUNC_TABLE, MX_FUNCS, UD_MX_FUNCS
 from fsa.plan_base import (AccRead, Plan, SpadRead, Table, Wave, check_reciprocal_cycles, landing,
@@ -264,11 +264,9 @@ def schedule_starts(plans: list[Plan], wait_prev_acc: "list[bool] | None" = None
     before its wave is over (:attr:`Plan.slot_last`, UD LOAD_Q) lets only
     the instruction right after it start before :attr:`Plan.wave_retire`.
     The UD NORM_FUNCS run in a third slot of their own (one at a time); the
-    instruction after one starts 1 .. ``fsa.plan_ud.norm_slack`` cycles
+    instruction after one starts 1 .. ``fsa.hw.control.norm_slack`` cycles
     after it when it is a STEP or PVSTEP (its partner, whose free ACC window
     the normalisation uses), otherwise once it has retired."""
-    from fsa.plan_ud import norm_slack
-
     starts: list[int] = []
     waits = wait_prev_acc or [False] * len(plans)
     wave = None                 # the last early-retired instruction (index)

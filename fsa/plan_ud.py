@@ -69,6 +69,7 @@ rewritten only after their last reader).
 """
 from __future__ import annotations
 
+from fsa.hw.control import norm_slack
 from fsa.hw.control import ACC_WRITE_CMDS
 from fsa.hw.isa import UD_MX_FUNCS as UD_FUNCS
 from fsa.plan_base import AccRead, Plan, SpadRead, Wave, check_reciprocal_cycles, table
@@ -174,13 +175,6 @@ def make_ud_plan(func: str, R: int, C: int, P: int = 8, *,
     return Plan(func, R, C, P, tuple(waves), tuple(sorted(cmp)), tuple(acc),
                 tuple(sorted(reads, key=lambda x: x.cycle)), tuple(acc_reads),
                 conflict_free=cf, bcmp=tuple(sorted(bcmp)))
-
-
-def norm_slack(P: int) -> int:
-    """The partner of a NORM_SCALE / NORM (a STEP or PVSTEP) starts 1 ..
-    ``norm_slack`` cycles after it (the decoder hands the controller one
-    matrix instruction every other cycle at best): ``min(4, P + 1)``."""
-    return min(4, P + 1)
 
 
 def norm_window(R: int, C: int, P: int) -> tuple[int, int]:

@@ -10,10 +10,11 @@
 * Each run gets its own test folder (``.../runs/<name>/``) so parallel runs of
   one build never collide.
 * Every run has a wall-clock timeout (the simulator process is killed); the
-  benches themselves also carry cycle limits.
+  benches themselves also carry cycle limits.  The runner is cocotb's with
+  the few hooks no public option provides (:mod:`fsa.compat_cocotb`).
 * Verilator builds take no global ``-Wno-...`` flag and no ``-Wno-fatal``: a
   warning fails the build unless the waiver file beside the sources
-  (``waivers.vlt``, :mod:`fsa.waivers`) waives it for that module.
+  (``waivers.vlt``, :mod:`fsa.hw.waivers`) waives it for that module.
 * VPI visibility: cocotb's runner builds Verilator with ``--public-flat-rw``
   (every signal of every instance public), which makes Verilator evaluate the
   whole combinational design on every ``eval()`` (several per clock).  For the
@@ -45,7 +46,8 @@ from typing import Mapping, Sequence
 from filelock import FileLock
 
 from fsa import paths
-from fsa.waivers import WAIVER_FILE, waiver_files, waiver_text
+from fsa.compat_cocotb import timed_runner
+from fsa.hw.waivers import WAIVER_FILE, waiver_files, waiver_text
 
 #: the folder holding ``fsa/`` and ``rtl/``: the checkout (editable install)
 #: or, installed, site-packages
@@ -156,11 +158,11 @@ def waves_enabled() -> bool:
 VPI_PUBLIC: dict[str, dict[str, tuple[str, ...]]] = {
     # the device benches (fsa/harness/tb_top.py, fsa/harness/device.py) touch only the top ports
     "fsa_top": {"fsa_top": ("*",)},
-    # tb/tb_core.py: its ports, the matrix controller's handshake (issue
+    # tb/core/tb_core.py: its ports, the matrix controller's handshake (issue
     # times) and the dispatch's pending registers (the watchdog's report)
     "fsa_core": {"fsa_core": ("*",), "fsa_mxctrl": ("in_valid", "in_ready"),
                  "fsa_dispatch": ("mx_p", "mx_w0", "mx_idx", "dm_p", "dm_idx")},
-    # tb/tb_array.py: its ports, each PE's stationary register, each
+    # tb/array/tb_array.py: its ports, each PE's stationary register, each
     # comparator's input and new maximum
     "fsa_array": {"fsa_array": ("*",), "fsa_pe": ("sreg",), "fsa_cmp": ("s_in", "new_max")},
 }
@@ -268,7 +270,7 @@ def build(sim: str, top: str, sources: Sequence[Path], *, waves: bool = False,
         raise SimulationError(f"FSA_BUILD_DRYRUN: {sim} build of {top} ({key}) not made")
     bdir.parent.mkdir(parents=True, exist_ok=True)
     if runner is None:
-        runner = _timed_runner(sim, timeout_s)
+        runner = timed_runner(sim, timeout_s)
     runner.public_file = (bdir / PUBLIC_FILE) if vlt else None
     if vlt:
         sources = [bdir / PUBLIC_FILE] + sources
@@ -330,66 +332,6 @@ def _log_build(sim: str, top: str, key: str, sources: Sequence[Path], what: str,
             f.write(line + "\n")
 
 
-class _TimedRunnerMixin:
-    """Adds a wall-clock timeout to the runner's simulator processes."""
-
-    sim_timeout_s: float = 600.0
-    skip_exec: bool = False
-    public_file: "Path | None" = None     # set by build(): drop --public-flat-rw
-    relative_sources: bool = False        # Verilator: see _relative_sources
-
-    def _build_command(self):  # noqa: D401 (cocotb hook)
-        cmds = super()._build_command()
-        if self.public_file is not None:
-            # the visibility file (among the sources) replaces the blanket flag
-            if "--public-flat-rw" not in cmds[0]:
-                raise SimulationError("cocotb's Verilator command has no --public-flat-rw any "
-                                      "more: revisit fsa.simrun's visibility handling")
-            cmds[0] = [a for a in cmds[0] if a != "--public-flat-rw"]
-        if self.relative_sources:
-            cmds[0] = _relative_sources(cmds[0], self._sources, Path(self.cwd))
-        return cmds
-
-    def _execute_cmds(self, cmds, cwd, stdout=None):  # noqa: D401 (cocotb hook)
-        if self.skip_exec:
-            return
-        for cmd in cmds:
-            stderr = None if stdout is None else subprocess.STDOUT
-            try:
-                result = subprocess.run(cmd, cwd=cwd, env=self.env, check=False,
-                                        stdout=stdout, stderr=stderr,
-                                        timeout=self.sim_timeout_s)
-            except subprocess.TimeoutExpired:
-                raise RuntimeError(
-                    f"simulator wall-clock timeout after {self.sim_timeout_s:.0f} s "
-                    f"({' '.join(map(str, cmd))})") from None
-            if result.returncode != 0:
-                raise RuntimeError(f"Command failed with return code: {result.returncode}")
-
-
-def _relative_sources(cmd: list, sources, cwd: Path) -> list:
-    """Verilator's command with the HDL sources named relative to `cwd` (where
-    Verilator runs: the build folder).  Verilator writes the source paths it
-    was given into the C++ (file names of ``$readmemh``/``$error`` sites), so
-    absolute paths made the C++ of the same design differ between checkouts
-    (and between a checkout and an installation's cache folder) and ccache
-    could never reuse the compiled design there; relative to the build folder
-    they are the same wherever the work folder is (``sims/`` and ``gen/`` keep
-    their places within it)."""
-    names = {str(s.value) for s in sources}
-    return [os.path.relpath(a, cwd) if a in names else a for a in cmd]
-
-
-def _timed_runner(sim: str, timeout_s: float):
-    from cocotb_tools.runner import get_runner
-    base = type(get_runner(sim))
-    cls = type(f"Timed{base.__name__}", (_TimedRunnerMixin, base),
-               {"relative_sources": sim == "verilator"})
-    r = cls()
-    r.sim_timeout_s = timeout_s
-    return r
-
-
 def run(top: str, sources: Sequence[Path], test_module: str, *, sim: str | None = None,
         name: str | None = None, testcase: str | Sequence[str] | None = None,
         extra_env: Mapping[str, str] | None = None, timeout_s: float = 600,
@@ -401,7 +343,8 @@ def run(top: str, sources: Sequence[Path], test_module: str, *, sim: str | None 
         top: Verilog toplevel module name.
         sources: Verilog files.
         test_module: importable module name of the cocotb tests (a bench of
-            ``tb/`` in a checkout, or ``fsa.harness.tb_top``).
+            ``tb/`` in a checkout by its dotted name, e.g. ``tb.units.tb_units``, or
+            ``fsa.harness.tb_top``).
         sim: "verilator" or "icarus" (default: ``$SIM`` or verilator).
         name: run folder name (default: derived from the pytest test id).
         testcase: only run these cocotb tests.
@@ -421,7 +364,7 @@ def run(top: str, sources: Sequence[Path], test_module: str, *, sim: str | None 
 
     sim = get_sim(sim)
     waves = waves_enabled()
-    runner = _timed_runner(sim, timeout_s)
+    runner = timed_runner(sim, timeout_s)
     bdir = build(sim, top, sources, waves=waves, runner=runner, public=public)
     if name is None:
         cur = os.environ.get("PYTEST_CURRENT_TEST", "run").split(" ")[0]
@@ -434,11 +377,11 @@ def run(top: str, sources: Sequence[Path], test_module: str, *, sim: str | None 
     if seed is None:
         seed = int(os.environ.get("SEED", "1"))
     # the runner passes sys.path to the simulator's Python as PYTHONPATH: the
-    # folder holding fsa/ (the checkout or site-packages: fsa.harness.tb_top)
-    # and, in a checkout, tb/ (its benches are test modules too)
-    for p in ([str(CHECKOUT / "tb")] if CHECKOUT is not None else []) + [str(ROOT)]:
-        if p not in sys.path:
-            sys.path.insert(0, p)
+    # folder holding fsa/ (the checkout or site-packages), from which the
+    # simulator imports `test_module` by its dotted name (fsa.harness.tb_top;
+    # in a checkout also a bench of tb/, e.g. tb.units.tb_units)
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
     env = {"FSA_RUN_DIR": str(tdir)}
     env.update(extra_env or {})
     results = tdir / "results.xml"

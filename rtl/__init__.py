@@ -1,4 +1,2 @@
-"""The FSA hardware in MyHDL.  Importing any of it makes MyHDL's conversion
-deterministic (rtl.convert: registers of ``always_seq`` blocks in sorted
-order)."""
-from rtl import convert as _convert  # noqa: F401
+"""The FSA hardware in MyHDL.  Importing it patches nothing: MyHDL's
+internals are patched only while a unit converts (rtl/compat_myhdl.py)."""

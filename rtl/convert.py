@@ -8,55 +8,27 @@ it through a ``verilog_code`` wrapper (see :func:`submodule`).
 Inside ``with module_prefix("fsa16_"):`` every module written and every
 instance text rendered carries the prefix (``fsa16_fsa_pe``), so that two
 configurations can be integrated in one design; the default is no prefix.
+
+The text is made canonical twice over: MyHDL's internals are patched while
+a unit converts (:func:`rtl.compat_myhdl.conversion`: sorted registers,
+fresh names) and the written text is post-processed (:func:`_canonical`:
+what MyHDL orders by Python hash, the date and path of its header).
 """
 from __future__ import annotations
 
 import contextlib
-import functools
-import inspect
 import re
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Callable
 
 from myhdl import Signal, intbv, block
-from myhdl import _util as _myhdl_util
+
+from rtl import compat_myhdl
 
 __all__ = ["convert_block", "sig", "instance_text", "submodule", "Const", "module_prefix",
            "check_prefix", "named"]
 
 _prefix = ""     # module-name prefix in force (module_prefix)
-
-
-def _sorted_always_seq_registers() -> None:
-    """Make MyHDL list an ``always_seq`` block's registers (the order of its
-    reset assignments in the Verilog) sorted by name.  MyHDL collects them
-    from a set of names, whose order follows Python's string hashing, new in
-    every process: the same design converted twice could differ in text
-    (the same function, but a new simulator build, whose key is the text)."""
-    from myhdl import _always_seq as seq
-
-    if getattr(seq._AlwaysSeq, "_fsa_sorted", False):
-        return
-    init = seq._AlwaysSeq.__init__
-
-    def sorted_init(self, *args, **kwargs):
-        init(self, *args, **kwargs)
-        self.sigregs, self.varregs = [], []
-        for n in sorted(self.outputs):          # (MyHDL's own loop, in sorted order)
-            reg = self.symdict[n]
-            if isinstance(reg, seq._Signal):
-                self.sigregs.append(reg)
-            elif isinstance(reg, seq.intbv):
-                self.varregs.append((n, reg, int(reg)))
-            else:
-                self.sigregs.extend(reg)
-
-    seq._AlwaysSeq.__init__ = sorted_init
-    seq._AlwaysSeq._fsa_sorted = True
-
-
-_sorted_always_seq_registers()
 
 
 def check_prefix(prefix: str) -> None:
@@ -119,9 +91,9 @@ def convert_block(factory: Callable[[], object], name: str, outdir: "str | Path"
     outdir.mkdir(parents=True, exist_ok=True)
     name = _prefix + name
     _converting = True     # submodules elaborate as stubs: their insides are other modules
-    _reset_myhdl_names()
     try:
-        with warnings.catch_warnings(), _fast_stack():
+        # MyHDL's internals patched for a canonical text and speed (rtl/compat_myhdl.py)
+        with warnings.catch_warnings(), compat_myhdl.conversion():
             # MyHDL's "driven but not read" notes are expected here (unused_*
             # sinks, ports of unit instances): keep them off the terminal
             warnings.simplefilter("ignore", ToVerilogWarning)
@@ -143,114 +115,6 @@ def convert_block(factory: Callable[[], object], name: str, outdir: "str | Path"
         text = re.sub(r"^((?:reg|wire) [^=;]*?) = [^;]+;$", r"\1;", text, flags=re.M)
     path.write_text(_canonical(text))
     return path
-
-
-def _reset_myhdl_names() -> None:
-    """Forget the block and instance names MyHDL has handed out in this
-    process. MyHDL keeps them in globals (and a call counter per block
-    function) and makes every new name unique against all earlier ones, so
-    without this the same module converted after others gets other wire
-    names: the Verilog text (and the simulator build cache keyed on it) would
-    depend on what the process converted before."""
-    import myhdl._block as mblock
-    import myhdl._simulator as msim
-
-    mblock._name_set.clear()
-    mblock._inst_name_set.clear()
-    for b in msim._blocks:
-        b.calls = 0
-
-
-@contextlib.contextmanager
-def _fast_stack():
-    """Make ``inspect.stack()`` cheap while a block is elaborated/converted.
-
-    MyHDL calls ``inspect.stack()`` two or three times per block and
-    generator instance and uses only each record's frame and function name;
-    the standard version also resolves every frame's source file and line,
-    which made a 128x128 array (16k PE instances) take minutes. This
-    version returns the same records without source context
-    (``code_context``/``index`` None), made when a record is first indexed
-    (MyHDL reads records 2 to 5 of stacks dozens of frames deep).
-
-    Source lookups are cached meanwhile (:func:`_cached_getsourcelines`,
-    :data:`_cached_dedent`)."""
-    import sys
-
-    def stack(context=1):
-        return _LazyStack(sys._getframe(1))
-
-    saved = inspect.stack, inspect.getsourcelines, _myhdl_util._dedent
-    inspect.stack = stack
-    inspect.getsourcelines = _cached_getsourcelines
-    _myhdl_util._dedent = _cached_dedent
-    try:
-        yield
-    finally:
-        inspect.stack, inspect.getsourcelines, _myhdl_util._dedent = saved
-
-
-class _LazyStack(Sequence):
-    """The records of ``inspect.stack()`` from `frame` outwards (without
-    source context), each made when first indexed."""
-
-    def __init__(self, frame):
-        self._frames = []
-        while frame is not None:
-            self._frames.append(frame)
-            frame = frame.f_back
-        self._records: list = [None] * len(self._frames)
-
-    def __len__(self) -> int:
-        return len(self._frames)
-
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            return [self[k] for k in range(*i.indices(len(self._frames)))]
-        rec = self._records[i]
-        if rec is None:
-            f = self._frames[i]
-            code = f.f_code
-            rec = self._records[i] = inspect.FrameInfo(f, code.co_filename, f.f_lineno,
-                                                      code.co_name, None, None)
-        return rec
-
-
-#: (file name, code object) -> (source lines, first line number): what
-#: ``inspect.getsourcelines`` gave for a function or frame of that code
-_SOURCE_LINES: dict = {}
-
-
-def _cached_getsourcelines(obj):
-    """``inspect.getsourcelines`` (the original, saved at import), once per
-    code object and process.  MyHDL reads a generator function's source for
-    every generator *instance* (``_makeAST``: ``inspect.getsource``, then
-    ``getsourcelines`` again) and a block function's for every ``@block``
-    decoration; each call tokenizes the source in Python to find where the
-    function ends.  A mux tree's hundreds of 2-way muxes, or the array's PEs,
-    repeat a few functions: this was about a third of converting an 8-port
-    DMA configuration.  The lines of a code object do not change within a
-    process (its module is not re-imported), and the key holds the file name
-    too (equal code objects of two files stay apart)."""
-    target = inspect.unwrap(obj) if inspect.isfunction(obj) else obj
-    if inspect.isfunction(target):
-        code = target.__code__
-    elif inspect.isframe(target):
-        code = target.f_code
-    else:
-        return _GETSOURCELINES(obj)
-    key = (code.co_filename, code)
-    hit = _SOURCE_LINES.get(key)
-    if hit is None:
-        lines, lnum = _GETSOURCELINES(obj)
-        hit = _SOURCE_LINES[key] = (tuple(lines), lnum)
-    return list(hit[0]), hit[1]
-
-
-#: the standard ``inspect.getsourcelines``
-_GETSOURCELINES = inspect.getsourcelines
-#: MyHDL's ``_dedent`` (which tokenizes the text in Python), cached by text
-_cached_dedent = functools.lru_cache(maxsize=None)(_myhdl_util._dedent)
 
 
 _SENS = re.compile(r"always @\(([^()]*)\)")

@@ -21,7 +21,7 @@ Ports::
                             function code
     is_fence                complete and a fence
     bad_func                complete and an unknown matrix / DMA function code
-                            (matrix: above 4, or above 8 on a UD configuration)
+                            (matrix: above 4, or above 10 on a UD configuration)
     illegal_type            word 0 of the instruction being collected has an
                             unknown type (the decoder pops no further word;
                             the core stops with ILLEGAL_TYPE once the older
@@ -64,7 +64,7 @@ def fsa_decode(clk, rst, run, fresh, head, nonempty, pop, take, dec_full, w0, w1
     """The decoder; see the module docstring."""
     T_FENCE, T_MX, T_DMA = hwisa.TYPES["FENCE"], hwisa.TYPES["MATRIX"], hwisa.TYPES["DMA"]
     N_MX, N_DMA = hwisa.WORDS["MATRIX"], hwisa.WORDS["DMA"]
-    # the largest matrix code: 4, or 8 on a UD configuration (fsa.hw.isa.mx_func_max)
+    # the largest matrix code: 4, or 10 on a UD configuration (fsa.hw.isa.mx_func_max)
     MX_MAX = hwisa.mx_func_max(cfg.dataflow if cfg is not None else "reference")
     DMA_MAX = hwisa.field("DMA", "func").range[1]
     head_type = type_signal(head)

@@ -6,7 +6,7 @@ pending register (the decoder waits while that one is full).  A pending
 instruction issues when the device runs (``run``: ACTIVE and not aborting), its semaphore acquire succeeds
 (``fsa_sem``) and its engine accepts it: the matrix controller's
 ``mx_in_ready``, or, for DMA, the DMA port's ``dma_ready`` with fewer than
-``inflight_depth(mem_ports)`` DMA instructions in flight (``fsa/dmarules.py``:
+``inflight_depth(mem_ports)`` DMA instructions in flight (``fsa/hw/dmarules.py``:
 2 with one memory port, also while program fetch reads words: the read
 arbiter, ``rtl/fsa_rdarb.py``, lets a fetch burst in between LOADs; an
 instruction is in flight from its issue to the
@@ -60,7 +60,7 @@ from rtl.fsa_dma_if import inflight_depth
 
 MODULE = "fsa_dispatch"
 FUNC_BITS = 3                 # matrix function codes 0..4 (checked by the decoder)
-UD_FUNC_BITS = 4              # 0..8 on UD configurations
+UD_FUNC_BITS = 4              # 0..10 on UD configurations
 
 
 def func_bits(cfg) -> int:

@@ -1,7 +1,7 @@
 """DMA engine: moves rows between memory (AXI4 master port(s)) and the
 scratchpad or accumulator SRAM (their one-lane narrow ports), for decoded
 DMA instructions, up to ``inflight_depth(P)`` of them in flight
-(``fsa/dmarules.py``: 2 LOADs with one port; docs/architecture.md sections 7, 8 and 9).
+(``fsa/hw/dmarules.py``: 2 LOADs with one port; docs/architecture.md sections 7, 8 and 9).
 
 Ports (``P = cfg.mem_ports``; ``LB = cfg.axi_data_bits``, ``BB = LB/8``)::
 
@@ -67,7 +67,7 @@ follow each other in memory (``mem_stride == size``) and in the SRAM
 (``sram_stride == 1``), with rows of a power-of-two number ``b`` of beats,
 moves ``m = min(rows left, min(beats to the next 4 KiB boundary, MB) / b)``
 rows as one burst of ``m b`` beats when ``m >= 2`` and the whole burst lies in
-the memory window (``fsa.dmarules.bursts``); the port steps to the next SRAM
+the memory window (``fsa.hw.dmarules.bursts``); the port steps to the next SRAM
 row after each row's ``b`` beats.  Bursts go round-robin over the ports
 (burst ``j`` -> port ``j % P``), except for
 instructions whose rows overlap, which use port 0 only so that the last row
@@ -94,12 +94,12 @@ once without any traffic.
 In-flight queue (``rtl/fsa_dma_queue.py`` has the rules): up to
 ``INFLIGHT`` = 2 LOADs into one SRAM (one port: of one-beat rows; several
 ports, or one port with ``dma_rw_overlap`` or merged bursts
-(``fsa.dmarules.per_port_dma``, which works as several ports do): into an
+(``fsa.hw.dmarules.per_port_dma``, which works as several ports do): into an
 SRAM with a narrow port per bank, rows disjoint, no SRAM
 stride 0 over several rows), or with the config's ``dma_rw_overlap`` a LOAD
 and a STORE (either order) of different SRAMs whose memory byte ranges
 ``[lowest row, highest row + size)`` are disjoint
-(``fsa.dmarules.load_store_ok``), else one instruction; each is done in the
+(``fsa.hw.dmarules.load_store_ok``), else one instruction; each is done in the
 order accepted.
 
 Structure.  ``fsa_dma`` (its body: ``rtl/fsa_dma_engine.py``) holds the
@@ -120,7 +120,7 @@ narrow port is shared by the ports through a round-robin arbiter
 (``rtl.prim.rr_arbiter``: a stalled request keeps its grant, so it is held
 stable until accepted); R data goes from the granted port's ``RDATA``
 straight to the SRAM.  With several ports, an SRAM with several banks has a
-narrow port per bank (``fsa.dmarules.bank_ports``, ``rtl/fsa_sram_bp.py``;
+narrow port per bank (``fsa.hw.dmarules.bank_ports``, ``rtl/fsa_sram_bp.py``;
 ``spad_n_*`` / ``acc_n_*`` are then ``banks`` fields wide, the address the
 row's index in its bank) and an arbiter per bank
 (``rtl/fsa_dma_banks.py``), so ports whose rows are in different banks
@@ -188,7 +188,7 @@ def convert(outdir: "str | Path", cfg) -> Path:
     Raises:
         ValueError: an unusable config (see :func:`geometry`).
     """
-    from fsa import config as fconfig
+    from fsa.hw import config as fconfig
 
     cfg = fconfig.get(cfg)
     geometry(cfg)

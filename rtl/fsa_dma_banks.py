@@ -1,5 +1,5 @@
 """SRAM routing of a DMA with several AXI ports when an SRAM has a narrow
-port per bank (``rtl/fsa_sram_bp.py``; ``fsa.dmarules.bank_ports``): a MyHDL
+port per bank (``rtl/fsa_sram_bp.py``; ``fsa.hw.dmarules.bank_ports``): a MyHDL
 block inlined into ``fsa_dma`` (``rtl/fsa_dma.py``).
 
 Per bank of such an SRAM, a round-robin arbiter (:func:`rtl.prim.rr_arbiter`:
@@ -151,7 +151,7 @@ def _banked_side(clk, rst, c_store, c_accum, reqs, q_rows, q_lanes, rdatas, gran
         bundles = [ConcatSignal(_bits(q_rows[p], kb + LW, kb), _low(q_lanes[p], LS), rdatas[p])
                    for p in range(P)]
         mb = sig(BW)        # (a signal: MyHDL drops slices of a ConcatSignal's slice)
-        if P == 1:      # one port (fsa.dmarules.per_port_dma): its request is granted
+        if P == 1:      # one port (fsa.hw.dmarules.per_port_dma): its request is granted
             insts.append(comb_expr(bgr[b][0], "r", r=breqs[0]))
             insts.append(comb_expr(mb, "x", x=bundles[0]))
         else:
@@ -202,7 +202,7 @@ def bank_routing_rw(clk, rst, r_acc, w_acc, r_side, w_side, rdatas, spad, acc, g
     ``q_rows``, ``q_lanes``, ``grants``, ``p_ready``, ``p_rvalid``,
     ``p_rdata``).  Per SRAM, port p requests with the half that uses that
     SRAM (a LOAD and a STORE in flight together use different SRAMs,
-    ``fsa.dmarules.load_store_ok``, so at most one half of a port asks an
+    ``fsa.hw.dmarules.load_store_ok``, so at most one half of a port asks an
     SRAM at a time) and the SRAM's bank arbiters (``_banked_side``) choose
     among the ports as without the overlap; a half's grant, ready and read
     data come from the SRAM it uses."""

@@ -116,7 +116,7 @@ def engine(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting, err
     fslot = sig(1)              # the slot of the oldest unfinished burst
     slot_r = sig(1)             # err_slot
 
-    # ---- merged bursts (config dma_burst_beats = MB > 0; fsa.dmarules.bursts)
+    # ---- merged bursts (config dma_burst_beats = MB > 0; fsa.hw.dmarules.bursts)
     MB = cfg.dma_burst_beats
     c_mrg = sig(1)              # the instruction's rows may merge (set in CHECK)
     c_lrb = vsig(4)             # log2(beats of a row), for a merging instruction
@@ -397,7 +397,7 @@ def engine(clk, rst, done, busy, err, err_code, cmd, spad, acc, m, aborting, err
             grant0.next = req_v
         insts.append(sel1)
         m_row, m_lane, m_wdata = q_rows[0], q_lanes[0], getattr(m, "axi").rdata
-    else:       # several ports, or one port with bank ports (fsa.dmarules.per_port_dma)
+    else:       # several ports, or one port with bank ports (fsa.hw.dmarules.per_port_dma)
         can_v = _vec(cans)
         idle_v = _vec(idles, 1)
         req_v = _vec(reqs)

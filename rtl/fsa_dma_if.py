@@ -81,7 +81,7 @@ def geometry(cfg) -> dict:
         ValueError: `cfg` is not an FSAConfig, or the AXI data width does not
             divide an SRAM row.
     """
-    from fsa.config import FSAConfig
+    from fsa.hw.config import FSAConfig
 
     if not isinstance(cfg, FSAConfig):
         raise ValueError(f"fsa_dma: cfg must be an FSAConfig, got {type(cfg).__name__}")

@@ -20,10 +20,10 @@ the SRAM of the instructions held waits until the queue is empty
 (``cmd_ready``), so the ports' direction and the SRAM they use never change
 while a burst is in flight; with several ports a second LOAD also needs a
 narrow port per bank of that SRAM and SRAM rows disjoint from the held
-LOAD's (``_multi_port``; ``fsa.dmarules.second_load_ok``).  With the
+LOAD's (``_multi_port``; ``fsa.hw.dmarules.second_load_ok``).  With the
 config's ``dma_rw_overlap`` a LOAD and a STORE may also be held together
 (``_rw_admit``: other direction, other SRAM, disjoint memory bytes;
-``fsa.dmarules.load_store_ok``): each port then has a read and a write half
+``fsa.hw.dmarules.load_store_ok``): each port then has a read and a write half
 (``rtl/fsa_dma.py``), and a finishing burst belongs to the slot of its
 half's direction (``_port_counts_rw``).
 """
@@ -136,7 +136,7 @@ def _multi_port(clk, rst, QD, _CNT_BITS, *, rp, wp, cur, occ, h_iss, n_ok, acc_c
     """Several ports: `n_ok`, a second LOAD may join the LOAD held: both go
     into the same SRAM, that SRAM has a narrow port per bank, both move
     rows, neither writes one row over and over (stride 0) and their SRAM row
-    spans are disjoint (:func:`fsa.dmarules.second_load_ok`): the ports'
+    spans are disjoint (:func:`fsa.hw.dmarules.second_load_ok`): the ports'
     beats then reach the SRAM in no fixed order without changing the result.  Each port counts
     its bursts queued and not finished per slot (its bursts finish in
     order, so a finishing burst belongs to the oldest slot with one
@@ -181,8 +181,8 @@ def _multi_port(clk, rst, QD, _CNT_BITS, *, rp, wp, cur, occ, h_iss, n_ok, acc_c
         n_solo.next = c_str == 0 and n_rm1 != 0
     insts.append(span3)
 
-    ld_ok = sig(1)              # a second LOAD (fsa.dmarules.second_load_ok)
-    rw_ok = sig(1)              # a LOAD and a STORE (fsa.dmarules.load_store_ok; overlap only)
+    ld_ok = sig(1)              # a second LOAD (fsa.hw.dmarules.second_load_ok)
+    rw_ok = sig(1)              # a LOAD and a STORE (fsa.hw.dmarules.load_store_ok; overlap only)
 
     @always_comb
     def admit():
@@ -294,7 +294,7 @@ _MSPAN_BITS = 41
 def _rw_admit(clk, rst, QD, occ, acc_cmd, cmd, cmd_func, cmd_is_accum, c_store, c_accum, n_rm1,
               n_nz, h_nz, rw_ok):
     """``dma_rw_overlap``: `rw_ok`, the command may join the instruction
-    held as a LOAD and a STORE at once (:func:`fsa.dmarules.load_store_ok`):
+    held as a LOAD and a STORE at once (:func:`fsa.hw.dmarules.load_store_ok`):
     the other direction, the other SRAM, both move rows, and the memory
     byte ranges ``[lo, hi)`` (offset by ``_MSPAN_OFF``) are disjoint.  The
     held instruction's range is latched when it is accepted; `n_rm1` is the

@@ -46,7 +46,7 @@ Responses are always OKAY (no fault injection: the regression keeps
 ``FaultyAxiRam`` for everything that tests the bus), bursts are INCR of full
 beats (what the DMA and the fetch unit issue).  Verilator only (Icarus has no
 associative arrays).  ``tests/test_memwrap.py`` and
-``tb/test_fastmem.py`` check the text and the equivalence (raw bits and
+``tb/top/test_fastmem.py`` check the text and the equivalence (raw bits and
 cycles against ``AxiRam``).
 """
 from __future__ import annotations
@@ -56,8 +56,8 @@ import re
 import sys
 from pathlib import Path
 
-from fsa.fastmem import DUMP_FILE, LOAD_FILE, MODULE
-from fsa.waivers import WAIVER_FILE, waiver_text
+from fsa.hw.fastmem import DUMP_FILE, LOAD_FILE, MODULE
+from fsa.hw.waivers import WAIVER_FILE, waiver_text
 
 __all__ = ["MODULE", "LOAD_FILE", "DUMP_FILE", "LINT_WAIVERS", "Port", "parse_ports",
            "memtop_text", "write", "main"]

@@ -15,7 +15,7 @@ follows.
 
 Names in the generated Verilog: everything slot ``i`` asks for lives under
 ``slot<i>_``; a comparator's output is named by what it drives,
-``slot<i>_<wave>_<bit>_hit`` for PE control bit ``<bit>`` (``fsa.plan.PE_BITS``)
+``slot<i>_<wave>_<bit>_hit`` for PE control bit ``<bit>`` (``fsa.hw.control.PE_BITS``)
 of wave kind ``<wave>`` (parallel, down, up), ``slot<i>_cmp_<command>_hit`` /
 ``slot<i>_acc_<command>_hit`` for the CMP / ACC commands (one-hot, encoded in
 ``slot<i>_cmp_code_hits`` / ``slot<i>_acc_code_hits``) and ``slot<i>_rd_<source>``
@@ -41,7 +41,7 @@ Ports::
     rel_valid, rel_id, rel_value                semaphore release pulse
     busy                                        a slot is busy
 
-UD configurations (docs/ud.md) take 4-bit function codes (0..8), 12-bit PE
+UD configurations (docs/ud.md) take 4-bit function codes (0..10), 12-bit PE
 control words, the top CMP's LATCH, and have the extra ports
 ``in_reset_max``, ``in_early_release`` (inputs), ``bcmp_max``,
 ``bcmp_up``, ``bcmp_od``, ``bcmp_causal`` (to the array's bottom comparator
@@ -54,7 +54,7 @@ from __future__ import annotations
 
 from myhdl import always_comb, always_seq, block, intbv, modbv
 
-from fsa import plan as fplan
+from fsa.hw import control as hwctl
 from fsa.hw import dataflow
 from fsa.hw import isa as hwisa
 from fsa.hw import timing
@@ -76,14 +76,14 @@ CSEL_ONE, CSEL_SCALE, CSEL_SLOPE = 0, 1, 2
 
 def func_bits(cfg) -> int:
     """Bits of the function code the controller takes: 3 (codes 0..4), 4 on
-    UD configurations (codes 0..8)."""
+    UD configurations (codes 0..10)."""
     return max(3, hwisa.mx_func_max(cfg.dataflow).bit_length())
-BLOCKING = tuple(i for i, f in enumerate(fplan.FUNCS) if f in ("ATTENTION_LSE_NORM_SCALE",
-                                                                  "ATTENTION_LSE_NORM"))
+BLOCKING = tuple(i for i, f in enumerate(hwisa.MX_FUNCS) if f in ("ATTENTION_LSE_NORM_SCALE",
+                                                                   "ATTENTION_LSE_NORM"))
 
 
 def plans_for(cfg) -> list:
-    """The plans of a config, indexed by ISA function code (five, nine on UD
+    """The plans of a config, indexed by ISA function code (five, eleven on UD
     configurations): the contract's :func:`fsa.hw.timing.plans` (the plans
     ``fsa plan show`` draws and the cycle model runs)."""
     return timing.plans(cfg)
@@ -104,7 +104,7 @@ def _slot_sources(func, t, par, down, up, cmp_cmd, acc_cmd, sram_rd, const_rd, c
         for b in bit_names:
             table = []
             for f, pl in enumerate(plans):
-                for s, n in fplan.compact(pl).get((b, kind), ()):
+                for s, n in timing.compact(pl).get((b, kind), ()):
                     table.append((f, s, s + n))
             if table:
                 bits.append(sig(1))
@@ -187,14 +187,14 @@ def fsa_mxctrl(clk, rst,
     SLOPE0 = min(slope_starts) if slope_starts else 0
     KB = max(1, (P - 1).bit_length())
     K_OFS = (-SLOPE0) % (1 << KB)      # k = (t - SLOPE0) mod 2**KB = (t[KB:] + K_OFS)[KB:]
-    UPDATE_CODE = fplan.CMP_CMDS.index("UPDATE")
+    UPDATE_CODE = hwctl.CMP_CMDS.index("UPDATE")
     B0, B1 = BLOCKING
     AB = fsa_acc.cmd_bits(cfg)           # ACC command bits (4 on UD: scale2's commands)
     # UD: the non-blocking normalisation's functions run in a third slot of
     # their own (fsa_mxctrl_ud.norm_slot); the two slots never hold them
-    NORM = tuple(i for i, p in enumerate(plans) if p.func in fplan.NORM_FUNCS)
-    slot_plans = [fplan.Plan(p.func, p.R, p.C, p.P, (), (), (), (), (), p.conflict_free)
-                  if p.func in fplan.NORM_FUNCS else p for p in plans]
+    NORM = tuple(i for i, p in enumerate(plans) if p.func in hwctl.NORM_FUNCS)
+    slot_plans = [timing.Plan(p.func, p.R, p.C, p.P, (), (), (), (), (), p.conflict_free)
+                  if p.func in hwctl.NORM_FUNCS else p for p in plans]
 
     insts = []
     # ---------------------------------------------------------------- slots
@@ -382,7 +382,7 @@ def fsa_mxctrl(clk, rst,
     insts.append(align)
 
     # the commands that write their row back (a small ROM over the codes)
-    WEN = tuple(int(n in fplan.ACC_WRITE_CMDS) for n in df.acc_cmds)
+    WEN = tuple(int(n in hwctl.ACC_WRITE_CMDS) for n in df.acc_cmds)
     insts.append(named(per_func(acc_cmd_i, acc_wen, WEN, 1), "acc_wen"))
 
     @always_comb
@@ -425,10 +425,9 @@ def fsa_mxctrl(clk, rst,
     insts.append(slot_state)
 
     if norm:
-        from fsa.plan_ud import norm_slack
-        SLACK = norm_slack(P)
+        SLACK = hwctl.norm_slack(P)
         N0, N1 = NORM
-        P0, P1 = (fplan.ALL_FUNCS.index(f) for f in fplan.NORM_PARTNERS)
+        P0, P1 = (hwisa.ALL_MX_FUNCS.index(f) for f in hwctl.NORM_PARTNERS)
         nbusy, nt, nret, nload, last_norm = sig(1), sig(TW), sig(TW), sig(1), sig(1)
         is_norm, wv_ok, wv_busy = sig(1), sig(1), sig(1)
         insts.append(named(fsa_mxctrl_ud.norm_slot(

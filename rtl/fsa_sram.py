@@ -1,7 +1,7 @@
 """Banked on-chip SRAM: the scratchpad (rows of R elements of E) and the
 accumulator memory (rows of C elements of A) (docs/architecture.md section 2).
 With several AXI ports a banked SRAM is instead ``rtl/fsa_sram_bp.py``
-(the same memory with a narrow port per bank; ``fsa.dmarules.bank_ports``).
+(the same memory with a narrow port per bank; ``fsa.hw.dmarules.bank_ports``).
 
 Organisation: ``rows`` rows of ``row_bits`` bits, interleaved over ``banks``
 banks (row ``r`` lives in bank ``r % banks`` at local index ``r // banks``;

@@ -1,6 +1,6 @@
 """Banked SRAM with one narrow port per bank (``fsa_sram_bp``): the
 variant of ``rtl/fsa_sram.py`` that a DMA with several AXI ports uses
-(``fsa.dmarules.bank_ports``), so that beats of rows in different banks are
+(``fsa.hw.dmarules.bank_ports``), so that beats of rows in different banks are
 written (or read) in the same cycle.
 
 Organisation, the array ports (``a_*``, ``w_*``), latencies and initial

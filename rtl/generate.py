@@ -41,15 +41,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from fsa import paths
-from fsa.waivers import WAIVER_FILE, waiver_rule, waiver_text
+from fsa.hw import verilog as hwverilog
+from fsa.hw.waivers import WAIVER_FILE, waiver_rule, waiver_text
 
 #: the folder holding ``rtl/`` and ``fsa/``: the checkout, or site-packages
 #: when installed (the sources hashed are the project's packages under it)
 ROOT = Path(__file__).resolve().parent.parent
 #: the default output: ``gen/`` of the checkout, or of the cache folder of an
-#: installed ``fsa`` (fsa.paths)
-GEN = paths.gen_dir()
+#: installed ``fsa`` (fsa.hw.verilog.GEN)
+GEN = hwverilog.GEN
 
 __all__ = ["Unit", "units_for", "generate", "input_hash", "source_files", "verilog_files",
            "default_outdir", "main"]
@@ -125,7 +125,7 @@ def units_for(cfg) -> list[Unit]:
     geo = fsa_core.sram_geometries(cfg)
     for side, role in (("spad", "scratchpad SRAM"), ("acc", "accumulator SRAM")):
         # (with several AXI ports, or one working per port, a banked SRAM has
-        # a narrow port per bank: fsa.dmarules.sram_bank_ports)
+        # a narrow port per bank: fsa.hw.dmarules.sram_bank_ports)
         bp = sram_bank_ports(cfg, geo[side][3])
         add(fsa_sram_bp if bp else fsa_sram, role + (", a narrow port per bank" if bp else ""),
             rows=geo[side][0], row_bits=geo[side][1], lane_bits=geo[side][2],
@@ -268,15 +268,14 @@ def generate(cfg, outdir: "str | Path | None" = None, *, force: bool = False,
         The output folder. Nothing is rewritten when the manifest's input hash
         matches (unless `force`).
     """
-    from fsa import config as fconfig
+    from fsa.hw import config as fconfig
 
     from rtl.convert import check_prefix
 
-    from fsa.paths import check_gen_outdir
-
     cfg = fconfig.get(cfg)
     check_prefix(prefix)
-    outdir = check_gen_outdir(outdir if outdir is not None else default_outdir(cfg.name, prefix))
+    outdir = hwverilog.check_gen_outdir(outdir if outdir is not None
+                                        else default_outdir(cfg.name, prefix))
     lock = str(outdir) + ".lock"
     try:     # (FileLock would retry a place it cannot create a file in until its timeout)
         outdir.parent.mkdir(parents=True, exist_ok=True)
@@ -298,7 +297,7 @@ def _generate(cfg, outdir: Path, force: bool, quiet: bool, prefix: str) -> Path:
     if not force and manifest.exists():
         try:
             old = json.loads(manifest.read_text())
-            vlt = outdir / WAIVER_FILE      # (its text also depends on fsa/waivers.py)
+            vlt = outdir / WAIVER_FILE      # (its text also depends on fsa/hw/waivers.py)
             if (old.get("input_hash") == digest and all((outdir / f).exists() for f in old["files"])
                     and vlt.exists() and vlt.read_text() == waiver_text(
                         {prefix + m: w for m, w in lint_waivers(units_for(cfg)).items()})):

@@ -1,6 +1,6 @@
-"""rtl/convert.py: the cheap ``inspect.stack()`` and the cached source
-lookups used while MyHDL elaborates change nothing in the Verilog and are
-always put back."""
+"""rtl/convert.py and its MyHDL patches (rtl/compat_myhdl.py): the cheap
+``inspect.stack()`` and the cached source lookups used while MyHDL
+elaborates change nothing in the Verilog and are always put back."""
 from __future__ import annotations
 
 import contextlib
@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from fsa import config as fconfig
-from rtl import convert, fsa_array, fsa_dma
+from rtl import compat_myhdl, convert, fsa_array, fsa_dma
 
 
 @pytest.mark.parametrize("unit", ["array", "dma"])
@@ -22,7 +22,7 @@ def test_fast_stack_gives_the_same_verilog(tmp_path, monkeypatch, unit):
     cfg = fconfig.get("FSA4X4Fp16TwoPortConfig" if unit == "dma" else "FSA4X4Fp16Config")
     mod = fsa_dma if unit == "dma" else fsa_array
     fast = mod.convert(tmp_path / "fast", cfg).read_text()
-    monkeypatch.setattr(convert, "_fast_stack", contextlib.nullcontext)
+    monkeypatch.setattr(compat_myhdl, "_fast_stack", contextlib.nullcontext)
     slow = mod.convert(tmp_path / "slow", cfg).read_text()
     assert fast == slow
     if unit == "array":
@@ -37,7 +37,7 @@ def test_fast_stack_records_match_the_standard_ones():
 
     original = inspect.stack
     std = probe()
-    with convert._fast_stack():
+    with compat_myhdl._fast_stack():
         assert inspect.stack is not original
         fast = probe()
     assert inspect.stack is original
@@ -80,7 +80,7 @@ def test_cached_source_lookups_equal_inspect(monkeypatch):
     objs = [_plain, _wrapped, here, module_frame, fconfig.FSAConfig]
     want = [getsourcelines(o) for o in objs]
     texts = ["    def f():\n        return 1\n", "x = 1\n"]
-    with convert._fast_stack():
+    with compat_myhdl._fast_stack():
         assert inspect.getsourcelines is not getsourcelines
         for _ in range(2):                        # computed, then cached
             assert [inspect.getsourcelines(o) for o in objs] == want
@@ -100,7 +100,7 @@ def test_standard_stack_is_restored_after_an_error(tmp_path):
     with pytest.raises(RuntimeError, match="elaboration failed"):
         convert.convert_block(broken, "nothing", tmp_path)
     assert inspect.stack is original
-    assert inspect.getsourcelines is convert._GETSOURCELINES
+    assert inspect.getsourcelines is compat_myhdl._GETSOURCELINES
     assert convert._converting is False
 
 

@@ -43,7 +43,7 @@ def test_dma_bound_period_grows_with_the_tile():
     or V tile is R * 2R bytes = R^2/4 beats; from 8x8 on the DMA, not the
     schedule, sets the period (68 at 8x8, 188 at 16x16, as measured on the
     RTL: bench/results/utilisation.json, docs/performance.md 1b; its rows of
-    two beats keep one LOAD in flight, fsa/dmarules.py)."""
+    two beats keep one LOAD in flight, fsa/hw/dmarules.py)."""
     one_bank = fconfig.get("FSA4X4Fp16Config").replace(spad_banks=1, spad_rows=24,
                                                          name="OneBank")
     for name, want in ((one_bank, 33), ("FSA8X8Fp16Axi64Config", 68),

@@ -39,7 +39,8 @@ def test_hashed_sources_include_plan_errors_and_numerics():
                  "rtl/fsa_mxctrl.py", "rtl/convert.py", "rtl/generate.py"):
         assert must in names
     assert any(n.startswith("fsa/numerics") for n in names)
-    assert "rtl/lint.py" not in names          # not imported by the generator
+    for tool in ("fsa/lint.py", "fsa/simrun.py"):     # tools, not imported by the generator
+        assert tool not in names
 
 
 def test_the_closure_of_one_unit():
@@ -220,7 +221,7 @@ def test_generation_never_replaces_a_folder_it_did_not_write(tmp_path, capsys):
     """--out on a folder of other files, on a file, under a file or where no
     file can be created: refused before any conversion, nothing deleted; a
     user's <out>.tmp folder beside the output is left alone."""
-    from fsa.paths import check_gen_outdir
+    from fsa.hw.verilog import check_gen_outdir
     from rtl import generate as gen
 
     precious = tmp_path / "precious"

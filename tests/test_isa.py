@@ -52,7 +52,7 @@ RANGES = {
     "repeat": (1, 511), "size": (1, 1023),
     "mem_addr": (0, 2**39 - 1), "mem_stride": (-2**20, 2**20 - 1),
 }
-FUNC_RANGE = {Matrix: range(9), Dma: range(2)}      # matrix 5..8: the UD functions
+FUNC_RANGE = {Matrix: range(11), Dma: range(2)}     # matrix 5..10: the UD functions
 #: Reserved bits per word (everything not covered by DOC nor the type field).
 RESERVED = {Fence: [0x03FF_FFFF], Matrix: [0xFF, 0xF, 0xF], Dma: [0x7, 0, 0, 0]}
 

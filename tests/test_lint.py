@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from fsa import simrun, waivers
-from rtl import generate, lint
+from fsa import lint, simrun
+from fsa.hw import waivers
+from rtl import generate
 
 _LINT_OFF = re.compile(r'^lint_off -rule (\w+) -file "\*/(\w+)\.v"$')
 
@@ -177,7 +178,7 @@ def test_cached_convert_writes_the_units_waivers(tmp_path, monkeypatch):
 
 def test_a_stale_waiver_file_is_regenerated(tmp_path):
     """The folder is "up to date" only if its waiver file is what the units
-    declare now (its text also depends on fsa/waivers.py)."""
+    declare now (its text also depends on fsa/hw/waivers.py)."""
     out = generate.generate("FSA4X4Fp16Config", tmp_path / "gen", quiet=True)
     vlt = generate.waiver_file(out)
     good = vlt.read_text()

@@ -240,7 +240,7 @@ def test_two_loads_in_flight_on_several_ports():
 
 
 def test_second_load_rule():
-    """fsa.dmarules.second_load_ok: two LOADs may be in flight on several
+    """fsa.hw.dmarules.second_load_ok: two LOADs may be in flight on several
     ports only with disjoint SRAM row spans (negative strides included),
     both moving rows, neither writing one row over and over."""
     from fsa.hw.dmarules import second_load_ok, sram_span
@@ -275,7 +275,7 @@ def test_dma_burst_beats_is_validated(value, words):
 def test_dma_burst_beats_needs_bank_ports(name, got):
     """An SRAM of one bank (a shared narrow port): the error names the
     fields to change; with two banks in each SRAM one port is enough (its
-    SRAMs then get a narrow port per bank, fsa.dmarules.per_port_dma)."""
+    SRAMs then get a narrow port per bank, fsa.hw.dmarules.per_port_dma)."""
     from fsa.hw.dmarules import per_port_dma, sram_bank_ports
     with pytest.raises(ValueError, match=f"needs spad_banks >= 2 and acc_banks >= 2 .*got {got}"):
         fconfig.get(name).replace(dma_burst_beats=16)
@@ -377,7 +377,7 @@ def test_rw_overlap_is_validated(kw, words):
 
 
 def test_load_store_rule():
-    """fsa.dmarules.load_store_ok: one LOAD and one STORE (either order),
+    """fsa.hw.dmarules.load_store_ok: one LOAD and one STORE (either order),
     different SRAMs, disjoint memory bytes (touching is fine; negative
     strides count their lowest row)."""
     from fsa.hw.dmarules import load_store_ok, mem_span

@@ -1,7 +1,7 @@
 """The fast-memory wrapper's text (rtl/fsa_memwrap.py, fsa/fastmem.py), no
 simulator: its ports are fsa_top's plus the backdoor, every memory port of a
 multi-port config gets a slave, and the choice of ``fsa run``'s default
-memory.  (The equivalence with AxiRam is simulated in tb/test_fastmem.py.)"""
+memory.  (The equivalence with AxiRam is simulated in tb/top/test_fastmem.py.)"""
 from __future__ import annotations
 
 import re
@@ -10,6 +10,7 @@ import pytest
 
 from fsa import config as fconfig
 from fsa import fastmem
+from fsa.hw import fastmem as hwfastmem
 from rtl import fsa_memwrap
 from rtl.generate import generate
 
@@ -36,8 +37,8 @@ def test_wrapper_ports_and_slaves(name, tmp_path):
             assert f"assign d_{pre}_{sig} = fast ? f_{pre}_{sig} : {pre}_{sig};" in text
         assert f"// ---------------- {pre}" in text
     assert len(re.findall(r"^\s*fsa_top dut \(", text, re.M)) == 1
-    assert f'$readmemh("{fastmem.LOAD_FILE}", mem)' in text
-    assert f'$writememh("{fastmem.DUMP_FILE}", mem, bd_lo, bd_hi)' in text
+    assert f'$readmemh("{hwfastmem.LOAD_FILE}", mem)' in text
+    assert f'$writememh("{hwfastmem.DUMP_FILE}", mem, bd_lo, bd_hi)' in text
     assert (tmp_path / "waivers.vlt").read_text().count("lint_off") == len(fsa_memwrap.LINT_WAIVERS)
 
 

@@ -45,7 +45,7 @@ def test_ud_comparators_are_named_by_what_they_drive(tmp_path):
     assert {"slot0_down_use_q_hit", "slot0_down_load_q_hit",
             "slot0_parallel_load_reg_di_hit"} <= expected
     assert expected <= decl, sorted(expected - decl)
-    assert re.search(r"^input \[3:0\] in_func;", text, flags=re.M)       # codes 0..8
+    assert re.search(r"^input \[3:0\] in_func;", text, flags=re.M)       # codes 0..10
     assert re.search(r"^output \[47:0\] ctrl;", text, flags=re.M)        # 4 rows x 12 bits
 
 
@@ -63,7 +63,7 @@ def test_ud_units_only_on_ud_configs(tmp_path):
     assert fsa_pe.ctrl_width(fconfig.get("FSA4X4Fp16Config")) == 9
     assert fsa_pe.ctrl_width(fconfig.get("FSA4X4Fp16UdConfig")) == 12
     assert fsa_pe.pe_bits("ud") == fplan.PE_BITS + fplan.UD_PE_BITS
-    # the BCMP lane codes follow fsa.plan.BCMP_CMDS, numbered from 1 per lane
+    # the BCMP lane codes follow fsa.hw.control.BCMP_CMDS, numbered from 1 per lane
     assert fsa_bcmp.LANE_CODES == {"max": {"RESET": 1, "UPDATE": 2, "MAX_DIFF": 3},
                                    "up": {"PROP_MAX": 1, "POP": 2},
                                    "od": {"BYPASS": 1, "SEND_DIFF": 2}}

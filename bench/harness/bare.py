@@ -34,7 +34,7 @@ from fsa import simrun
 from fsa.config import FSAConfig
 from fsa.engines import DeviceError, Engine, Execution
 from fsa.hw import regs as hwregs
-from fsa.waivers import waiver_files
+from fsa.hw.waivers import waiver_files
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "fsa_bare.cpp"

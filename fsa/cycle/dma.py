@@ -127,9 +127,9 @@ class DmaEngine:
             return False
         if not several_port_rules(self.cfg):
             return x.size <= self.beat and all(e["per_row"] <= 1 for e in held)
-        # several ports (or per-port beats on one, fsa.dmarules.per_port_dma):
+        # several ports (or per-port beats on one, fsa.hw.dmarules.per_port_dma):
         # LOADs into an SRAM with a narrow port per bank, rows disjoint from
-        # those held (fsa.dmarules.second_load_ok)
+        # those held (fsa.hw.dmarules.second_load_ok)
         mem = "acc" if x.is_accum else "spad"
         return self.per_bank[mem] and all(
             "pp" in e and second_load_ok(e["pp"]["x"], x) for e in held)

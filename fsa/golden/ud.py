@@ -1,5 +1,5 @@
 """The UD dataflow's functions in the instruction-level golden model
-(``fsa/golden/machine.py`` calls :func:`execute` for codes 5..8 and
+(``fsa/golden/machine.py`` calls :func:`execute` for codes 5..10 and
 :func:`check_modelled` before a reference function, through the UD dataflow of
 :mod:`fsa.dataflows`, which refuses these codes on other hardware).
 

@@ -22,7 +22,7 @@ Semantics (docs/architecture.md sections 3-4, docs/ud.md):
   BCMP's u-path register.
 * top CMP: LATCH (``out <- u_out`` of the top PE), PROP_ZERO, and
   PROP_EXP2_INTERCEPTS (the k-th of a run sends the encoded intercept k).
-* BCMP: as :data:`fsa.plan.BCMP_CMDS`; its ``od`` register reaches the ACC
+* BCMP: as :data:`fsa.hw.control.BCMP_CMDS`; its ``od`` register reaches the ACC
   row through the output delayer ``C`` cycles after the column-0 command.
 * ACC (all columns): EXP_S1, EXP_S2, ACC_SA, ACC, SET_SCALE, RECIPROCAL
   (the scale is written in the command's last cycle), and on ``scale2``

@@ -360,7 +360,7 @@ class FastMemory:
     run (as fsa/harness/tb_top.py does)."""
 
     def __init__(self, dut, lanes: int):
-        from fsa.fastmem import DUMP_FILE, LOAD_FILE
+        from fsa.hw.fastmem import DUMP_FILE, LOAD_FILE
         self.dut, self.lanes = dut, lanes
         self.lb = lanes.bit_length() - 1
         self.load_file, self.dump_file = Path(LOAD_FILE).resolve(), Path(DUMP_FILE).resolve()

@@ -15,13 +15,14 @@ declared here once.
 * :data:`BCMP_CMDS`: the UD bottom comparator row's commands and the lane
   each acts on (codes numbered from 1 per lane, in this order).
 * :data:`ISSUE_SLOTS` / :data:`SLOT_RETIRE`: the controller's two
-  instruction slots; :data:`NORM_FUNCS` run in a third (UD).
+  instruction slots; :data:`NORM_FUNCS` run in a third (UD), their
+  partners starting up to :func:`norm_slack` cycles after them.
 """
 from __future__ import annotations
 
 __all__ = ["PE_BITS", "UD_PE_BITS", "CMP_CMDS", "UD_CMP_CMDS", "ACC_CMDS", "UD_ACC_CMDS",
            "ACC_WRITE_CMDS", "BCMP_CMDS", "SPAD_CONSTS", "ISSUE_SLOTS", "SLOT_RETIRE",
-           "NORM_FUNCS", "NORM_PARTNERS"]
+           "NORM_FUNCS", "NORM_PARTNERS", "norm_slack"]
 
 #: PE control bits, in the order of docs/architecture.md section 3.
 PE_BITS = ("mac", "acc_ui", "load_reg_li", "load_reg_ui", "flow_lr", "flow_ud",
@@ -75,3 +76,11 @@ NORM_FUNCS = ("NORM_SCALE", "NORM")
 #: The functions that may start right after one of NORM_FUNCS (its partner:
 #: the normalisation's commands sit in their free ACC window).
 NORM_PARTNERS = ("STEP", "PVSTEP")
+
+
+def norm_slack(P: int) -> int:
+    """The partner of a NORM_SCALE / NORM (a STEP or PVSTEP) starts 1 ..
+    ``norm_slack`` cycles after it (the decoder hands the controller one
+    matrix instruction every other cycle at best): ``min(4, P + 1)`` with
+    `P` exp2 pieces."""
+    return min(4, P + 1)

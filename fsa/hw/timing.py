@@ -16,7 +16,9 @@ Two numbers are easily confused, so they have distinct names:
   cycles.)
 
 :func:`plans` / :func:`plan` are the execution plans (``fsa/plan.py``) of a
-configuration with these parameters.  The matrix controller
+configuration with these parameters; :class:`Plan` is their type and
+:func:`compact` their timer form (per control bit and wave kind, merged
+``(start, length)`` intervals), from which the controller is built.  The matrix controller
 (``rtl/fsa_mxctrl.py``) is generated from :func:`plans`, the cycle model
 (``fsa/cycle/model.py``) simulates them, ``fsa plan show`` draws them and the
 testbenches compare the hardware with them: one function, so all of these
@@ -24,10 +26,14 @@ agree by construction.
 """
 from __future__ import annotations
 
+from fsa import config as fconfig
+from fsa import plan as fplan
 from fsa.formats import get_format
+from fsa.hw.isa import mx_funcs
+from fsa.plan import Plan, compact
 
 __all__ = ["DIVIDER_FORMATS", "DIVIDER_BITS_PER_CYCLE", "divider_iterations", "divider_latency",
-           "reciprocal_cycles", "plan", "plans"]
+           "reciprocal_cycles", "plan", "plans", "Plan", "compact"]
 
 #: Formats the reciprocal divider supports (the accumulate formats).
 DIVIDER_FORMATS = ("fp16", "bf16", "fp32")
@@ -61,23 +67,17 @@ def reciprocal_cycles(a_type: str, bits_per_cycle: int) -> int:
     return divider_latency(a_type, bits_per_cycle) + 2
 
 
-def plan(cfg, func: "str | int"):
+def plan(cfg, func: "str | int") -> Plan:
     """The execution plan of matrix function `func` (name or ISA code) that
     the hardware of `cfg` (a preset name or FSAConfig) runs."""
-    from fsa import config as fconfig
-    from fsa import plan as fplan
-
     cfg = fconfig.get(cfg)
     return fplan.make_plan(func, cfg.sa_rows, cfg.sa_cols, cfg.exp2_pieces,
                            reciprocal_cycles=reciprocal_cycles(cfg.a_type, cfg.div_bits_per_cycle))
 
 
-def plans(cfg) -> list:
+def plans(cfg) -> list[Plan]:
     """The plans of every matrix function of `cfg`, indexed by ISA code
-    (codes 5..8, the UD functions, only for ``dataflow = "ud"``)."""
-    from fsa import config as fconfig
-    from fsa import plan as fplan
-
+    (codes 5..10, the UD functions, only for ``dataflow = "ud"``:
+    :func:`fsa.hw.isa.mx_funcs`)."""
     cfg = fconfig.get(cfg)
-    funcs = fplan.ALL_FUNCS if cfg.dataflow == "ud" else fplan.FUNCS
-    return [plan(cfg, f) for f in funcs]
+    return [plan(cfg, f) for f in mx_funcs(cfg.dataflow)]

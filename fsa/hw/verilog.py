@@ -1,4 +1,7 @@
-"""Getting the Verilog of a configuration from software.
+"""The generated Verilog folder: where it goes by default (:data:`GEN`),
+which folders generation may replace (:func:`check_gen_outdir`; the
+generator, ``rtl/generate.py``, takes both from here), and how software
+obtains the Verilog of a configuration.
 
 ``fsa/`` describes the hardware and never imports ``rtl/`` (the hardware
 builds from ``fsa/``, not the reverse).  Software that needs the generated
@@ -20,7 +23,7 @@ from pathlib import Path
 
 from fsa import paths
 
-__all__ = ["ROOT", "GEN", "generate", "verilog_files"]
+__all__ = ["ROOT", "GEN", "generate", "verilog_files", "check_gen_outdir"]
 
 #: where ``rtl/`` lives (the checkout, or site-packages) and the default
 #: output folder (``gen/`` of the checkout or of the cache, fsa.paths)
@@ -43,13 +46,11 @@ def generate(cfg, outdir: "str | Path | None" = None, *, force: bool = False,
     Raises:
         ValueError: the generator rejected the configuration (exit status 2),
             or `outdir` cannot be the output (a file, a folder of other files,
-            an unwritable place: :func:`fsa.paths.check_gen_outdir`).
+            an unwritable place: :func:`check_gen_outdir`).
         RuntimeError: the generator failed otherwise.
         (With `quiet`, the generator's output is in the message.)
     """
     from fsa import config as fconfig
-
-    from fsa.paths import check_gen_outdir
 
     cfg = fconfig.get(cfg)
     out = check_gen_outdir(outdir if outdir is not None else GEN / cfg.name)
@@ -110,3 +111,19 @@ def verilog_files(outdir: "str | Path") -> list[Path]:
     outdir = Path(outdir)
     return [outdir / line.strip() for line in (outdir / "filelist.f").read_text().splitlines()
             if line.strip()]
+
+
+def check_gen_outdir(outdir: "str | Path") -> Path:
+    """The absolute output folder for Verilog generation, or ValueError.
+
+    Generation replaces the whole folder, so it must be new, empty, or a
+    folder generation wrote before (it holds ``manifest.json``); there must be
+    a writable folder to create it in (:func:`fsa.paths.check_output`).  (An existing
+    folder of other files would be wiped.)"""
+    p = Path(outdir).expanduser().resolve()
+    paths.check_output(p, f"output folder {p}", folder=True, create=True)
+    if p.is_dir() and not (p / "manifest.json").is_file() and any(p.iterdir()):
+        raise ValueError(f"output folder {p}: exists and holds other files (no manifest.json of "
+                         f"an earlier generation); generation replaces the whole folder, so give "
+                         f"a new or empty one")
+    return p

@@ -1,4 +1,6 @@
-"""Per-module Verilator lint waivers as one generated configuration file.
+"""Lint waivers contract: per-module Verilator lint waivers as one generated
+configuration file, the file the generator writes beside the Verilog and the
+lint and the simulator builds read.
 
 A unit that needs a Verilator warning waived declares it beside its code as
 ``LINT_WAIVERS = {"RULE": "reason", ...}`` (the older ``"-Wno-RULE"`` keys are
@@ -17,7 +19,7 @@ __all__ = ["WAIVER_FILE", "waiver_rule", "waiver_text", "waiver_files"]
 
 #: The Verilator configuration file holding a design's lint waivers: the
 #: generator writes it beside the Verilog (``gen/<config>/waivers.vlt``), and
-#: :func:`fsa.simrun.build` and ``make lint`` (``rtl/lint.py``) use it.  There are no global ``-Wno-...``
+#: :func:`fsa.simrun.build` and ``make lint`` (``fsa/lint.py``) use it.  There are no global ``-Wno-...``
 #: flags: every waiver names its module's file and carries its reason.
 WAIVER_FILE = "waivers.vlt"
 

@@ -170,7 +170,7 @@ def burst_port(cfg: FSAConfig, ins: Dma, j: int) -> int:
 
 def expected_bursts(cfg: FSAConfig, ins: Dma) -> list[list[Burst]]:
     """Per port, the bursts of a successful `ins`: rows merged where
-    ``dma_burst_beats`` allows (:func:`fsa.dmarules.bursts`), else one row
+    ``dma_burst_beats`` allows (:func:`fsa.hw.dmarules.bursts`), else one row
     each, split at 4 KiB boundaries."""
     from fsa.hw.dmarules import bursts
     bb = cfg.axi_data_bits // 8

@@ -104,7 +104,7 @@ def random_instrs(cfg: FSAConfig, rng: random.Random, n: int) -> list[Dma]:
 
 def second_load_expected(cfg: FSAConfig, first: Dma, second: Dma) -> bool:
     """Whether the DMA accepts LOAD `second` while LOAD `first` is in
-    flight (fsa/dmarules.py): one port, rows of one beat; several ports (or
+    flight (fsa/hw/dmarules.py): one port, rows of one beat; several ports (or
     one port with per-port beats, ``per_port_dma``), an SRAM with a narrow
     port per bank and disjoint rows."""
     from fsa.hw.dmarules import second_load_ok, several_port_rules, sram_bank_ports
@@ -118,7 +118,7 @@ def second_load_expected(cfg: FSAConfig, first: Dma, second: Dma) -> bool:
 def load_store_expected(cfg: FSAConfig, first: Dma, second: Dma) -> bool:
     """Whether the DMA accepts `second` while `first` is in flight, one a
     LOAD and the other a STORE: only with the config's ``dma_rw_overlap``,
-    and then as :func:`fsa.dmarules.load_store_ok` says (other SRAM,
+    and then as :func:`fsa.hw.dmarules.load_store_ok` says (other SRAM,
     disjoint memory bytes)."""
     from fsa.hw.dmarules import load_store_ok
     return bool(cfg.dma_rw_overlap) and load_store_ok(first, second)

@@ -39,7 +39,7 @@ state, busy low, a later command done in 3 cycles without traffic),
 ``dma_axi_errors`` (SLVERR / DECERR on a read beat / a write response, on
 the beat in a range or the first / last beat of a burst; with two LOADs in
 flight, ``err_slot`` names the one whose beat failed), ``dma_second_load``
-(two LOADs in flight exactly when ``fsa/dmarules.py`` allows it; the later
+(two LOADs in flight exactly when ``fsa/hw/dmarules.py`` allows it; the later
 one wins a row both write).
 
 Every wait has a cycle limit and names what it waited for.
@@ -139,7 +139,7 @@ async def dma_throughput(dut):
 @cocotb.test()
 async def dma_second_load(dut):
     """Two LOADs back to back into the scratchpad: the second is in flight
-    with the first exactly when fsa/dmarules.py allows it (disjoint rows,
+    with the first exactly when fsa/hw/dmarules.py allows it (disjoint rows,
     overlapping rows, a negative stride, whole rows of several beats); the
     SRAM ends as in the golden model (the later LOAD wins a row both
     write), without and with pauses on every channel."""
@@ -302,7 +302,7 @@ async def dma_axi_errors(dut):
         if b.marks() != marks:
             problems.append(f"{name}: bursts issued after the error")
         dut._log.info("%s: %s", name, hw)
-    # two LOADs in flight (when fsa/dmarules.py allows it; disjoint rows): an
+    # two LOADs in flight (when fsa/hw/dmarules.py allows it; disjoint rows): an
     # AXI error names the queue slot of the instruction whose beat it was
     # (slots are taken in turn from 0 after a reset: the first LOAD has 0)
     R = min(8, cfg.spad_rows // 4)

@@ -42,7 +42,7 @@ def _configs() -> dict:
             dma_outstanding=2, name="FSA4X4Fp16TwoPortOut2Config"),
         "FSA4X4Fp16Out16Config": fconfig.get("FSA4X4Fp16Config").replace(
             dma_outstanding=16, name="FSA4X4Fp16Out16Config"),
-        # a narrow port per bank (fsa.dmarules.bank_ports): the scratchpad's two
+        # a narrow port per bank (fsa.hw.dmarules.bank_ports): the scratchpad's two
         # banks; and four ports into four banks of both SRAMs
         "FSA8X8Fp16TwoPortConfig": fconfig.get("FSA8X8Fp16TwoPortConfig"),
         "FSA8X8Fp16FourPortBanksConfig": fconfig.get("FSA8X8Fp16TwoPortConfig").replace(
@@ -122,7 +122,7 @@ LINT_CONFIGS = list(CONFIGS.values()) + [
                                             spad_banks=2, acc_banks=2, acc_rows=18,
                                             spad_rows=32, dma_rw_overlap=True,
                                             name="DmaOverlapOneLane"),
-    # one port with the per-port DMA (fsa.dmarules.per_port_dma): the overlap
+    # one port with the per-port DMA (fsa.hw.dmarules.per_port_dma): the overlap
     # and merged bursts, and merged bursts alone
     fconfig.get("FSA4X4Fp16Config").replace(acc_banks=2, dma_rw_overlap=True,
                                             dma_burst_beats=16, name="DmaOnePortOverlap"),

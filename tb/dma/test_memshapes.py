@@ -23,7 +23,7 @@ rows 4 beats, as the preset's).
 
 The shapes carry the presets' ``dma_rw_overlap``; ``LONG`` keeps it off.
 ``ONE`` is a one-port config with the per-port DMA
-(``fsa.dmarules.per_port_dma``: two banks in each SRAM, each with its own
+(``fsa.hw.dmarules.per_port_dma``: two banks in each SRAM, each with its own
 narrow port, a LOAD and a STORE at once, merged bursts); the unit bench,
 UD attention, the random DMA programs, the fast memory path and the long
 fetched programs run on it too.
@@ -95,7 +95,7 @@ LONG = shape("FSA4X4Fp32Config", 64, dma_burst_beats=256, spad_rows=256,
     mem_size=fconfig.get("FSA4X4Fp32Config").mem_size - 64)
 
 
-#: one AXI port with the per-port DMA (fsa.dmarules.per_port_dma): the 4x4
+#: one AXI port with the per-port DMA (fsa.hw.dmarules.per_port_dma): the 4x4
 #: fp16 preset (one-beat rows on its 64-bit bus, program fetch a large share
 #: of the read channel) with two accumulator banks, so that both SRAMs get a
 #: narrow port per bank, a LOAD and a STORE in flight at once and rows
@@ -246,14 +246,14 @@ def test_random_dma_programs_shape(b):
     port), one after another on one device: the memory each leaves equals
     the golden model's byte for byte, and each run's ``exec`` and
     ``dma_active`` counters equal the cycle model's (two LOADs in flight
-    exactly as fsa/dmarules.py and fsa/cycle/dma.py say).  This found the
+    exactly as fsa/hw/dmarules.py and fsa/cycle/dma.py say).  This found the
     cycle model placing a STORE from the scratchpad in the accumulator's
     banks."""
     cfg = fconfig.get(b) if b.__class__ is str and b not in ("long", "one") else _ud(b)
     rng = np.random.default_rng(SEED * 100 + (b if isinstance(b, int) else 0))
     n_prog = 12 if FULL else 4
     progs = [random_dma_program(cfg, rng, 24, k + 1) for k in range(n_prog)]
-    if cfg.dma_burst_beats:     # merged bursts really happen (fsa.dmarules.bursts)
+    if cfg.dma_burst_beats:     # merged bursts really happen (fsa.hw.dmarules.bursts)
         bb = cfg.axi_data_bits // 8
         longest = max(n * (x.size // bb) for ins, _, _ in progs for x in ins
                       if isinstance(x, Dma) for _, n in bursts(x, bb, cfg.dma_burst_beats))

@@ -75,9 +75,9 @@ class FSAConfig:
             rows follow each other in memory (``mem_stride == size``, a
             power of two) and in the SRAM (``sram_stride == 1``) move up to
             that many beats of whole rows in one INCR burst, never across a
-            4 KiB boundary (``fsa.dmarules.bursts``).  Needs at least two
+            4 KiB boundary (``fsa.hw.dmarules.bursts``).  Needs at least two
             banks in each SRAM: the SRAMs then get a narrow port per bank
-            also with one AXI port (``fsa.dmarules.bank_ports``), and the
+            also with one AXI port (``fsa.hw.dmarules.bank_ports``), and the
             DMA moves each port's beats as with several ports (the cycle
             model follows merged bursts in those per-port beats).
         dma_rw_overlap: let a LOAD and a STORE be in flight in the DMA at
@@ -85,7 +85,7 @@ class FSAConfig:
             nothing is in flight, and so does a LOAD behind a STORE).  Each
             memory port then has a read half (AR, R) and a write half (AW,
             W, B); the two instructions use different SRAMs and disjoint
-            memory bytes (``fsa.dmarules.load_store_ok``; otherwise the
+            memory bytes (``fsa.hw.dmarules.load_store_ok``; otherwise the
             second waits as before).  Needs at least two banks in each
             SRAM, as ``dma_burst_beats``.
         mem_base, mem_size: the memory window the DMA may touch (bytes).
@@ -94,7 +94,7 @@ class FSAConfig:
         ctrl_base: base address of the AXI4-Lite control registers.
         dataflow: "reference" (the reference FSA schedules, matrix function
             codes 0..4) or "ud" (adds the unidirectional dataflow of
-            docs/ud.md: codes 5..8, the bottom comparator row, Q resident in
+            docs/ud.md: codes 5..10, the bottom comparator row, Q resident in
             a second PE register; needs ``sa_cols <= sa_rows + exp2_pieces
             + 1``).  Written to ``FSAConfig.fsa.json``, never to the
             reference's 12-key ``FSAConfig.json``.
@@ -416,10 +416,10 @@ def memory_system(sa_rows: int, sa_cols: int, e_type: str, a_type: str) -> dict[
 
     The DMA moves at most one beat per cycle per scratchpad narrow port
     (one port, or one per bank with several AXI ports,
-    :func:`fsa.dmarules.bank_ports`) and queues at most one row (burst) per
+    :func:`fsa.hw.dmarules.bank_ports`) and queues at most one row (burst) per
     cycle; each LOAD pays about ``6 + b`` cycles of fixed latency
     (:data:`fsa.cycle.model.DEFAULT_DMA`), hidden by a second LOAD in flight
-    (:func:`fsa.dmarules.inflight_depth`, :func:`fsa.dmarules.second_load_ok`).
+    (:func:`fsa.hw.dmarules.inflight_depth`, :func:`fsa.hw.dmarules.second_load_ok`).
     Hence:
 
     * ``acc_rows = 2 (1 + R)``: two accumulator sets (``l`` and ``O^T`` of

@@ -40,7 +40,7 @@ import types
 
 from myhdl import Signal, always, always_comb, block, concat, intbv
 
-from fsa.config import MAX_FMA_STAGES
+from fsa.hw.config import MAX_FMA_STAGES
 from fsa.formats import get_format
 from rtl.convert import convert_block, sig
 from rtl.fp import fsa_fma as comb

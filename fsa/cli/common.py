@@ -132,6 +132,26 @@ def read_real_npy(name: str, path: str):
     return a
 
 
+def read_user_qkv(args, check_shape: Callable[[str, str, object], None]):
+    """Q, K, V as float64 arrays from the user's --q/--k/--v .npy files, or
+    None when none of the three is given.  ValueError when only some are
+    given, with options of generated inputs, or for a file that
+    ``check_shape(name, path, array)`` (the command's shape rule) refuses."""
+    import numpy as np
+
+    if not (args.q or args.k or args.v):
+        return None
+    if not (args.q and args.k and args.v):
+        raise ValueError("give all three of --q, --k and --v (or none, to generate inputs)")
+    refuse_generator_options(args)
+    arrs = []
+    for name, path in (("q", args.q), ("k", args.k), ("v", args.v)):
+        a = read_real_npy(name, path)
+        check_shape(name, path, a)
+        arrs.append(np.asarray(a, np.float64))
+    return tuple(arrs)
+
+
 # ------------------------------------------------------ golden-model estimate
 #: approximate cost of a golden-model run per key-block step, measured on this
 #: project's 2-core machines (CPU time). Memory: the program's Python objects

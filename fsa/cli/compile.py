@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from fsa.cli.common import (Outputs, check_golden_fits, read_real_npy, refuse_generator_options,
-                            say)
+from fsa.cli.common import Outputs, check_golden_fits, read_user_qkv, say
 
 __all__ = ["cmd_compile", "load_block_inputs"]
 
@@ -17,20 +16,17 @@ def load_block_inputs(args, cfg):
     from fsa.report import fa3_inputs
 
     R = cfg.sa_rows
-    if args.q or args.k or args.v:
-        if not (args.q and args.k and args.v):
-            raise ValueError("give all three of --q, --k and --v (or none, to generate inputs)")
-        refuse_generator_options(args)
-        arrs = []
-        for name, path in (("q", args.q), ("k", args.k), ("v", args.v)):
-            a = read_real_npy(name, path)
-            if a.ndim != 2 or a.shape[1] != R:
-                raise ValueError(f"--{name} {path}: shape {a.shape}; {cfg.name} needs "
-                                 f"(sequence, {R}) (head dimension = array rows)")
-            if a.shape[0] == 0:
-                raise ValueError(f"--{name} {path}: the sequence is empty (shape {a.shape})")
-            arrs.append(np.asarray(a, np.float64))
-        q, k, v = arrs
+
+    def check_shape(name, path, a):
+        if a.ndim != 2 or a.shape[1] != R:
+            raise ValueError(f"--{name} {path}: shape {a.shape}; {cfg.name} needs "
+                             f"(sequence, {R}) (head dimension = array rows)")
+        if a.shape[0] == 0:
+            raise ValueError(f"--{name} {path}: the sequence is empty (shape {a.shape})")
+
+    user = read_user_qkv(args, check_shape)
+    if user is not None:
+        q, k, v = user
         if k.shape != v.shape:
             raise ValueError(f"--k and --v must have the same shape, got {k.shape} and {v.shape}")
         return q, k, v

@@ -20,8 +20,8 @@ import argparse
 import time
 from pathlib import Path
 
-from fsa.cli.common import (Outputs, check_golden_fits, json_safe, read_real_npy,
-                            refuse_generator_options, save_with, say, warn)
+from fsa.cli.common import (Outputs, check_golden_fits, json_safe, read_user_qkv, save_with, say,
+                            warn)
 
 __all__ = ["cmd_run"]
 
@@ -35,21 +35,18 @@ def _load_run_inputs(args, cfg):
     from fsa.report import fa3_inputs
 
     R = cfg.sa_rows
-    if args.q or args.k or args.v:
-        if not (args.q and args.k and args.v):
-            raise ValueError("give all three of --q, --k and --v (or none, to generate inputs)")
-        refuse_generator_options(args)
-        arrs = []
-        for name, path in (("q", args.q), ("k", args.k), ("v", args.v)):
-            a = read_real_npy(name, path)
-            if a.ndim < 2 or a.shape[-1] > R or a.shape[-1] == 0:
-                raise ValueError(f"--{name} {path}: shape {a.shape}; {cfg.name} needs "
-                                 f"(sequence, {R}) or (..., sequence, d) with 1 <= d <= {R} "
-                                 "(head dimension at most the array rows)")
-            if a.size == 0:
-                raise ValueError(f"--{name} {path}: the array is empty (shape {a.shape})")
-            arrs.append(np.asarray(a, np.float64))
-        return tuple(arrs)
+
+    def check_shape(name, path, a):
+        if a.ndim < 2 or a.shape[-1] > R or a.shape[-1] == 0:
+            raise ValueError(f"--{name} {path}: shape {a.shape}; {cfg.name} needs "
+                             f"(sequence, {R}) or (..., sequence, d) with 1 <= d <= {R} "
+                             "(head dimension at most the array rows)")
+        if a.size == 0:
+            raise ValueError(f"--{name} {path}: the array is empty (shape {a.shape})")
+
+    user = read_user_qkv(args, check_shape)
+    if user is not None:
+        return user
     lead = tuple(n for n in (args.batch, args.heads) if n is not None)
     rng = np.random.default_rng(args.seed or 0)
     sq, skv = args.seq_q or 64, args.seq_kv or 64

@@ -97,7 +97,8 @@ def check_head_tiles(k, Q, K, Vt, seq_q, seq_kv, kv_map) -> tuple[int, tuple[int
 
 
 def attention_io(k, Q, K, Vt, seq_q, seq_kv, kv_map) -> tuple:
-    """What an attention kernel build starts with: the checked heads and
+    """What an attention kernel build starts with: the head lengths (`seq_q`
+    / `seq_kv`, ``None``: all rows of Q / K, one head), the checked heads and
     `kv_map` (:func:`check_head_tiles`), the output tensor ``Ot [R, H seq_q]``
     (accumulate format) with the views ``V`` (of `Vt`) and ``O`` (of ``Ot``),
     and the blocks: Q and K by rows (C and R rows: head h's from
@@ -105,15 +106,17 @@ def attention_io(k, Q, K, Vt, seq_q, seq_kv, kv_map) -> tuple:
     columns, Ot by C columns (like Q's).
 
     Returns:
-        ``(heads, kv_map, Ot, q_blocks, k_blocks, v_blocks, o_blocks)``.
+        ``(seq_q, seq_kv, heads, kv_map, Ot, q_blocks, k_blocks, v_blocks, o_blocks)``.
     """
     R, C = k.R, k.C
+    seq_q = Q.rows if seq_q is None else seq_q
+    seq_kv = K.rows if seq_kv is None else seq_kv
     heads, kv_map = check_head_tiles(k, Q, K, Vt, seq_q, seq_kv, kv_map)
     Ot = k.alloc_mem((R, heads * seq_q), k.cfg.a_type, "Ot", role="output")
     k.view("V", Vt)
     k.view("O", Ot)
-    return (heads, kv_map, Ot, Q.split(C, axis=0), K.split(R, axis=0), Vt.split(R, axis=1),
-            Ot.split(C, axis=1))
+    return (seq_q, seq_kv, heads, kv_map, Ot, Q.split(C, axis=0), K.split(R, axis=0),
+            Vt.split(R, axis=1), Ot.split(C, axis=1))
 
 
 def head_map(heads: int, kv_heads: int | None = None,

@@ -117,10 +117,8 @@ def flash_attention(k: KernelBuilder, Q: MemTile, K: MemTile, Vt: MemTile, *,
     the program's setting registers."""
     cfg = k.cfg
     R, C = k.R, k.C
-    seq_q = Q.rows if seq_q is None else seq_q
-    seq_kv = K.rows if seq_kv is None else seq_kv
     # blocks: Q [C, d], K [R, d], Vt [d, R], Ot [d, C]
-    heads, kv_map, Ot, q_blocks, k_blocks, v_blocks, o_blocks = attention_io(
+    seq_q, seq_kv, heads, kv_map, Ot, q_blocks, k_blocks, v_blocks, o_blocks = attention_io(
         k, Q, K, Vt, seq_q, seq_kv, kv_map)
     plan = buffer_plan(cfg)
     nq, nkv, nacc = plan["q"], plan["kv"], plan["acc"]

@@ -184,9 +184,7 @@ def flash_attention_ud(k: KernelBuilder, Q: MemTile, K: MemTile, Vt: MemTile, *,
     head's query blocks are."""
     cfg = k.cfg
     R, C = k.R, k.C
-    seq_q = Q.rows if seq_q is None else seq_q
-    seq_kv = K.rows if seq_kv is None else seq_kv
-    heads, kv_map, Ot, q_blocks, k_blocks, v_blocks, o_blocks = attention_io(
+    seq_q, seq_kv, heads, kv_map, Ot, q_blocks, k_blocks, v_blocks, o_blocks = attention_io(
         k, Q, K, Vt, seq_q, seq_kv, kv_map)
     plan = buffer_plan(cfg)
     ns, nacc = plan["slots"], plan["acc"]

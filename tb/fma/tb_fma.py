@@ -36,6 +36,26 @@ def _read(handle) -> int:
         return -1
 
 
+def mismatch_lines(bad, label: str, a, b, c, e2, got, want, wm: int, wa: int,
+                   en=None) -> "list[str]":
+    """The failure message's lines for the first `SHOW` entries where `bad`
+    holds: `label` and the index, the inputs (and `en` where given), and the
+    outputs ``out_a``, ``out_e``, ``piece``, ``match`` (rows 0..3 of `got` /
+    `want`) in hex, X for an unknown value."""
+    hm, ha_ = (wm + 3) // 4, (wa + 3) // 4
+    lines = []
+    for i in np.flatnonzero(bad)[:SHOW]:
+        i = int(i)
+        lines.append(
+            f"  {label}{i} {'exp2' if e2[i] else 'fma '}"
+            f"{'' if en is None else f' en={en[i]}'} a={a[i]:0{hm}x} b={b[i]:0{hm}x} "
+            f"c={c[i]:0{ha_}x} | out_a got {_hex(int(got[0][i]), ha_)} exp "
+            f"{int(want[0][i]):0{ha_}x} | out_e got {_hex(int(got[1][i]), hm)} exp "
+            f"{int(want[1][i]):0{hm}x} | piece got {got[2][i]} exp {want[2][i]} | match "
+            f"got {got[3][i]} exp {want[3][i]}")
+    return lines
+
+
 @cocotb.test()
 async def fma_vectors(dut):
     """Stream all vectors through the unit and compare with the model."""
@@ -61,24 +81,15 @@ async def fma_vectors(dut):
         got_e.append(_read(hoe))
         got_p.append(_read(hpc))
         got_m.append(_read(hmt))
-    got = {"out_a": np.array(got_a), "out_e": np.array(got_e),
-           "piece": np.array(got_p), "match": np.array(got_m)}
+    got = [np.array(g) for g in (got_a, got_e, got_p, got_m)]
+    want = [d[k].astype(np.int64) for k in ("out_a", "out_e", "piece", "match")]
     bad = np.zeros(n, dtype=bool)
-    for k, v in got.items():
-        bad |= v != d[k].astype(np.int64)
+    for g, w in zip(got, want):
+        bad |= g != w
     nbad = int(bad.sum())
     dut._log.info("fsa_fma: %d vectors (%d exp2-mode), %d mismatches",
                   n, int(np.sum(d["exp2"])), nbad)
     if nbad:
-        hm, ha_ = (wm + 3) // 4, (wa + 3) // 4
-        lines = []
-        for i in np.flatnonzero(bad)[:SHOW]:
-            i = int(i)
-            lines.append(
-                f"  #{i} {'exp2' if e2[i] else 'fma '} a={a[i]:0{hm}x} b={b[i]:0{hm}x} "
-                f"c={c[i]:0{ha_}x} | out_a got {_hex(got_a[i], ha_)} "
-                f"exp {int(d['out_a'][i]):0{ha_}x} | out_e got {_hex(got_e[i], hm)} "
-                f"exp {int(d['out_e'][i]):0{hm}x} | piece got {got_p[i]} exp "
-                f"{int(d['piece'][i])} | match got {got_m[i]} exp {int(d['match'][i])}")
+        lines = mismatch_lines(bad, "#", a, b, c, e2, got, want, wm, wa)
         raise AssertionError(f"fsa_fma: {nbad} of {n} vectors mismatch; first {len(lines)}:\n"
                              + "\n".join(lines))

@@ -23,7 +23,7 @@ import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge
 
-from tb.fma.tb_fma import SHOW, _hex, _read
+from tb.fma.tb_fma import _read, mismatch_lines
 
 
 @cocotb.test()
@@ -54,16 +54,6 @@ async def fma_pipe_stream(dut):
     dut._log.info("fsa_fma_pipe (%d stages): %d cycles, %d checked, %d mismatches",
                   L, n, int(check.sum()), nbad)
     if nbad:
-        hm, ha_ = (wm + 3) // 4, (wa + 3) // 4
-        lines = []
-        for i in np.flatnonzero(bad)[:SHOW]:
-            i = int(i)
-            lines.append(
-                f"  cycle {i} {'exp2' if e2[i] else 'fma '}"
-                f"{'' if en is None else f' en={en[i]}'} a={a[i]:0{hm}x} b={b[i]:0{hm}x} "
-                f"c={c[i]:0{ha_}x} | out_a got {_hex(int(got[0, i]), ha_)} exp "
-                f"{int(want[0, i]):0{ha_}x} | out_e got {_hex(int(got[1, i]), hm)} exp "
-                f"{int(want[1, i]):0{hm}x} | piece got {got[2, i]} exp {want[2, i]} | match "
-                f"got {got[3, i]} exp {want[3, i]}")
+        lines = mismatch_lines(bad, "cycle ", a, b, c, e2, got, want, wm, wa, en)
         raise AssertionError(f"fsa_fma_pipe: {nbad} of {int(check.sum())} checked cycles "
                              f"mismatch; first {len(lines)}:\n" + "\n".join(lines))

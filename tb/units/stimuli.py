@@ -123,6 +123,19 @@ def reset_slots(rng: np.random.Generator, n: int) -> set[int]:
     return {int(x) for x in rng.integers(n // 10, n, RESETS)}
 
 
+def sequence_start(cfg, seed: int, n: int, names: tuple[str, ...]) -> tuple:
+    """What a unit's sequence generator starts with: the random source
+    (`seed`), value pickers of the element and accumulate formats, the empty
+    sequence of columns `names` and the cycles of its reset pulses (of `n`).
+
+    Returns:
+        ``(rng, ve, va, seq, resets)``.
+    """
+    rng = np.random.default_rng(seed)
+    ve, va = Values(rng, cfg.e_type), Values(rng, cfg.a_type)
+    return rng, ve, va, Seq(names), reset_slots(rng, n)
+
+
 def npz_case(unit: str, seq: Seq, model, regs, combs, width: dict, port: dict,
              in_width: dict | None = None) -> dict:
     """The case file of `unit` (the npz arrays tb_units.py reads): `seq` run

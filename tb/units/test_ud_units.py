@@ -32,7 +32,7 @@ from fsa import simrun
 from fsa.hw import timing
 from tb.common.tier import SEED
 from tb.units.models import encoded_intercepts
-from tb.units.stimuli import Seq, Values, npz_case, reset_slots, score_value, unit_sources
+from tb.units.stimuli import Seq, npz_case, score_value, sequence_start, unit_sources
 from tb.units.ud_models import LANE, UD_BITS, BCMPModel, UDPEModel, ud_pe_legal
 
 CONFIGS = ["FSA4X4Fp16UdConfig", "FSA4X4Bf16UdConfig", "FSA4X4Fp32UdConfig",
@@ -60,17 +60,15 @@ def ud_plan_words(cfg) -> list[int]:
 
 
 def pe_ud_sequence(cfg, n: int, seed: int) -> Seq:
-    rng = np.random.default_rng(seed)
+    rng, ve, va, seq, resets = sequence_start(
+        cfg, seed, n, ("rst", "ctrl", "l_in", "u_in", "d_in"))
     e, a, P = cfg.e_type, cfg.a_type, cfg.exp2_pieces
     fe, fa = cfg.e_fmt, cfg.a_fmt
-    ve, va = Values(rng, e), Values(rng, a)
     plan_words = ud_plan_words(cfg)
     legal = [w for w in range(1 << len(UD_BITS)) if ud_pe_legal(w)]
     slopes = [int(x) for x in nm.pwl_constants(P, e, a)[0]]
     icpts = list(encoded_intercepts(e, a, P))
     scale_e = cfg.attention_scale_bits(e)
-    seq = Seq(("rst", "ctrl", "l_in", "u_in", "d_in"))
-    resets = reset_slots(rng, n)
 
     def add(w: int, **kw: int) -> None:
         if len(seq) in resets:
@@ -111,11 +109,9 @@ def pe_ud_sequence(cfg, n: int, seed: int) -> Seq:
 
 
 def bcmp_sequence(cfg, n: int, seed: int) -> Seq:
-    rng = np.random.default_rng(seed + 7)
+    rng, ve, va, seq, resets = sequence_start(
+        cfg, seed + 7, n, ("rst", "max", "up", "od", "causal", "s_in", "col"))
     e, a, R, C = cfg.e_type, cfg.a_type, cfg.sa_rows, cfg.sa_cols
-    ve, va = Values(rng, e), Values(rng, a)
-    seq = Seq(("rst", "max", "up", "od", "causal", "s_in", "col"))
-    resets = reset_slots(rng, n)
     col = 0
 
     def add(lbl: str, mx=0, up=0, od=0, causal=0, s_in=None) -> None:

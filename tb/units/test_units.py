@@ -54,7 +54,8 @@ from fsa.hw import timing
 from tb.common.tier import SEED
 from tb.units.models import (ACC_CMDS, CMP_CMDS, PE_BITS, UD_ACC_CMDS, ACCModel, CMPModel,
                             PEModel, encoded_intercepts, pe_legal)
-from tb.units.stimuli import Seq, Values, npz_case, reset_slots, score_value, unit_sources
+from tb.units.stimuli import (Seq, Values, npz_case, reset_slots, score_value, sequence_start,
+                              unit_sources)
 
 CONFIGS = ["FSA4X4Fp16Config", "FSA4X4Bf16Config", "FSA4X4Fp32Config", "FSA4X4Fp16OnlyConfig"]
 UNITS = ["pe", "cmp", "acc"]
@@ -100,18 +101,16 @@ def plan_ctrl_words(cfg) -> list[int]:
 
 def pe_sequence(cfg, n: int, seed: int) -> Seq:
     """PE inputs: plan control words, random legal words, exp2 chains."""
-    rng = np.random.default_rng(seed)
+    rng, ve, va, seq, resets = sequence_start(
+        cfg, seed, n, ("rst", "ctrl", "l_in", "u_in", "d_in"))
     e, a, P = cfg.e_type, cfg.a_type, cfg.exp2_pieces
     fe, fa = get_format(e), get_format(a)
-    ve, va = Values(rng, e), Values(rng, a)
     plan_words = plan_ctrl_words(cfg)
     legal = [w for w in range(1 << len(PE_BITS)) if pe_legal(w)]
     slopes = [int(x) for x in nm.pwl_constants(P, e, a)[0]]
     icpts = list(encoded_intercepts(e, a, P))
     one_e = fe.one
     scale_e = cfg.attention_scale_bits(e)
-    seq = Seq(("rst", "ctrl", "l_in", "u_in", "d_in"))
-    resets = reset_slots(rng, n)
 
     def rand_in() -> dict:
         return dict(l_in=ve.get(), u_in=va.get(), d_in=va.get())
@@ -181,11 +180,9 @@ def pe_sequence(cfg, n: int, seed: int) -> Seq:
 
 def cmp_sequence(cfg, n: int, seed: int) -> Seq:
     """CMP inputs: score blocks, intercept runs, RESET, random commands."""
-    rng = np.random.default_rng(seed + 1)
+    rng, ve, va, seq, resets = sequence_start(
+        cfg, seed + 1, n, ("rst", "cmd", "causal", "mask", "key_limit", "s_in", "col"))
     e, a, P, R = cfg.e_type, cfg.a_type, cfg.exp2_pieces, cfg.sa_rows
-    ve, va = Values(rng, e), Values(rng, a)
-    seq = Seq(("rst", "cmd", "causal", "mask", "key_limit", "s_in", "col"))
-    resets = reset_slots(rng, n)
     state = {"col": 2, "kl": R}
 
     def add(cmd: int, causal: "int | None" = None, s_in: "int | None" = None,

@@ -191,29 +191,24 @@ def table(plan: Plan) -> Table:
             for cyc in w.rows_at(r, R):
                 rows[cyc][r].update(w.bits)
     t.pe = [[frozenset(s) for s in row] for row in rows]
+
+    def claim(slots: dict, key, value, what: str, cyc: int) -> None:
+        """Enter `value` at `key` of `slots`; ValueError if the plan already did."""
+        if key in slots:
+            raise ValueError(f"{plan.func}: two {what} at cycle {cyc}")
+        slots[key] = value
+
     for cyc, cmd in plan.cmp:
-        if cyc in t.cmp:
-            raise ValueError(f"{plan.func}: two CMP commands at cycle {cyc}")
-        t.cmp[cyc] = cmd
+        claim(t.cmp, cyc, cmd, "CMP commands", cyc)
     for cyc, cmd in plan.acc:
-        if cyc in t.acc:
-            raise ValueError(f"{plan.func}: two ACC commands at cycle {cyc}")
-        t.acc[cyc] = cmd
+        claim(t.acc, cyc, cmd, "ACC commands", cyc)
     for rd in plan.spad_reads:
-        if rd.cycle in t.spad:
-            raise ValueError(f"{plan.func}: two spad reads at cycle {rd.cycle}")
-        t.spad[rd.cycle] = rd
+        claim(t.spad, rd.cycle, rd, "spad reads", rd.cycle)
         for cyc, row, e in landing(rd, R):
-            if (cyc, row) in t.lane:
-                raise ValueError(f"{plan.func}: two spad elements reach row {row} at cycle {cyc}")
-            t.lane[(cyc, row)] = (rd, e)
+            claim(t.lane, (cyc, row), (rd, e), f"spad elements reach row {row}", cyc)
     for cyc, cmd in plan.bcmp:
-        key = (BCMP_CMDS[cmd], cyc)
-        if key in t.bcmp:
-            raise ValueError(f"{plan.func}: two bottom-CMP {key[0]}-lane commands at cycle {cyc}")
-        t.bcmp[key] = cmd
+        lane = BCMP_CMDS[cmd]
+        claim(t.bcmp, (lane, cyc), cmd, f"bottom-CMP {lane}-lane commands", cyc)
     for a in plan.acc_reads:
-        if a.cycle in t.acc_read:
-            raise ValueError(f"{plan.func}: two acc reads at cycle {a.cycle}")
-        t.acc_read[a.cycle] = a.index
+        claim(t.acc_read, a.cycle, a.index, "acc reads", a.cycle)
     return t

@@ -123,6 +123,12 @@ def reset_slots(rng: np.random.Generator, n: int) -> set[int]:
     return {int(x) for x in rng.integers(n // 10, n, RESETS)}
 
 
+def word_burst(rng: np.random.Generator, add, words: "list[int]") -> None:
+    """1 to 4 control words drawn from `words`, each given to ``add(word)``."""
+    for _ in range(int(rng.integers(1, 5))):
+        add(int(rng.choice(words)))
+
+
 def sequence_start(cfg, seed: int, n: int, names: tuple[str, ...]) -> tuple:
     """What a unit's sequence generator starts with: the random source
     (`seed`), value pickers of the element and accumulate formats, the empty

@@ -32,7 +32,7 @@ from fsa import simrun
 from fsa.hw import timing
 from tb.common.tier import SEED
 from tb.units.models import encoded_intercepts
-from tb.units.stimuli import Seq, npz_case, score_value, sequence_start, unit_sources
+from tb.units.stimuli import Seq, npz_case, score_value, sequence_start, unit_sources, word_burst
 from tb.units.ud_models import LANE, UD_BITS, BCMPModel, UDPEModel, ud_pe_legal
 
 CONFIGS = ["FSA4X4Fp16UdConfig", "FSA4X4Bf16UdConfig", "FSA4X4Fp32UdConfig",
@@ -82,11 +82,9 @@ def pe_ud_sequence(cfg, n: int, seed: int) -> Seq:
     while len(seq) < n:
         kind = rng.choice(["plan", "random", "q", "softmax", "idle"], p=[0.3, 0.2, 0.2, 0.25, 0.05])
         if kind == "plan":
-            for _ in range(int(rng.integers(1, 5))):
-                add(int(rng.choice(plan_words)))
+            word_burst(rng, add, plan_words)
         elif kind == "random":
-            for _ in range(int(rng.integers(1, 5))):
-                add(int(rng.choice(legal)))
+            word_burst(rng, add, legal)
         elif kind == "idle":
             add(0)
         elif kind == "q":

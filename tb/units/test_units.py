@@ -55,7 +55,7 @@ from tb.common.tier import SEED
 from tb.units.models import (ACC_CMDS, CMP_CMDS, PE_BITS, UD_ACC_CMDS, ACCModel, CMPModel,
                             PEModel, encoded_intercepts, pe_legal)
 from tb.units.stimuli import (Seq, Values, npz_case, reset_slots, score_value, sequence_start,
-                              unit_sources)
+                              unit_sources, word_burst)
 
 CONFIGS = ["FSA4X4Fp16Config", "FSA4X4Bf16Config", "FSA4X4Fp32Config", "FSA4X4Fp16OnlyConfig"]
 UNITS = ["pe", "cmp", "acc"]
@@ -135,11 +135,9 @@ def pe_sequence(cfg, n: int, seed: int) -> Seq:
     while len(seq) < n:
         kind = rng.choice(["plan", "random", "exp2", "idle"], p=[0.35, 0.25, 0.3, 0.1])
         if kind == "plan":
-            for _ in range(int(rng.integers(1, 5))):
-                add(int(rng.choice(plan_words)))
+            word_burst(rng, add, plan_words)
         elif kind == "random":
-            for _ in range(int(rng.integers(1, 5))):
-                add(int(rng.choice(legal)))
+            word_burst(rng, add, legal)
         elif kind == "idle":
             for _ in range(int(rng.integers(1, 4))):
                 add(0)

@@ -116,28 +116,26 @@ def test_replaced_model_bypasses_the_cache(monkeypatch):
 
 
 # ------------------------------------------------------------------ progress
-def test_bar_draws_after_the_delay_with_an_eta(monkeypatch):
+def _bar_text(enabled: bool, updates: "list[int]", unit: str = "") -> str:
+    """What the 4-step stage "work" of a `Progress(enabled)` writes, updated to
+    each of `updates` in turn and closed."""
     out = io.StringIO()
+    bar = progress.Progress(enabled, out).stage("work", 4, unit)
+    for done in updates:
+        bar.update(done)
+    bar.close()
+    return out.getvalue()
+
+
+def test_bar_draws_after_the_delay_with_an_eta(monkeypatch):
     monkeypatch.setattr(progress, "DELAY", 0.0)
-    bar = progress.Progress(True, out).stage("work", 4, " steps")
-    bar.update(1)
-    bar.update(4)
-    bar.close()
-    text = out.getvalue()
+    text = _bar_text(True, [1, 4], " steps")
     assert "work:" in text and "4/4 steps" in text and "<" in text and text.endswith("\n")
-    quiet = io.StringIO()
-    bar = progress.Progress(False, quiet).stage("work", 4)
-    bar.update(4)
-    bar.close()
-    assert quiet.getvalue() == ""
+    assert _bar_text(False, [4]) == ""
 
 
 def test_bar_waits_for_the_delay():
-    out = io.StringIO()
-    bar = progress.Progress(True, out).stage("work", 4)
-    bar.update(1)
-    bar.close()
-    assert out.getvalue() == ""
+    assert _bar_text(True, [1]) == ""
 
 
 def test_enabled_rules():

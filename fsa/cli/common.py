@@ -154,15 +154,18 @@ def read_user_qkv(args, check_shape: Callable[[str, str, object], None]):
 
 # ------------------------------------------------------ golden-model estimate
 #: approximate cost of a golden-model run per key-block step, measured on this
-#: project's 2-core machines (CPU time). Memory: the program's Python objects
-#: (2.2-2.7 KB a step while it is built and checked); the vectorised model
-#: (fsa/golden/fast.py) needs only O((seq_q + seq_kv) d), the `data` term. Time:
-#: building and checking the program, encoding it and the cycle model (1.5 ms a
-#: step at 8x8, 3.3 ms at 16x16) dominate; the vectorised model adds 0.03 ms
-#: (8x8) to 0.09 ms (16x16) a step (bench/golden_speed.py; the instruction-level
-#: machine it replaced for attention took about 10 ms).
+#: project's 2-core machines (wall time, idle machine, the dispatch check's
+#: verdict cache off: FSA_DISPATCH_CACHE=0). Memory: the program's Python
+#: objects (2.2-2.7 KB a step while it is built and checked); the vectorised
+#: model (fsa/golden/fast.py) needs only O((seq_q + seq_kv) d), the `data`
+#: term. Time, with the cycle model's period skipping (fsa/cycle/skip.py) and
+#: the float32 MAC chains of the fast path: 0.28 ms a step at 8x8 (2048^2:
+#: 65,536 steps in 18.6 s), 0.33 ms at 16x16 (2048^2: 5.4 s), 1.7 ms at 64x64
+#: (4096^2: 4,096 steps in 6.8 s; the size scale below gives 6.4 ms). The
+#: constant is 0.4 ms, above every measured point (it was 4 ms before the
+#: period skipping, which made the estimate 14-40x too long).
 GOLDEN_BYTES_PER_STEP = 3_000
-GOLDEN_SECONDS_PER_STEP = 0.004
+GOLDEN_SECONDS_PER_STEP = 0.0004
 GOLDEN_MAX_SECONDS = 3600
 
 

@@ -92,6 +92,7 @@ bench: $(BENCH_STAMP) sim-tools
 	$(PY) bench/simspeed.py $(BQ)
 	$(PY) bench/convert.py $(BQ)
 	$(PY) bench/area.py $(BQ)
+	$(PY) bench/faultfuzz.py $(BQ)
 	$(PY) bench/plots.py $(BQ)
 	$(PY) bench/mkdoc.py $(BQ)
 
